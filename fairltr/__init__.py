@@ -1,0 +1,18 @@
+"""fairltr: fair learning to rank — DELTR, FA*IR, LaKDA/MRC@k — with MLOps adapters.
+
+The core imports torch, numpy, pandas and scipy only; MLflow, Lightning, Optuna and
+transformers are imported by the adapters (``fairltr.tracking``, ``lightning_modules``,
+``tuning``) when used.
+"""
+
+from fairltr.data import RankingBatch, to_batch
+from fairltr.deltr import DELTR, rank_frame
+from fairltr.errors import ConfigError, DataError, FairltrError
+from fairltr.metrics import evaluate_ranking
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DELTR", "RankingBatch", "to_batch", "rank_frame", "evaluate_ranking",
+    "FairltrError", "DataError", "ConfigError", "__version__",
+]

@@ -1,0 +1,147 @@
+"""Registry of fairness losses, each declaring its hyper-parameters once.
+
+Lightning modules, Optuna search spaces, the CLI and MLflow params all read the same
+:class:`HyperParam` declarations. Third-party packages add losses through the entry-point
+group ``fairltr.losses``: the entry point names a :class:`FairnessLoss` instance (or a
+zero-argument callable returning one).
+
+Kinds:
+* ``"ranking"``: ``fn(scores, groups, mask, **options) -> (Q,)`` per-query penalty; the objective
+  is ``listnet + weight * penalty`` with ``weight`` the loss's ``weight_param`` (``gamma``).
+* ``"retrieval"``: bi-encoder regularisers (see :mod:`fairltr.losses.retrieval`); weight ``alpha``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable, Literal
+
+from fairltr.errors import ConfigError
+
+__all__ = [
+    "HyperParam",
+    "FairnessLoss",
+    "register_loss",
+    "get_loss",
+    "available_losses",
+    "ENTRY_POINT_GROUP",
+]
+
+ENTRY_POINT_GROUP = "fairltr.losses"
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HyperParam:
+    """One tunable hyper-parameter: name, default and search range.
+
+    ``log=True`` means a log-uniform search over [low, high]; ``include_zero=True`` adds the
+    value 0 to a log-scale range (e.g. DELTR's gamma, where 0 is standard ListNet).
+    """
+
+    name: str
+    default: float
+    low: float
+    high: float
+    log: bool = False
+    include_zero: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.low <= self.high:
+            raise ConfigError(f"hyper-parameter {self.name!r}: low {self.low} > high {self.high}")
+        if self.log and self.low <= 0:
+            raise ConfigError(f"hyper-parameter {self.name!r}: a log range needs low > 0, got {self.low}")
+
+    def validate(self, value: float) -> float:
+        """Return ``value`` as float or raise naming the allowed range (0 allowed if declared)."""
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{self.name} must be finite, got {value}")
+        if value == 0.0 and (self.include_zero or self.low <= 0.0):
+            return value
+        if value < 0 and self.low >= 0:
+            raise ConfigError(f"{self.name} must be >= 0, got {value}")
+        return value
+
+
+@dataclass(frozen=True)
+class FairnessLoss:
+    """A named fairness loss and its declared hyper-parameters."""
+
+    name: str
+    kind: Literal["ranking", "retrieval"]
+    fn: Callable[..., Any] | None
+    params: tuple[HyperParam, ...] = ()
+    description: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def weight_param(self) -> HyperParam | None:
+        """The weight of this loss in the total objective (``gamma`` or ``alpha``), if any."""
+        return self.params[0] if self.params else None
+
+    def defaults(self) -> dict[str, float]:
+        return {p.name: p.default for p in self.params}
+
+    def param(self, name: str) -> HyperParam:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise ConfigError(f"loss {self.name!r} has no hyper-parameter {name!r}; it has {[p.name for p in self.params]}")
+
+
+_REGISTRY: dict[str, FairnessLoss] = {}
+_entry_points_loaded = False
+
+
+def register_loss(loss: FairnessLoss, *, overwrite: bool = False) -> FairnessLoss:
+    """Add ``loss`` to the registry (``overwrite=False`` refuses a taken name)."""
+    if not isinstance(loss, FairnessLoss):
+        raise TypeError(f"register_loss expects a FairnessLoss, got {type(loss).__name__}")
+    if loss.name in _REGISTRY and not overwrite and _REGISTRY[loss.name] is not loss:
+        raise ConfigError(f"a fairness loss named {loss.name!r} is already registered")
+    _REGISTRY[loss.name] = loss
+    return loss
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            loss = obj() if callable(obj) and not isinstance(obj, FairnessLoss) else obj
+            if loss.name not in _REGISTRY:
+                register_loss(loss)
+        except Exception as exc:  # a broken plugin must not break the library
+            _log.warning("could not load fairness loss plugin %r (%s): %s", ep.name, ep.value, exc)
+
+
+def reload_entry_points() -> None:
+    """Re-scan the ``fairltr.losses`` entry points (after installing a plugin at run time)."""
+    global _entry_points_loaded
+    _entry_points_loaded = False
+    _load_entry_points()
+
+
+def get_loss(name: str) -> FairnessLoss:
+    """The registered loss called ``name``; the error lists the available names."""
+    _load_entry_points()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown fairness loss {name!r}; available: {sorted(_REGISTRY)}"
+        ) from None
+
+
+def available_losses(kind: str | None = None) -> list[str]:
+    """Names of the registered losses, optionally of one kind."""
+    _load_entry_points()
+    return sorted(n for n, l in _REGISTRY.items() if kind is None or l.kind == kind)

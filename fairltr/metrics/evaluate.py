@@ -1,0 +1,93 @@
+"""One call from a ranking table and scores to SPEC's metric dictionary."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from fairltr.data import RankingBatch, to_batch
+from fairltr.errors import DataError
+from fairltr.metrics.exposure import exposure_per_query
+from fairltr.metrics.ordering import ranks_by
+from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
+
+__all__ = ["per_query_metrics", "aggregate", "evaluate_batch", "evaluate_ranking"]
+
+DEFAULT_K = (1, 5, 10, 20, 100)
+
+
+def per_query_metrics(
+    scores: torch.Tensor,
+    batch: RankingBatch,
+    k: Iterable[int] = DEFAULT_K,
+    exposure_k: int | None = None,
+    retrieval: bool = False,
+) -> dict[str, torch.Tensor]:
+    """Per-query metric tensors (Q,), NaN where undefined."""
+    mask = batch.mask.to(scores.device)
+    judg = batch.judgments.to(scores.device)
+    groups = batch.groups.to(scores.device)
+    pred = ranks_by(scores, mask)
+    true = ranks_by(judg, mask)
+    out: dict[str, torch.Tensor] = {}
+    for kk in k:
+        out[f"ndcg_at_{kk}"] = ndcg_at_k(pred, judg, mask, kk)
+        out[f"precision_at_{kk}"] = precision_at_k(pred, true, mask, kk)
+        if retrieval:
+            out[f"mrr_at_{kk}"] = mrr_at_k(pred, judg, mask, kk)
+            out[f"recall_at_{kk}"] = recall_at_k(pred, judg, mask, kk)
+    out["kendall_tau"] = kendall_tau(pred, judg, mask)
+    out.update(exposure_per_query(pred, groups, mask, exposure_k))
+    return out
+
+
+def aggregate(per_query: dict[str, torch.Tensor]) -> dict[str, float]:
+    """Mean over queries where defined, plus ``<metric>_n_queries`` for each metric."""
+    result: dict[str, float] = {}
+    for name, values in per_query.items():
+        v = values.detach().cpu().to(torch.float64)
+        ok = ~torch.isnan(v)
+        n = int(ok.sum())
+        result[name] = float(v[ok].mean()) if n else float("nan")
+        result[f"{name}_n_queries"] = n
+    return result
+
+
+def evaluate_batch(scores: torch.Tensor, batch: RankingBatch, **kw) -> dict[str, float]:
+    return aggregate(per_query_metrics(scores, batch, **kw))
+
+
+def evaluate_ranking(
+    df: pd.DataFrame,
+    scores: Sequence[float] | np.ndarray | pd.Series | str,
+    *,
+    query: str = "query_id",
+    group: str = "protected",
+    judgment: str = "judgment",
+    k: Iterable[int] = DEFAULT_K,
+    exposure_k: int | None = None,
+    retrieval: bool = False,
+) -> dict[str, float]:
+    """SPEC §3 metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries.
+
+    Keys: ``ndcg_at_<k>``, ``precision_at_<k>`` (and ``mrr_at_<k>``, ``recall_at_<k>`` with
+    ``retrieval=True``), ``kendall_tau``, ``exposure_protected``, ``exposure_nonprotected``,
+    ``exposure_ratio``, ``exposure_gap``; each with a ``<metric>_n_queries`` companion.
+    """
+    if isinstance(scores, str):
+        if scores not in df.columns:
+            raise DataError(f"score column {scores!r} not in the table; columns: {list(df.columns)}")
+        scores = df[scores]
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if len(s) != len(df):
+        raise DataError(f"got {len(s)} scores for {len(df)} rows")
+    if not np.all(np.isfinite(s)):
+        row = int(np.flatnonzero(~np.isfinite(s))[0])
+        raise DataError(f"score at row {row} is {s[row]} (query {df[query].iloc[row]!r}); scores must be finite")
+    frame = df[[query, group, judgment]].copy()
+    frame["__score__"] = s
+    batch = to_batch(frame, query=query, group=group, judgment=judgment, features=["__score__"])
+    return evaluate_batch(batch.features[..., 0], batch, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
