@@ -1,0 +1,44 @@
+"""Shared test fixtures: paths to ../shared/data, thread limits, and the service fixtures
+(MLflow server, PostgreSQL) from ``tests/mlflow_fixtures.py``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+torch.set_num_threads(1)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("FAIRLTR_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+DELTR_DATA = SHARED_DATA / "deltr-experiments"
+DDTP_DATA = SHARED_DATA / "ddtp-mlir"
+
+
+@pytest.fixture(scope="session")
+def deltr_data() -> Path:
+    """The DELTR paper's splits (../shared/data/deltr-experiments); skips where absent."""
+    if not DELTR_DATA.is_dir():
+        pytest.skip(f"DELTR paper data not found at {DELTR_DATA} (set FAIRLTR_SHARED_DATA)")
+    return DELTR_DATA
+
+
+@pytest.fixture(scope="session")
+def ddtp_data() -> Path:
+    """The ddtp-mlir parallel-query retrieval set; skips where absent."""
+    if not DDTP_DATA.is_dir():
+        pytest.skip(f"ddtp-mlir data not found at {DDTP_DATA} (set FAIRLTR_SHARED_DATA)")
+    return DDTP_DATA
+
+
+try:  # service fixtures (mlflow_server, postgres_uri, ...) owned by the tracking area
+    from mlflow_fixtures import *  # noqa: F401,F403
+except ModuleNotFoundError as _exc:
+    if _exc.name != "mlflow_fixtures":
+        raise
