@@ -1,0 +1,55 @@
+import math
+
+import pandas as pd
+import pytest
+
+from fairltr.errors import DataError
+from fairltr.reproduce import DATASETS, check_bounds, read_paper_results, run_reproduction, to_markdown
+
+
+def test_paper_sheet_parsing(deltr_data):
+    sheet = read_paper_results(deltr_data / DATASETS["trec"].paper_dir / "performanceResults_Gamma=0_trec.txt")
+    assert sheet["exposure_protected"] == pytest.approx(0.195)
+    assert sheet["exposure_nonprotected"] == pytest.approx(0.257)
+    assert sheet["exposure_ratio"] == pytest.approx(0.195 / 0.257)
+    assert sheet["kendall_tau"] == pytest.approx(0.320)
+    assert read_paper_results(deltr_data / "nope.txt") is None
+
+
+def test_law_race_reproduces_the_paper(deltr_data):
+    table = run_reproduction(deltr_data, ["law-race"], with_fair=False)
+    by = table.set_index("setting")
+    g0 = by.loc["gamma=0"]
+    # SPEC §2 calibration: 0.847 / 0.194 (paper 0.846 / 0.194)
+    assert g0.exposure_ratio == pytest.approx(g0.paper_exposure_ratio, abs=0.01)
+    assert g0.kendall_tau == pytest.approx(g0.paper_kendall_tau, abs=0.01)
+    large = by.loc[[s for s in by.index if s.startswith("DELTR large")][0]]
+    assert large.exposure_ratio >= 0.95
+    assert large.exposure_ratio == pytest.approx(large.paper_exposure_ratio, abs=0.02)
+    checks = check_bounds(table)
+    assert checks and all(ok for _, ok, _ in checks)
+    md = to_markdown(table)
+    assert md.count("\n") == len(table) + 2 and "law-race" in md
+
+
+@pytest.mark.slow
+def test_full_reproduction_bounds(deltr_data):
+    table = run_reproduction(deltr_data)
+    failed = [(c, m) for c, ok, m in check_bounds(table) if not ok]
+    assert not failed, failed
+
+
+def test_check_bounds_detects_a_failure():
+    rows = [{"dataset": "law-race", "setting": "gamma=0", "exposure_ratio": 0.85},
+            {"dataset": "law-race", "setting": "DELTR large (gamma=1)", "exposure_ratio": 0.90}]
+    checks = check_bounds(pd.DataFrame(rows))
+    assert checks == [("Law race: DELTR large exposure_ratio >= 0.95 and above gamma=0", False, "0.850 -> 0.900")]
+
+
+def test_missing_layout_is_a_clear_error(tmp_path):
+    with pytest.raises(DataError, match="LawStudents_Race_train.txt"):
+        run_reproduction(tmp_path, ["law-race"])
+    with pytest.raises(DataError, match="unknown dataset"):
+        run_reproduction(tmp_path, ["nope"])
+    with pytest.raises(DataError, match="not found"):
+        run_reproduction(tmp_path / "absent", ["law-race"])
