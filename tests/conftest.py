@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(1)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# --import-mode=importlib leaves sys.path alone: make tests/ importable for the fixture modules
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 SHARED_DATA = Path(os.environ.get("FAIRLTR_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 DELTR_DATA = SHARED_DATA / "deltr-experiments"
 DDTP_DATA = SHARED_DATA / "ddtp-mlir"
