@@ -1,0 +1,97 @@
+"""The DELTR paper's FA*IR baselines (SPEC §4): post-processing of predicted rankings and
+pre-processing of training lists; plus p*, the protected share of a table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fairltr.data import query_codes, validate_ranking_frame
+from fairltr.errors import DataError
+from fairltr.fair.rerank import rerank
+
+__all__ = ["fair_postprocess", "fair_preprocess", "protected_share"]
+
+
+def protected_share(df: pd.DataFrame, group: str = "protected") -> float:
+    """p* = fraction of rows whose group is >= 1 (protected)."""
+    if group not in df.columns:
+        raise DataError(f"group column {group!r} not in the table; columns: {list(df.columns)}")
+    if len(df) == 0:
+        raise DataError("empty table: no rows to compute the protected share from")
+    g = pd.to_numeric(df[group], errors="coerce").to_numpy(dtype=np.float64)
+    if np.isnan(g).any():
+        row = int(np.flatnonzero(np.isnan(g))[0])
+        raise DataError(f"group column {group!r} has a missing or non-numeric value at row {row}")
+    return float(np.mean(g >= 1))
+
+
+def _rank_values(out: pd.DataFrame, query: str) -> tuple[np.ndarray, np.ndarray]:
+    """(rank, n_q) per row of a re-ranked frame."""
+    codes, _ = query_codes(out, query)
+    sizes = np.bincount(codes)
+    return out["rank"].to_numpy(dtype=np.int64), sizes[codes]
+
+
+def fair_postprocess(
+    ranked_df: pd.DataFrame,
+    p: float,
+    alpha: float,
+    score: str = "score",
+    query: str = "query_id",
+    group: str = "protected",
+    k: int | None = None,
+) -> pd.DataFrame:
+    """Post-processing baseline: FA*IR re-ranking of each predicted list by its ``score`` column.
+
+    Returns every row, re-ranked, with a new 1-based ``rank``, ``fair_feasible``, the model's
+    score kept as ``score_before_fair``, and ``score`` (the column named by ``score``) replaced by
+    the strictly decreasing ``n_q - rank + 1`` so that ``evaluate_ranking(out, out[score])``
+    evaluates the fair order.
+    """
+    out = rerank(ranked_df, score, k=k, p=p, alpha=alpha, query=query, group=group)
+    model_score = out["score"].to_numpy()
+    if score != "score" and "score" not in ranked_df.columns:
+        out = out.drop(columns="score")
+    rank, n_q = _rank_values(out, query)
+    out["score_before_fair"] = model_score
+    out[score] = (n_q - rank + 1).astype(np.float64)
+    return out
+
+
+def fair_preprocess(
+    train_df: pd.DataFrame,
+    p: float,
+    alpha: float,
+    query: str = "query_id",
+    group: str = "protected",
+    judgment: str = "judgment",
+) -> pd.DataFrame:
+    """Pre-processing baseline: FA*IR re-ranking of each training list by its judgments
+    (k = the list's length); the fair order becomes the new training judgments.
+
+    New judgment of the item at new rank r of a query with n_q items and original judgments in
+    [lo, hi]: ``lo + (hi - lo) * (n_q - r) / (n_q - 1)`` — evenly spaced, strictly decreasing in r,
+    spanning the original range (so ListNet's softmax sees the same scale as before; on the
+    paper's TREC lists, whose judgments are already evenly spaced by rank, this is exactly the
+    same encoding). A query of one item, or whose judgments are all equal, keeps its judgments.
+    The original value is kept as ``judgment_before_fair``; rows come back in the fair order
+    with ``rank`` and ``fair_feasible``.
+    """
+    validate_ranking_frame(train_df, query=query, columns=[judgment], group=group)
+    out = rerank(train_df, judgment, k=None, p=p, alpha=alpha, query=query, group=group)
+    out = out.drop(columns="score") if "score" not in train_df.columns else out
+    old = out[judgment].to_numpy(dtype=np.float64)
+    codes, _ = query_codes(out, query)
+    n_codes = int(codes.max()) + 1
+    lo = np.full(n_codes, np.inf)
+    hi = np.full(n_codes, -np.inf)
+    np.minimum.at(lo, codes, old)
+    np.maximum.at(hi, codes, old)
+    rank, n_q = _rank_values(out, query)
+    span = (hi - lo)[codes]
+    frac = (n_q - rank) / np.maximum(n_q - 1, 1)
+    new = np.where((n_q > 1) & (span > 0), lo[codes] + span * frac, old)
+    out["judgment_before_fair"] = old
+    out[judgment] = new
+    return out

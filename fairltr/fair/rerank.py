@@ -1,0 +1,165 @@
+"""FA*IR top-k re-ranking of every query at once (SPEC §4).
+
+Walk positions i = 1..k; if the protected count so far is below m(i), take the best remaining
+protected candidate, else the best remaining candidate of either group. Within each group
+candidates are taken by decreasing score (ties: earlier input row first), whatever the input
+order. Queries are processed together on padded (Q, N) arrays; the only Python loop is over
+positions.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from fairltr.data import query_codes, validate_ranking_frame
+from fairltr.errors import ConfigError, DataError
+from fairltr.fair.mtable import _mtable_cached, check_params
+
+__all__ = ["rerank", "required_counts", "resolve_scores"]
+
+
+def resolve_scores(df: pd.DataFrame, scores: Sequence[float] | np.ndarray | pd.Series | str, query: str) -> np.ndarray:
+    """Scores as a finite float array of one value per row (``scores`` may name a column)."""
+    if isinstance(scores, str):
+        if scores not in df.columns:
+            raise DataError(f"score column {scores!r} not in the table; columns: {list(df.columns)}")
+        scores = df[scores]
+    try:
+        s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise DataError("scores must be numbers (one per row)") from None
+    if len(s) != len(df):
+        raise DataError(f"got {len(s)} scores for {len(df)} rows")
+    bad = ~np.isfinite(s)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(f"score at row {row} is {s[row]} (query {df[query].iloc[row]!r}); scores must be finite")
+    return s
+
+
+def required_counts(table: np.ndarray) -> np.ndarray:
+    """The protected count each prefix must reach so that every later prefix can still pass:
+    m'(i) = max_{j >= i} (m(j) - (j - i)). Equals m when m grows by at most one per position
+    (always, up to floating-point lag of scipy's quantile)."""
+    m = np.asarray(table, dtype=np.int64)
+    idx = np.arange(len(m))
+    return np.maximum.accumulate((m - idx)[::-1])[::-1] + idx
+
+
+def _layout(codes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-query sizes and, per row, its (query, slot) in a padded (Q, N) layout that keeps the
+    input order within each query."""
+    sizes = np.bincount(codes, minlength=n_queries)
+    start = np.cumsum(sizes) - sizes
+    if len(codes) < 2 or np.all(codes[1:] >= codes[:-1]):  # already grouped by query
+        slot = np.arange(len(codes)) - start[codes]
+    else:
+        by_query = np.argsort(codes, kind="stable")
+        slot = np.empty(len(codes), dtype=np.int64)
+        slot[by_query] = np.arange(len(codes)) - start[codes[by_query]]
+    return sizes, codes, slot
+
+
+def _group_lists(rows_sorted: np.ndarray, member: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """From (Q, N) rows in score order keep those with ``member`` (same shape), left-aligned:
+    (Q, width + 1) row indices padded with -1 (one spare column for a pointer past the end)
+    and the per-query counts."""
+    n_q = rows_sorted.shape[0]
+    pos = np.cumsum(member, axis=1) - 1
+    out = np.full((n_q, width + 1), -1, dtype=np.int64)
+    qi, si = np.nonzero(member)
+    out[qi, pos[qi, si]] = rows_sorted[qi, si]
+    return out, member.sum(axis=1)
+
+
+def rerank(
+    df: pd.DataFrame,
+    scores: Sequence[float] | np.ndarray | pd.Series | str,
+    k: int | None = None,
+    p: float | None = None,
+    alpha: float = 0.1,
+    query: str = "query_id",
+    group: str = "protected",
+    adjust: bool = True,
+) -> pd.DataFrame:
+    """FA*IR re-ranking of every query in ``df`` by ``scores`` (an array, one per row, or a
+    column name).
+
+    Each query's top ``k_q = min(k, n_q)`` (``k=None``: ``k_q = n_q``) satisfies the ranked group
+    fairness test with the mtable of (k_q, p, alpha[, adjusted]); the remaining candidates follow in
+    score order. Returns every row exactly once, queries in order of first appearance, with
+    ``score`` (the given scores), 1-based ``rank`` and ``fair_feasible`` (False for a query whose
+    protected candidates ran out before the table was met; its ranking is then filled with the
+    best remaining candidates). Group values >= 1 count as protected.
+    """
+    if p is None:
+        raise ConfigError("p (the target proportion of protected candidates) is required, in (0, 1)")
+    k, p, alpha = check_params(k, p, alpha)
+    validate_ranking_frame(df, query=query, columns=[], group=group)
+    s = resolve_scores(df, scores, query)
+    n = len(df)
+    codes, uniques = query_codes(df, query)
+    n_q = len(uniques)
+    prot = df[group].to_numpy(dtype=np.float64) >= 1
+
+    # padded (Q, N) layout; each query's candidates by decreasing score, ties by input order
+    sizes, _, slot = _layout(codes, n_q)
+    kq = sizes if k is None else np.minimum(sizes, k)
+    big_k = int(kq.max())
+    width = int(sizes.max())
+    rows = np.full((n_q, width), -1, dtype=np.int64)
+    rows[codes, slot] = np.arange(n)
+    padded_scores = np.full((n_q, width), np.inf)
+    padded_scores[codes, slot] = -s
+    rows_sorted = np.take_along_axis(rows, np.argsort(padded_scores, axis=1, kind="stable"), axis=1)
+    valid = rows_sorted >= 0
+    is_prot = valid & prot[np.maximum(rows_sorted, 0)]
+    p_rows, n_prot = _group_lists(rows_sorted, is_prot, width)
+    u_rows, n_unprot = _group_lists(rows_sorted, valid & ~is_prot, width)
+    p_score = np.where(p_rows >= 0, s[p_rows], -np.inf)
+    u_score = np.where(u_rows >= 0, s[u_rows], -np.inf)
+
+    # one required-count table per distinct k_q (adjusted tables depend on k)
+    lengths, table_of = np.unique(kq, return_inverse=True)
+    tables = np.zeros((len(lengths), big_k), dtype=np.int64)
+    for d, length in enumerate(lengths):
+        tables[d, :length] = required_counts(_mtable_cached(int(length), p, alpha, bool(adjust)))
+
+    rows_q = np.arange(n_q)
+    ip = np.zeros(n_q, dtype=np.int64)
+    iu = np.zeros(n_q, dtype=np.int64)
+    taken_p = np.zeros(n_q, dtype=np.int64)
+    feasible = np.ones(n_q, dtype=bool)
+    rank = np.zeros(n, dtype=np.int64)  # 0: not in the fair top k
+    for t in range(big_k):
+        active = t < kq
+        need = taken_p < tables[table_of, t]
+        has_p = ip < n_prot
+        has_u = iu < n_unprot
+        ps, us = p_score[rows_q, ip], u_score[rows_q, iu]
+        pr, ur = p_rows[rows_q, ip], u_rows[rows_q, iu]
+        p_first = ~has_u | (ps > us) | ((ps == us) & (pr < ur))
+        take_p = has_p & (need | p_first)
+        feasible &= ~(active & need & ~has_p)
+        chosen = np.where(take_p, pr, ur)
+        rank[chosen[active]] = t + 1
+        step_p = take_p & active
+        ip += step_p
+        taken_p += step_p
+        iu += active & ~take_p
+
+    # the others follow in score order: rank = k_q + their position among the unpicked
+    rest = valid & (rank[np.maximum(rows_sorted, 0)] == 0)
+    qi, si = np.nonzero(rest)
+    rank[rows_sorted[qi, si]] = kq[qi] + np.cumsum(rest, axis=1)[qi, si]
+    ranked = np.empty((n_q, width), dtype=np.int64)
+    ranked[codes, rank - 1] = np.arange(n)
+    final = ranked[np.arange(width)[None, :] < sizes[:, None]]
+    out = df.iloc[final].copy()
+    out["score"] = s[final]
+    out["rank"] = rank[final]
+    out["fair_feasible"] = feasible[codes[final]]
+    return out.reset_index(drop=True)
