@@ -1,0 +1,49 @@
+"""MLflow adapter: tracked runs, the registrable "fairltr ranker" pyfunc, the ``fair_ranking``
+evaluator plugin, fairness-gated promotion, figures and the HTML report.
+
+Names are loaded on first use (PEP 562), so ``import fairltr.tracking`` stays cheap and MLflow
+is imported only by the functions that need it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    # config
+    "DEFAULT_EXPERIMENT": "config", "default_tracking_uri": "config", "tracking_uri": "config",
+    "configure": "config", "lightning_logger": "config",
+    # logging
+    "log_deltr_run": "logging", "run_params": "logging", "log_history": "logging",
+    "log_metrics_finite": "logging", "frame_fingerprint": "logging", "file_fingerprint": "logging",
+    # model
+    "FairltrRanker": "pyfunc", "log_ranker_model": "pyfunc", "predict_frame": "pyfunc",
+    "ranker_pip_requirements": "pyfunc",
+    # evaluator
+    "FairRankingEvaluator": "evaluator", "evaluate_frame": "evaluator",
+    # promotion
+    "Gate": "promotion", "GateResult": "promotion", "PromotionDecision": "promotion", "parse_gate": "promotion",
+    "check_gates": "promotion", "promote": "promotion", "current_champion": "promotion",
+    "evaluate_model_uri": "promotion",
+    # figures and report
+    "exposure_by_position": "plots", "position_shares": "plots", "relevance_fairness_scatter": "plots",
+    "mrc_heatmap": "plots", "training_curve": "plots", "save_figure": "plots",
+    "fairness_report_html": "report", "figure_to_png": "report",
+    "aligned_ranks": "ranks",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairltr.tracking' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"fairltr.tracking.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

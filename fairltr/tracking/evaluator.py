@@ -1,0 +1,205 @@
+"""The ``fair_ranking`` MLflow evaluator plugin (entry point ``mlflow.model_evaluator``).
+
+Usage (MLflow 3.17 needs a ``model_type`` or ``extra_metrics``; use ``"fair_ranking"``)::
+
+    mlflow.models.evaluate("models:/ranker@champion", test_df, model_type="fair_ranking",
+                           evaluators=["fair_ranking"],
+                           evaluator_config={"fair_ranking": {"query": "query_id",
+                                                              "group": "protected",
+                                                              "judgment": "judgment"}})
+
+Metrics are SPEC §3's, computed by :func:`fairltr.metrics.evaluate_ranking` (one
+implementation per formula); undefined (NaN) averages are not logged nor returned, so a gate
+on them fails closed. Artifacts: ``exposure_by_position.png`` (DELTR Figure 2),
+``per_query_relevance_exposure.png`` (Figure 1 drawn per query), ``per_query_metrics.csv``
+and ``fairness_report.html``.
+
+It answers ``can_evaluate`` with yes only when asked: ``model_type == "fair_ranking"`` or an
+evaluator config naming one of ``query`` / ``group`` / ``judgment``; so evaluations of
+regressors and classifiers never run it.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
+
+from fairltr.errors import ConfigError, DataError
+
+__all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_output", "evaluate_frame"]
+
+MODEL_TYPE = "fair_ranking"
+CONFIG_KEYS = ("query", "group", "judgment")
+_DEFAULTS = {"query": "query_id", "group": "protected", "judgment": "judgment"}
+
+
+def scores_from_output(output: Any, n_rows: int, column: str = "score") -> np.ndarray:
+    """Scores from a model's output: a DataFrame's ``column``, a Series, or a 1-D array."""
+    if isinstance(output, pd.DataFrame):
+        if column in output.columns:
+            values = output[column]
+        elif output.shape[1] == 1:
+            values = output.iloc[:, 0]
+        else:
+            raise DataError(f"model output has columns {list(output.columns)}; expected a {column!r} column")
+    else:
+        values = output
+    s = np.asarray(values, dtype=np.float64).reshape(-1)
+    if len(s) != n_rows:
+        raise DataError(f"model returned {len(s)} scores for {n_rows} rows")
+    return s
+
+
+def evaluate_frame(
+    df: pd.DataFrame, scores: np.ndarray, config: Mapping[str, Any]
+) -> tuple[dict[str, float], pd.DataFrame]:
+    """SPEC metrics over queries (finite values only) and the per-query metric table."""
+    import torch
+
+    from fairltr.data import to_batch
+    from fairltr.metrics import DEFAULT_K, evaluate_ranking, per_query_metrics
+
+    q, g, j = (config.get(key, _DEFAULTS[key]) for key in CONFIG_KEYS)
+    missing = [c for c in (q, g, j) if c not in df.columns]
+    if missing:
+        raise DataError(
+            f"fair_ranking evaluator: column(s) {missing} not in the evaluation data; columns: {list(df.columns)} "
+            f"(set evaluator_config={{'fair_ranking': {{'query': ..., 'group': ..., 'judgment': ...}}}})"
+        )
+    k = tuple(int(x) for x in config.get("k", DEFAULT_K))
+    kw = dict(k=k, exposure_k=config.get("exposure_k"), retrieval=bool(config.get("retrieval", False)))
+    metrics = evaluate_ranking(df, scores, query=q, group=g, judgment=j, **kw)
+    frame = df[[q, g, j]].copy()
+    frame["__score__"] = scores
+    batch = to_batch(frame, query=q, group=g, judgment=j, features=["__score__"])
+    per_q = per_query_metrics(batch.features[..., 0], batch, **kw)
+    table = pd.DataFrame({name: v.detach().cpu().to(torch.float64).numpy() for name, v in per_q.items()})
+    table.insert(0, q, batch.query_ids)
+    finite = {name: float(v) for name, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+    return finite, table
+
+
+def _signature_columns(model, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` cut to the model's input-signature columns when it has one (quiet, exact input)."""
+    try:
+        schema = model.metadata.get_input_schema()
+        names = schema.input_names() if schema is not None and schema.has_input_names() else None
+    except AttributeError:
+        names = None
+    if names and all(n in df.columns for n in names):
+        return df[list(names)]
+    return df
+
+
+class FairRankingEvaluator(ModelEvaluator):
+    """SPEC relevance and group-exposure metrics of a ranker, with DELTR's plots."""
+
+    @classmethod
+    def can_evaluate(cls, *, model_type=None, evaluator_config=None, **kwargs) -> bool:
+        if model_type == MODEL_TYPE:
+            return True
+        return isinstance(evaluator_config, Mapping) and any(key in evaluator_config for key in CONFIG_KEYS)
+
+    def evaluate(
+        self,
+        *,
+        model_type=None,
+        dataset=None,
+        run_id=None,
+        evaluator_config=None,
+        model=None,
+        extra_metrics=None,
+        custom_artifacts=None,
+        predictions=None,
+        **kwargs,
+    ) -> EvaluationResult:
+        from mlflow import MlflowClient
+        from mlflow.entities import Metric
+        from mlflow.models.evaluation.artifacts import (
+            CsvEvaluationArtifact, ImageEvaluationArtifact, TextEvaluationArtifact,
+        )
+
+        config = dict(evaluator_config or {})
+        df = self._frame(dataset, config)
+        scores = self._scores(model, dataset, df, predictions, config)
+        metrics, per_query = evaluate_frame(df, scores, config)
+        prefix = str(config.get("metric_prefix", ""))
+        metrics = {f"{prefix}{k}": v for k, v in metrics.items()}
+
+        client = MlflowClient()
+        artifacts: dict[str, Any] = {}
+        if run_id is not None:
+            import time
+
+            now = int(time.time() * 1000)
+            entities = [Metric(k, v, now, 0) for k, v in metrics.items()]
+            for start in range(0, len(entities), 1000):
+                client.log_batch(run_id, metrics=entities[start:start + 1000])
+            if config.get("log_artifacts", True):
+                base = client.get_run(run_id).info.artifact_uri.rstrip("/")
+                kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".html": TextEvaluationArtifact}
+                with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
+                    for path in self._write_artifacts(Path(tmp), df, scores, metrics, per_query, config):
+                        client.log_artifact(run_id, str(path))
+                        artifacts[path.stem] = kinds[path.suffix](uri=f"{base}/{path.name}")
+        return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _frame(dataset, config: Mapping[str, Any]) -> pd.DataFrame:
+        """The evaluation table: features plus the judgment (taken from ``targets`` if needed)."""
+        features = dataset.features_data
+        if not isinstance(features, pd.DataFrame):
+            raise ConfigError("the fair_ranking evaluator needs a pandas DataFrame with named columns")
+        df = features.reset_index(drop=True)
+        judgment = config.get("judgment", _DEFAULTS["judgment"])
+        if judgment not in df.columns and dataset.labels_data is not None:
+            df = df.assign(**{judgment: np.asarray(dataset.labels_data)})
+        return df
+
+    @staticmethod
+    def _scores(model, dataset, df: pd.DataFrame, predictions, config: Mapping[str, Any]) -> np.ndarray:
+        column = predictions or config.get("score", "score")
+        if model is not None:
+            return scores_from_output(model.predict(_signature_columns(model, df)), len(df), column)
+        if getattr(dataset, "predictions_data", None) is not None:
+            return scores_from_output(dataset.predictions_data, len(df))
+        if column in df.columns:
+            return scores_from_output(df[column], len(df))
+        raise ConfigError("fair_ranking evaluator: give a model, or data with a predictions/score column")
+
+    @staticmethod
+    def _write_artifacts(tmp: Path, df, scores, metrics, per_query, config) -> list[Path]:
+        from fairltr.tracking.plots import exposure_by_position, relevance_fairness_scatter
+        from fairltr.tracking.report import fairness_report_html, figure_to_png
+
+        q, g = config.get("query", _DEFAULTS["query"]), config.get("group", _DEFAULTS["group"])
+        title = str(config.get("title", "fair_ranking evaluation"))
+        paths = []
+        fig = exposure_by_position(df, scores, query=q, group=g, bucket=config.get("bucket"))
+        png_exposure = figure_to_png(fig)
+        (tmp / "exposure_by_position.png").write_bytes(png_exposure)
+        paths.append(tmp / "exposure_by_position.png")
+        figures = {"Share of protected vs non-protected items by rank bucket (DELTR Fig. 2)": png_exposure}
+        relevance = next((c for c in ("kendall_tau", "ndcg_at_10") if c in per_query and per_query[c].notna().any()), None)
+        if relevance is not None and per_query["exposure_ratio"].notna().any():
+            fig = relevance_fairness_scatter(per_query, relevance=relevance, label=None,
+                                             title="Per query: relevance vs exposure ratio")
+            png = figure_to_png(fig)
+            (tmp / "per_query_relevance_exposure.png").write_bytes(png)
+            paths.append(tmp / "per_query_relevance_exposure.png")
+            figures[f"Per query: {relevance} vs exposure ratio (DELTR Fig. 1 axes)"] = png
+        per_query.to_csv(tmp / "per_query_metrics.csv", index=False)
+        paths.append(tmp / "per_query_metrics.csv")
+        html = fairness_report_html(title, metrics=metrics, figures=figures,
+                                    params={k: v for k, v in config.items() if isinstance(v, (str, int, float))})
+        (tmp / "fairness_report.html").write_text(html, encoding="utf-8")
+        paths.append(tmp / "fairness_report.html")
+        return paths
