@@ -17,6 +17,7 @@ import torch
 
 from fairltr.data import RankingBatch, query_codes, to_batch
 from fairltr.errors import ConfigError, DataError
+from fairltr.losses.linear import LinearDELTRObjective, fused_variant
 from fairltr.losses.objective import deltr_objective
 from fairltr.losses.registry import get_loss
 
@@ -192,10 +193,22 @@ class DELTR:
         n_groups = max(2, int(batch.groups[batch.mask].max()) + 1)
         w = (0.01 * torch.randn(x.shape[-1], generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
 
+        fused, variant = fused_variant(self.fairness_loss)
+        if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
+            objective = LinearDELTRObjective(x, y, g, m, self.gamma, variant=variant,
+                                             reduce=self.reduce, n_groups=n_groups)
+            del x
+
+            def evaluate():
+                return objective(w)
+        else:  # a plugin fairness loss: autograd through the scores
+
+            def evaluate():
+                return deltr_objective(x @ w, y, g, m, self.gamma, fairness_loss=self.fairness_loss,
+                                       reduce=self.reduce, n_groups=n_groups)
+
         def terms():
-            scores = x @ w
-            t = deltr_objective(scores, y, g, m, self.gamma, fairness_loss=self.fairness_loss,
-                                reduce=self.reduce, n_groups=n_groups)
+            t = evaluate()
             total = t.total + self.l2 * (w * w).sum() if self.l2 else t.total
             return total, t
 

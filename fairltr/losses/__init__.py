@@ -52,9 +52,10 @@ register_loss(FairnessLoss(
 ))
 
 from fairltr.losses.objective import ObjectiveTerms, deltr_objective  # noqa: E402  (needs the registry filled)
+from fairltr.losses.linear import LinearDELTRObjective, fused_variant  # noqa: E402
 
 __all__ = [
-    "ObjectiveTerms", "deltr_objective",
+    "ObjectiveTerms", "deltr_objective", "LinearDELTRObjective", "fused_variant",
     "V1", "GAMMA", "ALPHA", "ENTRY_POINT_GROUP",
     "FairnessLoss", "HyperParam", "available_losses", "get_loss", "register_loss", "reload_entry_points",
     "listnet_loss", "masked_log_softmax", "top_one_probability",

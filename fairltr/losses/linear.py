@@ -1,0 +1,243 @@
+"""DELTR's objective for a linear scorer with a fused analytic gradient (SPEC §2).
+
+For s = X w over a fixed padded batch, with T = softmax(y) (constant) and P = softmax(s):
+
+* ListNet:  sum_q L_q = sum_q logsumexp(s_q) - c.w,  c = sum_{q,i} T_qi x_qi   (sum_i T_qi = 1)
+            dL/ds_qi = P_qi - T_qi,  so  dL/dw = X^T P - c
+* exposure (two groups): D_q = Exp(G_0) - Exp(G_1) = sum_i a_qi P_qi with
+            a_qi = v_1 / |G_0| for group 0, -v_1 / |G_1| for group 1 (0 when a group is absent);
+            h_q = max(0, D_q) (hinge) or D_q (symmetric); U_q = h_q^2;
+            dU_q/ds_qj = 2 h_q P_qj (a_qj - D_q)     (softmax Jacobian, since sum_i a_i P_i = D)
+* several protected groups: the same with per-group coefficients (reduce max / mean).
+
+The gradient w.r.t. w is then one pass X^T g, so an iteration costs the two passes over the
+feature tensor (X w and X^T g) plus a handful of element-wise passes over (Q, N) scores,
+done in preallocated buffers (P = e / z is never normalised in memory: 1/z is folded into
+the per-query factors). :class:`LinearDELTRObjective` computes exactly the value of
+:func:`fairltr.losses.objective.deltr_objective` (tested against it and against autograd).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from fairltr.errors import ConfigError
+from fairltr.losses.exposure import V1
+from fairltr.losses.listnet import top_one_probability
+from fairltr.losses.exposure import exposure_hinge, exposure_symmetric
+from fairltr.losses.objective import ObjectiveTerms
+from fairltr.losses.registry import get_loss
+
+__all__ = ["LinearDELTRObjective", "fused_variant"]
+
+Variant = Literal["hinge", "symmetric"] | None
+
+
+def fused_variant(fairness_loss: str) -> tuple[bool, Variant]:
+    """Whether the registered ranking loss ``fairness_loss`` has a fused form, and its variant.
+
+    The built-in ``none``, ``exposure_hinge`` and ``exposure_symmetric`` do; a plugin loss (or
+    one re-registered under those names with another function) goes through autograd.
+    """
+    fn = get_loss(fairness_loss).fn
+    if fn is None:
+        return True, None
+    if fn is exposure_hinge:
+        return True, "hinge"
+    if fn is exposure_symmetric:
+        return True, "symmetric"
+    return False, None
+
+
+class _Fused(torch.autograd.Function):
+    """(listnet, exposure) sums of a linear scorer; backward is one X^T pass."""
+
+    @staticmethod
+    def forward(ctx, w: torch.Tensor, obj: "LinearDELTRObjective"):  # type: ignore[override]
+        listnet, exposure = obj._forward(w.detach())
+        ctx.obj = obj
+        ctx.call = obj._calls
+        return listnet, exposure
+
+    @staticmethod
+    def backward(ctx, grad_listnet: torch.Tensor, grad_exposure: torch.Tensor):  # type: ignore[override]
+        obj: LinearDELTRObjective = ctx.obj
+        if ctx.call != obj._calls:
+            raise RuntimeError(
+                "LinearDELTRObjective: backward of an older call; call backward() before evaluating again"
+            )
+        return obj._backward(grad_listnet, grad_exposure), None
+
+
+class LinearDELTRObjective:
+    """sum_q L_q and sum_q U_q of s = X w with an analytic gradient (see the module docstring).
+
+    ``features`` (Q, N, F), ``judgments`` (Q, N), ``groups`` (Q, N) long, ``mask`` (Q, N) bool.
+    ``variant=None`` (no fairness term), ``"hinge"`` (DELTR) or ``"symmetric"``.
+    Calling ``obj(w)`` returns :class:`ObjectiveTerms` differentiable w.r.t. ``w``
+    (``total = listnet + gamma * exposure``); call ``backward()`` before the next evaluation,
+    as every optimizer closure does (the buffers are reused between calls).
+    """
+
+    def __init__(
+        self,
+        features: torch.Tensor,
+        judgments: torch.Tensor,
+        groups: torch.Tensor,
+        mask: torch.Tensor,
+        gamma: float = 0.0,
+        *,
+        variant: Variant = "hinge",
+        reduce: Literal["max", "mean"] = "max",
+        n_groups: int | None = None,
+    ) -> None:
+        if variant not in (None, "hinge", "symmetric"):
+            raise ConfigError(f"variant must be None, 'hinge' or 'symmetric', got {variant!r}")
+        if reduce not in ("max", "mean"):
+            raise ConfigError(f"reduce must be 'max' or 'mean', got {reduce!r}")
+        if gamma < 0:
+            raise ConfigError(f"gamma must be >= 0, got {gamma}")
+        keep = mask.any(dim=1)
+        if not bool(keep.all()):  # empty queries contribute nothing; drop them
+            features, judgments, groups, mask = features[keep], judgments[keep], groups[keep], mask[keep]
+        q, n, f = features.shape
+        dtype = features.dtype
+        self.gamma = float(gamma)
+        self.variant = variant
+        self.reduce = reduce
+        self.shape = (q, n)
+        self.mask = mask
+        self.padded = not bool(mask.all())
+        # Features as (Q*N, F) rows, shifted per query by the query's first real row: softmax,
+        # ListNet and exposure are invariant to adding a constant to a query's scores, and the
+        # shifted scores are 0 at that row, so exp() never underflows to an all-zero list and
+        # needs no per-query max in the common case (the max is used when exp overflows).
+        first = mask.to(torch.int8).argmax(dim=1)
+        x0 = features[torch.arange(q, device=features.device), first]  # (Q, F)
+        shifted = (features - x0.unsqueeze(1)).masked_fill(~mask.unsqueeze(-1), 0.0)
+        self.x = shifted.reshape(q * n, f).contiguous()
+        target = top_one_probability(judgments.to(dtype), mask)
+        self.c = self.x.T @ target.reshape(-1)  # sum_{q,i} T_qi x_qi
+        if n_groups is None:
+            n_groups = int(groups[mask].max().item()) + 1 if mask.any() else 1
+        self.n_groups = max(2, int(n_groups))
+        g = groups.masked_fill(~mask, 0).long()
+        self.groups = g
+        onehot_counts = torch.zeros(q, self.n_groups, dtype=dtype, device=features.device)
+        onehot_counts.scatter_add_(1, g, mask.to(dtype))
+        self.counts = onehot_counts
+        present = onehot_counts > 0
+        self.valid = present[:, :1] & present[:, 1:]  # (Q, G-1): query holds G_0 and G_p
+        inv = V1 / onehot_counts.clamp(min=1.0)  # v1 / |G_p|
+        if self.n_groups == 2:
+            a = torch.where(g == 0, inv[:, :1], -inv[:, 1:2]) * self.valid.to(dtype)
+            self.a = a.masked_fill(~mask, 0.0)
+        else:
+            self.a = None
+            self.slot_inv = inv.gather(1, g).masked_fill(~mask, 0.0)  # v1 / |G_{g_i}| per slot
+        self._s = torch.empty(q * n, dtype=dtype, device=features.device)
+        self._buf = torch.empty(q, n, dtype=dtype, device=features.device)
+        self._calls = 0
+        self._state: dict[str, torch.Tensor] = {}
+
+    # ---------------------------------------------------------------- forward
+    def _forward(self, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self._calls += 1
+        q, n = self.shape
+        s = self._scores(w)
+        e = s.exp_()  # in place: exp(s); P = e / z is never materialised
+        z = e.sum(dim=1, keepdim=True)
+        m = torch.zeros_like(z)
+        if not bool(torch.isfinite(z).all()):  # overflow: redo with the per-query max shift
+            s = self._scores(w)
+            m = s.amax(dim=1, keepdim=True)
+            e = s.sub_(m).exp_()
+            z = e.sum(dim=1, keepdim=True)
+        listnet = (m.squeeze(1) + z.squeeze(1).log()).sum() - self.c @ w
+        state = {"e": e, "z": z}
+        if self.variant is None:
+            exposure = torch.zeros((), dtype=e.dtype, device=e.device)
+        elif self.a is not None:
+            t = torch.mul(self.a, e, out=self._buf)  # a_i e_i, kept for the gradient
+            d = t.sum(dim=1) / z.squeeze(1)  # Exp(G0) - Exp(G1)
+            h = d.clamp(min=0.0) if self.variant == "hinge" else d
+            exposure = (h * h).sum()
+            state.update(d=d, h=h)
+        else:
+            exposure, coef = self._multi_group(e / z)
+            state.update(coef=coef)
+        self._state = state
+        return listnet, exposure
+
+    def _scores(self, w: torch.Tensor) -> torch.Tensor:
+        """Shifted scores (Q, N) in the reused buffer; -inf on padding."""
+        q, n = self.shape
+        torch.mv(self.x, w, out=self._s)
+        s = self._s.view(q, n)
+        if self.padded:
+            s.masked_fill_(~self.mask, float("-inf"))
+        return s
+
+    def _multi_group(self, p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """U summed over queries and dU/dP per slot for G > 2 groups."""
+        q = p.shape[0]
+        e = torch.zeros(q, self.n_groups, dtype=p.dtype, device=p.device)
+        e.scatter_add_(1, self.groups, p * self.slot_inv)  # Exp(G_p)
+        diff = e[:, :1] - e[:, 1:]
+        h = diff.clamp(min=0.0) if self.variant == "hinge" else diff
+        h = h.masked_fill(~self.valid, 0.0)
+        per = h * h
+        if self.reduce == "max":
+            u, arg = per.max(dim=1)
+            dd = torch.zeros_like(h).scatter_(1, arg.unsqueeze(1), (2.0 * h).gather(1, arg.unsqueeze(1)))
+        else:
+            n_valid = self.valid.sum(dim=1, keepdim=True).clamp(min=1).to(p.dtype)
+            u = per.sum(dim=1) / n_valid.squeeze(1)
+            dd = 2.0 * h / n_valid
+        de = torch.cat([dd.sum(dim=1, keepdim=True), -dd], dim=1)  # dU/dExp(G_p)
+        coef = de.gather(1, self.groups) * self.slot_inv  # dU/dP_i
+        return u.sum(), coef
+
+    # ---------------------------------------------------------------- backward
+    def _backward(self, g_listnet: torch.Tensor, g_exposure: torch.Tensor) -> torch.Tensor:
+        st = self._state
+        if not st:
+            raise RuntimeError("LinearDELTRObjective: backward called twice for one evaluation")
+        e, z = st["e"], st["z"]
+        gl = g_listnet.to(e.dtype)
+        ge = g_exposure.to(e.dtype)
+        fair = self.variant is not None and bool(ge != 0)
+        k = None
+        if fair and self.a is not None:
+            k = (2.0 * ge) * st["h"]  # (Q,)
+            if not bool((k != 0).any()):
+                k = None
+        if k is not None:
+            # g = P (gl + k (a - D)) = e (gl - k D) / z + (a e) k / z
+            zq = z.squeeze(1)
+            e.mul_(((gl - k * st["d"]) / zq).unsqueeze(1)).addcmul_(self._buf, (k / zq).unsqueeze(1))
+        elif fair and self.a is None:
+            coef = st["coef"]
+            p = e.div_(z)
+            inner = (coef * p).sum(dim=1, keepdim=True)
+            p.mul_(gl + ge * (coef - inner))
+        else:
+            e.mul_(gl / z)
+        self._state = {}
+        return self.x.T @ e.reshape(-1) - gl * self.c
+
+    # ---------------------------------------------------------------- API
+    def __call__(self, w: torch.Tensor) -> ObjectiveTerms:
+        """Objective terms at ``w`` (F,); ``total`` backpropagates to ``w`` analytically."""
+        listnet, exposure = _Fused.apply(w, self)
+        return ObjectiveTerms(listnet + self.gamma * exposure, listnet, exposure)
+
+    def value_and_grad(self, w: torch.Tensor) -> tuple[ObjectiveTerms, torch.Tensor]:
+        """Terms and d total / d w without autograd (one forward, one X^T pass)."""
+        w = w.detach()
+        listnet, exposure = self._forward(w)
+        one = torch.ones((), dtype=w.dtype, device=w.device)
+        grad = self._backward(one, one * self.gamma)
+        return ObjectiveTerms(listnet + self.gamma * exposure, listnet, exposure), grad
