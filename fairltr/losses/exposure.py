@@ -22,6 +22,14 @@ __all__ = ["V1", "group_exposure", "exposure_disparity", "exposure_hinge", "expo
 V1 = 1.0 / math.log(2.0)  # position bias of rank 1, v_j = 1 / ln(1 + j)
 
 
+def _check_groups(index: torch.Tensor, n_groups: int) -> None:
+    if index.numel() and (int(index.max()) >= n_groups or int(index.min()) < 0):
+        raise ConfigError(
+            f"group ids must lie in [0, {n_groups}) (n_groups={n_groups}); got "
+            f"{int(index.min())}..{int(index.max())}"
+        )
+
+
 def group_exposure(
     scores: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor, n_groups: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -29,11 +37,13 @@ def group_exposure(
     if n_groups is None:
         n_groups = int(groups[mask].max().item()) + 1 if mask.any() else 1
     n_groups = max(n_groups, 2)
-    exposure = top_one_probability(scores, mask) * V1
-    onehot = (groups.unsqueeze(-1) == torch.arange(n_groups, device=groups.device)) & mask.unsqueeze(-1)
-    onehot = onehot.to(exposure.dtype)
-    counts = onehot.sum(dim=1)
-    sums = torch.einsum("qn,qng->qg", exposure, onehot)
+    index = groups.masked_fill(~mask, 0).long()  # padded slots add 0 to group 0
+    _check_groups(index, n_groups)
+    exposure = top_one_probability(scores, mask) * V1  # 0 on padding
+    shape = (scores.shape[0], n_groups)
+    counts = torch.zeros(shape, dtype=exposure.dtype, device=scores.device)
+    counts = counts.scatter_add(1, index, mask.to(exposure.dtype))
+    sums = torch.zeros(shape, dtype=exposure.dtype, device=scores.device).scatter_add(1, index, exposure)
     return sums / counts.clamp(min=1.0), counts
 
 
