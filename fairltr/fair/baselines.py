@@ -75,12 +75,13 @@ def fair_preprocess(
     spanning the original range (so ListNet's softmax sees the same scale as before; on the
     paper's TREC lists, whose judgments are already evenly spaced by rank, this is exactly the
     same encoding). A query of one item, or whose judgments are all equal, keeps its judgments.
-    The original value is kept as ``judgment_before_fair``; rows come back in the fair order
-    with ``rank`` and ``fair_feasible``.
+    Rows come back in the fair order with exactly the input's columns (so the result trains a
+    model as is: no extra numeric column leaks into the features); per-query feasibility is in
+    ``out.attrs["fair_feasible"]`` ({query id: bool}).
     """
     validate_ranking_frame(train_df, query=query, columns=[judgment], group=group)
     out = rerank(train_df, judgment, k=None, p=p, alpha=alpha, query=query, group=group)
-    out = out.drop(columns="score") if "score" not in train_df.columns else out
+    feasible = out.groupby(query, sort=False)["fair_feasible"].first()
     old = out[judgment].to_numpy(dtype=np.float64)
     codes, _ = query_codes(out, query)
     n_codes = int(codes.max()) + 1
@@ -92,6 +93,7 @@ def fair_preprocess(
     span = (hi - lo)[codes]
     frac = (n_q - rank) / np.maximum(n_q - 1, 1)
     new = np.where((n_q > 1) & (span > 0), lo[codes] + span * frac, old)
-    out["judgment_before_fair"] = old
     out[judgment] = new
+    out = out[list(train_df.columns)]
+    out.attrs["fair_feasible"] = {q: bool(v) for q, v in feasible.items()}
     return out
