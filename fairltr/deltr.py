@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -68,8 +69,10 @@ class DELTR:
         reduce: str = "max",
         dtype: torch.dtype = torch.float64,
     ) -> None:
-        if not isinstance(gamma, (int, float)) or not math.isfinite(gamma) or gamma < 0:
+        if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not math.isfinite(gamma) or gamma < 0:
             raise ConfigError(f"gamma must be a finite number >= 0, got {gamma!r}")
+        if not isinstance(tol, numbers.Real) or not tol >= 0:
+            raise ConfigError(f"tol must be a number >= 0, got {tol!r}")
         if optimizer not in ("lbfgs", "adam"):
             raise ConfigError(f"optimizer must be 'lbfgs' or 'adam', got {optimizer!r}")
         if l2 < 0:
@@ -90,7 +93,7 @@ class DELTR:
         self.optimizer = optimizer
         self.max_iter = max_iter if max_iter is not None else (200 if optimizer == "lbfgs" else 3000)
         self.lr = lr if lr is not None else (1.0 if optimizer == "lbfgs" else 0.01)
-        self.tol = tol
+        self.tol = float(tol)
         self.seed = seed
         self.device = device
         self.fairness_loss = fairness_loss

@@ -81,6 +81,8 @@ def read_letor(path: PathLike, *, group_feature: int | None = None) -> pd.DataFr
                 label = float(parts[0])
             except ValueError:
                 raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not a number") from None
+            if not np.isfinite(label):
+                raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not finite")
             if len(parts) < 2 or not parts[1].startswith("qid:"):
                 raise DataError(f"{p}:{lineno}: second field must be 'qid:<id>', got {parts[1:2]}")
             feats: dict[int, float] = {}
@@ -92,7 +94,7 @@ def read_letor(path: PathLike, *, group_feature: int | None = None) -> pd.DataFr
                     fid_i, val_f = int(fid), float(val)
                 except ValueError:
                     raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<int>:<number>'") from None
-                if not np.isfinite(val_f) or not np.isfinite(label):
+                if not np.isfinite(val_f):
                     raise DataError(f"{p}:{lineno}: non-finite value in {tok!r}")
                 if fid_i in feats:
                     raise DataError(f"{p}:{lineno}: feature id {fid_i} given twice")

@@ -77,6 +77,9 @@ def evaluate_ranking(
     ``retrieval=True``), ``kendall_tau``, ``exposure_protected``, ``exposure_nonprotected``,
     ``exposure_ratio``, ``exposure_gap``; each with a ``<metric>_n_queries`` companion.
     """
+    missing = [c for c in dict.fromkeys([query, group, judgment]) if c not in df.columns]
+    if missing:
+        raise DataError(f"missing column(s) {missing}; available columns: {list(df.columns)}")
     if isinstance(scores, str):
         if scores not in df.columns:
             raise DataError(f"score column {scores!r} not in the table; columns: {list(df.columns)}")
@@ -87,7 +90,7 @@ def evaluate_ranking(
     if not np.all(np.isfinite(s)):
         row = int(np.flatnonzero(~np.isfinite(s))[0])
         raise DataError(f"score at row {row} is {s[row]} (query {df[query].iloc[row]!r}); scores must be finite")
-    frame = df[[query, group, judgment]].copy()
+    frame = df[list(dict.fromkeys([query, group, judgment]))].copy()
     frame["__score__"] = s
     batch = to_batch(frame, query=query, group=group, judgment=judgment, features=["__score__"])
     return evaluate_batch(batch.features[..., 0], batch, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
