@@ -1,0 +1,77 @@
+"""``fairltr sweep``: Optuna multi-objective Pareto sweeps (see docs/sweep.md).
+
+Optuna, MLflow and the ``tuning`` package are imported inside the command only.
+"""
+
+from __future__ import annotations
+
+import click
+
+from fairltr.cli.app import cli
+from fairltr.errors import ConfigError
+
+
+def _pair(text: str | None, name: str) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ConfigError(f"{name} must be LOW,HIGH (two numbers), got {text!r}") from None
+    return lo, hi
+
+
+@cli.command("sweep")
+@click.option("--method", required=True, type=click.Choice(["deltr", "fair-pre", "fair-post", "dpr"]),
+              help="what to tune: DELTR's gamma, FA*IR pre/post-processing (fair_p, fair_alpha), DPR's alpha")
+@click.option("--train", "train", required=True, type=click.Path(dir_okay=False), help="training ranking file")
+@click.option("--test", "test", required=True, type=click.Path(dir_okay=False), help="test ranking file (objectives)")
+@click.option("--trials", "n_trials", required=True, type=int,
+              help="COMPLETE trials the study must hold (shared by all workers; reruns resume)")
+@click.option("--study", required=True, help="study name (rerun the same command to resume)")
+@click.option("--storage", default=None,
+              help="sqlite:///F, postgresql://U:P@H/DB or journal:FILE [default: sqlite in --out]")
+@click.option("--objectives", default="kendall_tau:max,exposure_gap:min", show_default=True,
+              help="two SPEC metric names with optional :max/:min")
+@click.option("--constraint", "constraints", multiple=True, help='e.g. "kendall_tau>=0.2" (repeatable)')
+@click.option("--sampler", default="nsga2", type=click.Choice(["nsga2", "tpe", "gp"]), show_default=True)
+@click.option("--seed", default=0, show_default=True, type=int, help="sampler and model seed")
+@click.option("--out", default="sweep-out", show_default=True, type=click.Path(file_okay=False),
+              help="folder for the front CSV/JSON, plot and the default storage")
+@click.option("--compare-with", "compare_with", multiple=True,
+              help="other study in the same storage to overlay and compare (repeatable)")
+@click.option("--reference", default=None,
+              help='hypervolume reference point, e.g. "kendall_tau=0,exposure_gap=0.05" [default: observed nadir]')
+@click.option("--tracking-uri", default=None, help="MLflow tracking URI [default: MLFLOW_TRACKING_URI or ./mlflow.db]")
+@click.option("--experiment", default="fairltr-sweep", show_default=True, help="MLflow experiment")
+@click.option("--no-mlflow", is_flag=True, help="do not log to MLflow")
+@click.option("--loss", default="exposure_hinge", show_default=True, help="DELTR: registered ranking loss")
+@click.option("--fair-p-range", default=None, help="FA*IR: LOW,HIGH for fair_p [default: around the protected share]")
+@click.option("--fair-alpha-range", default="0.01,0.5", show_default=True, help="FA*IR: LOW,HIGH for fair_alpha (log)")
+@click.option("--max-iter", default=None, type=int, help="DELTR optimiser iterations [default: DELTR's]")
+@click.option("--population-size", default=None, type=int, help="NSGA-II population [default: trials/5 in 4..50]")
+@click.option("--heartbeat-interval", default=10, show_default=True, type=int, help="RDB heartbeat seconds")
+@click.option("--grace-period", default=30, show_default=True, type=int,
+              help="seconds without heartbeat before a RUNNING trial is failed and retried")
+@click.option("--no-progress", is_flag=True, help="no progress bar")
+def sweep(method, train, test, n_trials, study, storage, objectives, constraints, sampler, seed, out,
+          compare_with, reference, tracking_uri, experiment, no_mlflow, loss, fair_p_range, fair_alpha_range,
+          max_iter, population_size, heartbeat_interval, grace_period, no_progress) -> None:
+    """Multi-objective Pareto sweep (Optuna) logged to MLflow; N workers may share one study."""
+    import torch
+
+    from tuning.sweep import SweepConfig, run_sweep
+
+    torch.set_num_threads(1)
+    cfg = SweepConfig(
+        method=method, train=train, test=test, n_trials=n_trials, study=study, storage=storage,
+        objectives=objectives, constraints=tuple(constraints), sampler=sampler, seed=seed, out=out,
+        compare_with=tuple(compare_with), reference=reference, tracking_uri=tracking_uri,
+        experiment=experiment, mlflow=not no_mlflow, loss=loss, p_range=_pair(fair_p_range, "--fair-p-range"),
+        alpha_range=_pair(fair_alpha_range, "--fair-alpha-range"), max_iter=max_iter,
+        population_size=population_size, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
+        progress=not no_progress,
+    )
+    result = run_sweep(cfg, echo=click.echo)
+    for f in result.files:
+        click.echo(f"wrote {f}")

@@ -1,0 +1,66 @@
+"""Pareto plot (matplotlib, headless): several studies' trials and fronts on one figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from tuning.report import FrontReport
+
+__all__ = ["plot_fronts"]
+
+
+def plot_fronts(
+    reports: Sequence[FrontReport],
+    trials: Mapping[str, pd.DataFrame],
+    path: str | Path,
+    *,
+    title: str | None = None,
+    dpi: int = 110,
+) -> Path:
+    """Draw every study's trials (faint), its front (staircase + markers), its best trade-off
+    (star) and the shared reference point; one colour per study. Returns the PNG path."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    if not reports:
+        raise ValueError("nothing to plot: no study reports")
+    x, y = reports[0].objectives
+    dx, dy = reports[0].directions
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, rep in enumerate(reports):
+        c = colors[i % len(colors)]
+        df = trials.get(rep.study)
+        if df is not None and len(df):
+            feas = df["feasible"].astype(bool)
+            ax.scatter(df.loc[feas, x], df.loc[feas, y], s=12, color=c, alpha=0.25, linewidths=0)
+            ax.scatter(df.loc[~feas, x], df.loc[~feas, y], s=14, color=c, alpha=0.35, marker="x", linewidths=0.8)
+        f = rep.front.sort_values(x)
+        label = f"{rep.method or rep.study} (HV {rep.hypervolume:.4g}, {rep.n_complete} trials)"
+        if len(f):
+            ax.step(f[x], f[y], where="post" if (dx == "maximize") == (dy == "minimize") else "pre",
+                    color=c, lw=1.4, alpha=0.9)
+            ax.plot(f[x], f[y], "o", color=c, ms=4.5, label=label)
+        else:
+            ax.plot([], [], "o", color=c, label=label + " — no feasible trial")
+        if rep.best is not None:
+            ax.plot([rep.best[x]], [rep.best[y]], "*", color=c, ms=13, mec="black", mew=0.6)
+    ref = reports[0].reference
+    ax.plot([ref[x]], [ref[y]], "s", color="black", ms=6,
+            label=f"reference ({ref[x]:.3g}, {ref[y]:.3g}; {reports[0].reference_kind})")
+    ax.set_xlabel(f"{x} ({'higher' if dx == 'maximize' else 'lower'} is better)")
+    ax.set_ylabel(f"{y} ({'higher' if dy == 'maximize' else 'lower'} is better)")
+    ax.set_title(title or "Pareto fronts (star = best trade-off, x = infeasible)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7.5, loc="best")
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=dpi)
+    plt.close(fig)
+    return out

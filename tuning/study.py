@@ -1,0 +1,325 @@
+"""Optuna studies for Pareto sweeps: storages, samplers, create-or-resume, and the worker loop
+that stops every cooperating worker at exactly ``n_trials`` COMPLETE trials.
+
+Exactly N (the invariant). A trial runs its objective only if fewer than N trials with a smaller
+trial number are WAITING, RUNNING or COMPLETE when it starts; otherwise it ends PRUNED without
+training (bookkeeping, not early stopping: multi-objective studies cannot prune). Optuna creates
+trials under a lock on the study row (RDB) or in one log (journal), so all lower-numbered trials
+are visible at that moment, and states only move WAITING -> RUNNING -> COMPLETE/FAIL/PRUNED. If
+N + 1 trials completed, the highest-numbered one would have seen the other N as WAITING,
+RUNNING or COMPLETE at its start and been pruned: contradiction. Failed trials (objective error,
+dead worker) do not count, so workers keep going until N are COMPLETE.
+
+Crash safety: every finished trial is written to the storage when it ends. RDB storages run a
+heartbeat (``heartbeat_interval``); a RUNNING trial whose heartbeat is older than ``grace_period``
+is failed by the next worker and re-queued with the same parameters by
+:class:`optuna.storages.RetryFailedTrialCallback`. Journal files have no heartbeat in Optuna:
+there a worker fails RUNNING trials that started more than ``grace_period`` seconds before it
+started (set it above the longest trial when several workers share a journal).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import time
+import warnings
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import optuna
+
+from fairltr.errors import ConfigError, FairltrError
+
+__all__ = [
+    "SAMPLERS",
+    "default_storage_url",
+    "make_storage",
+    "make_sampler",
+    "TrialSeededSampler",
+    "open_study",
+    "WorkerReport",
+    "run_worker",
+    "count_states",
+    "trial_seed",
+]
+
+_log = logging.getLogger(__name__)
+
+SAMPLERS = ("nsga2", "tpe", "gp")
+
+
+def default_storage_url(out: str | Path | None = None) -> str:
+    """``sqlite:///<out or cwd>/optuna.db`` (absolute path)."""
+    base = Path(out) if out is not None else Path.cwd()
+    base.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(base / 'optuna.db').resolve()}"
+
+
+def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_interval: int = 10,
+                 grace_period: int = 30, max_retry: int = 2):
+    """Optuna storage for ``url``: ``sqlite:///F``, ``postgresql://...`` (RDB with heartbeat and
+    retry of stale trials) or ``journal:PATH`` (append-only journal file)."""
+    from optuna.storages import RDBStorage, RetryFailedTrialCallback
+
+    url = url or default_storage_url(out)
+    if heartbeat_interval < 1 or grace_period <= heartbeat_interval:
+        raise ConfigError(f"need heartbeat_interval >= 1 and grace_period > heartbeat_interval, "
+                          f"got {heartbeat_interval} and {grace_period}")
+    if url.startswith("journal:"):
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        path = Path(url[len("journal:"):]).expanduser()
+        if not path.name:
+            raise ConfigError(f"journal storage needs a file path: 'journal:PATH', got {url!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path)))
+    if "://" not in url:
+        raise ConfigError(f"storage {url!r}: use sqlite:///FILE, postgresql://USER:PW@HOST/DB or journal:FILE")
+    engine_kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        engine_kwargs = {"connect_args": {"timeout": 60}}
+    else:
+        engine_kwargs = {"pool_pre_ping": True}
+    try:
+        return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                          grace_period=grace_period,
+                          failed_trial_callback=RetryFailedTrialCallback(max_retry=max_retry))
+    except (optuna.exceptions.StorageInternalError, ImportError, ValueError) as exc:
+        raise ConfigError(f"cannot open Optuna storage {url!r}: {exc}") from None
+
+
+def trial_seed(seed: int, number: int) -> int:
+    """Seed of trial ``number``'s sampler: a hash of (seed, number) in [0, 2**32)."""
+    return zlib.crc32(f"{seed}:{number}".encode()) & 0xFFFFFFFF
+
+
+def _base_sampler(name: str, seed: int | None, population_size: int, n_startup_trials: int):
+
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(population_size=population_size, seed=seed)
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup_trials, multivariate=True)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
+    raise ConfigError(f"unknown sampler {name!r}; choose one of {list(SAMPLERS)}")
+
+
+class TrialSeededSampler(optuna.samplers.BaseSampler):
+    """Delegates to a fresh base sampler per trial, seeded with :func:`trial_seed(seed, number)`.
+
+    NSGA-II, TPE and the GP sampler keep no state beyond their RNG (they read the population
+    from the storage), so per-trial instances behave like one sampler, but: one worker's sweep
+    is reproducible for a seed, and workers sharing a study never replay the same random
+    stream (the same ``--seed`` on N machines would otherwise propose the same points N times).
+    """
+
+    def __init__(self, name: str, seed: int, population_size: int = 10, n_startup_trials: int = 10) -> None:
+        _base_sampler(name, 0, population_size, n_startup_trials)  # validates name and arguments
+        self.name, self.seed = name, int(seed)
+        self.population_size, self.n_startup_trials = population_size, n_startup_trials
+        self._by_trial: dict[int, Any] = {}
+
+    def _for(self, trial) -> Any:
+        s = self._by_trial.get(trial.number)
+        if s is None:
+            s = _base_sampler(self.name, trial_seed(self.seed, trial.number), self.population_size,
+                              self.n_startup_trials)
+            self._by_trial[trial.number] = s
+        return s
+
+    # optuna.samplers.BaseSampler protocol
+    def infer_relative_search_space(self, study, trial):
+        return self._for(trial).infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study, trial, search_space):
+        return self._for(trial).sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self._for(trial).sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study, trial) -> None:
+        self._for(trial).before_trial(study, trial)
+
+    def after_trial(self, study, trial, state, values) -> None:
+        sampler = self._by_trial.pop(trial.number, None) or self._for(trial)
+        sampler.after_trial(study, trial, state, values)
+        self._by_trial.pop(trial.number, None)
+
+    def reseed_rng(self) -> None:
+        self._by_trial.clear()
+
+
+def make_sampler(name: str = "nsga2", seed: int = 0, *, n_trials: int = 50, population_size: int | None = None):
+    """Sampler by name (``nsga2`` default, ``tpe``, ``gp``), per-trial seeded.
+
+    NSGA-II's population defaults to ``clip(n_trials // 5, 4, 50)`` so that a 30-50 trial budget
+    runs several generations (Optuna's default of 50 would keep the whole budget random).
+    """
+    if name not in SAMPLERS:
+        raise ConfigError(f"unknown sampler {name!r}; choose one of {list(SAMPLERS)}")
+    pop = population_size if population_size is not None else min(50, max(4, n_trials // 5))
+    if pop < 2:
+        raise ConfigError(f"population size must be >= 2, got {pop}")
+    return TrialSeededSampler(name, seed, population_size=pop, n_startup_trials=min(10, max(2, n_trials // 3)))
+
+
+def open_study(name: str, storage, directions: Sequence[str], sampler, config: Mapping[str, Any]):
+    """Create the study, or load it when it exists (resume). Returns ``(study, created)``.
+
+    ``config`` (method, objectives, ...) is stored as study user attributes on creation; a
+    resumed study must have the same values for every key, else :class:`ConfigError`.
+    Creation is atomic in the storage, so exactly one of several simultaneous workers gets
+    ``created=True``.
+    """
+
+    try:
+        study = optuna.create_study(study_name=name, storage=storage, directions=list(directions),
+                                    sampler=sampler, load_if_exists=False)
+        created = True
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        created = False
+    if created:
+        for k, v in config.items():
+            study.set_user_attr(k, v)
+    else:
+        have = [d.name.lower() for d in study.directions]
+        if have != [d.lower() for d in directions]:
+            raise ConfigError(f"study {name!r} exists with directions {have}, not {list(directions)}")
+        stored = study.user_attrs
+        diff = {k: (stored.get(k), v) for k, v in config.items() if k in stored and stored[k] != v}
+        if diff:
+            detail = "; ".join(f"{k}: stored {a!r}, now {b!r}" for k, (a, b) in diff.items())
+            raise ConfigError(f"study {name!r} exists with a different configuration ({detail}); "
+                              f"use another --study name to start a new sweep")
+    return study, created
+
+
+def count_states(study) -> dict[str, int]:
+    """Number of trials per state name (COMPLETE, RUNNING, WAITING, FAIL, PRUNED)."""
+    from collections import Counter
+
+    return dict(Counter(t.state.name for t in study.get_trials(deepcopy=False)))
+
+
+@dataclass
+class WorkerReport:
+    """What one worker did: trials it completed, failed, skipped as surplus; the final count."""
+
+    completed: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    surplus: list[int] = field(default_factory=list)
+    n_complete: int = 0
+    seconds: float = 0.0
+
+
+class _TrialFailed(Exception):
+    """An objective error that fails one trial but not the sweep (data/config errors do stop it)."""
+
+
+def _has_heartbeat(storage) -> bool:
+    from optuna.storages._heartbeat import BaseHeartbeat
+
+    return isinstance(storage, BaseHeartbeat) and storage.get_heartbeat_interval() is not None
+
+
+def _fail_old_running(study, storage, grace_period: float, max_retry: int) -> list[int]:
+    """Journal storages: fail (and re-queue) RUNNING trials started more than ``grace_period`` ago."""
+    from optuna.storages import RetryFailedTrialCallback
+    from optuna.trial import TrialState
+
+    now = _dt.datetime.now()
+    failed = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if t.datetime_start is not None and (now - t.datetime_start).total_seconds() > grace_period:
+            if storage.set_trial_state_values(t._trial_id, TrialState.FAIL):
+                RetryFailedTrialCallback(max_retry=max_retry)(study, storage.get_trial(t._trial_id))
+                failed.append(t.number)
+    return failed
+
+
+def run_worker(
+    study,
+    objective: Callable[[Any], Sequence[float]],
+    n_trials: int,
+    *,
+    storage=None,
+    grace_period: float = 30.0,
+    max_retry: int = 2,
+    poll_seconds: float = 1.0,
+    max_consecutive_failures: int = 5,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> WorkerReport:
+    """Run trials until the study holds ``n_trials`` COMPLETE ones (shared with other workers).
+
+    ``objective(trial) -> values`` is Optuna's objective; :class:`FairltrError` (bad data or
+    configuration) stops the sweep, any other exception fails that trial only (after
+    ``max_consecutive_failures`` in a row the worker gives up). Ctrl-C fails the running trial
+    and re-raises: every finished trial is already stored.
+    """
+    from optuna.trial import TrialState
+
+    if n_trials < 1:
+        raise ConfigError(f"--trials must be >= 1, got {n_trials}")
+    report = WorkerReport()
+    t0 = time.perf_counter()
+    if storage is not None and not _has_heartbeat(storage):
+        stale = _fail_old_running(study, storage, grace_period, max_retry)
+        if stale:
+            _log.warning("failed abandoned RUNNING trials %s (journal storage, older than %ss)", stale, grace_period)
+    heartbeat = storage is not None and _has_heartbeat(storage)
+    counted = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
+    consecutive = 0
+
+    def guarded(trial):
+        ahead = sum(1 for t in study.get_trials(deepcopy=False, states=counted) if t.number < trial.number)
+        if ahead >= n_trials:
+            report.surplus.append(trial.number)
+            trial.set_user_attr("fairltr_surplus", True)
+            raise optuna.TrialPruned(f"surplus trial: {ahead} earlier trials already fill --trials {n_trials}")
+        try:
+            return objective(trial)
+        except (FairltrError, KeyboardInterrupt, optuna.TrialPruned):
+            raise
+        except Exception as exc:  # one bad trial (e.g. a diverging fit) must not end the sweep
+            trial.set_user_attr("fairltr_error", f"{type(exc).__name__}: {exc}"[:500])
+            raise _TrialFailed(f"{type(exc).__name__}: {exc}") from exc
+
+    while True:
+        if heartbeat:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                optuna.storages.fail_stale_trials(study)
+        states = count_states(study)
+        n_complete = states.get("COMPLETE", 0)
+        report.n_complete = n_complete
+        if on_progress is not None:
+            on_progress(n_complete, n_trials)
+        if n_complete >= n_trials:
+            break
+        if n_complete + states.get("RUNNING", 0) >= n_trials:
+            time.sleep(poll_seconds)  # others are running the last trials; one may still fail
+            continue
+        before = len(report.surplus)
+        frozen_holder: list = []
+        study.optimize(guarded, n_trials=1, catch=(_TrialFailed,), gc_after_trial=False,
+                       show_progress_bar=False, callbacks=[lambda s, t: frozen_holder.append(t)])
+        if not frozen_holder:
+            continue
+        ft = frozen_holder[-1]
+        if ft.state == TrialState.COMPLETE:
+            report.completed.append(ft.number)
+            consecutive = 0
+        elif ft.state == TrialState.FAIL:
+            report.failed.append(ft.number)
+            consecutive += 1
+            if consecutive >= max_consecutive_failures:
+                raise FairltrError(f"{consecutive} trials failed in a row; last error: "
+                                   f"{ft.user_attrs.get('fairltr_error', 'see the log')}")
+        elif len(report.surplus) > before:
+            time.sleep(poll_seconds)
+    report.seconds = time.perf_counter() - t0
+    return report

@@ -1,0 +1,258 @@
+"""A Pareto sweep end to end: data -> runner -> study (create or resume) -> worker loop with an
+MLflow mirror -> report (front CSV/JSON, plot, hypervolume, best trade-off) on the parent run."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from fairltr.errors import ConfigError, DataError
+from tuning.objectives import Constraint, ObjectiveSpec, make_runner, parse_constraint, parse_objectives
+from tuning.plots import plot_fronts
+from tuning.report import FrontReport, front_report, nadir_reference, parse_reference, trials_frame, write_report
+from tuning.study import WorkerReport, make_sampler, make_storage, open_study, run_worker
+
+__all__ = ["SweepConfig", "SweepResult", "run_sweep", "make_objective", "study_reports"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepConfig:
+    """Everything ``fairltr sweep`` takes; see ``docs/sweep.md``."""
+
+    method: str
+    train: str | Path
+    test: str | Path
+    n_trials: int
+    study: str
+    storage: str | None = None
+    objectives: str = "kendall_tau:max,exposure_gap:min"
+    constraints: Sequence[str] = ()
+    sampler: str = "nsga2"
+    seed: int = 0
+    out: str | Path = "sweep-out"
+    compare_with: Sequence[str] = ()
+    reference: str | None = None
+    tracking_uri: str | None = None
+    experiment: str = "fairltr-sweep"
+    mlflow: bool = True
+    loss: str = "exposure_hinge"
+    p_range: tuple[float, float] | None = None
+    alpha_range: tuple[float, float] = (0.01, 0.5)
+    max_iter: int | None = None
+    population_size: int | None = None
+    heartbeat_interval: int = 10
+    grace_period: int = 30
+    max_retry: int = 2
+    progress: bool = True
+    plot: bool = True
+
+
+@dataclass
+class SweepResult:
+    study: str
+    worker: WorkerReport
+    report: FrontReport | None
+    compared: list[FrontReport] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    parent_run_id: str | None = None
+    finished: bool = False
+
+
+def _read(path: str | Path, what: str) -> pd.DataFrame:
+    from fairltr.io import read_ranking
+
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{what} file not found: {p}")
+    return read_ranking(p)
+
+
+def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Sequence[Constraint],
+                   tracker=None, extra_params: dict[str, Any] | None = None) -> Callable:
+    """Optuna objective: suggest -> train/evaluate -> constraints -> MLflow nested run -> values.
+
+    The trial's metrics are stored in its user attribute ``metrics`` (so reports and MLflow can
+    be rebuilt from the storage alone).
+    """
+    space = runner.space
+
+    def objective(trial) -> list[float]:
+        values = space.suggest(trial)
+        t0 = time.perf_counter()
+        metrics = runner(values)
+        seconds = time.perf_counter() - t0
+        finite = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+        trial.set_user_attr("metrics", finite)
+        trial.set_user_attr("train_seconds", seconds)
+        cons = {c.key: c.value(metrics) for c in constraints}
+        for k, v in cons.items():
+            trial.set_constraint(k, v)
+        out = []
+        for o in objectives:
+            v = float(metrics.get(o.name, math.nan))
+            if not math.isfinite(v):
+                raise ValueError(f"objective {o.name} is undefined (NaN) for {values}")
+            out.append(v)
+        if tracker is not None:
+            params = {**values, **{s.coordinate: trial.params[s.coordinate] for s in space.params
+                                   if s.coordinate != s.param.name}, **(extra_params or {})}
+            logged = {**finite, "train_seconds": seconds,
+                      "feasible": float(all(v <= 0 for v in cons.values()))}
+            logged.update({f"constraint_{i}": v for i, v in enumerate(cons.values())})
+            tracker.log_trial(trial.number, params, logged, tags={"fairltr.sweep.objectives": ",".join(o.short for o in objectives)})
+        return out
+
+    return objective
+
+
+def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveSpec],
+                  constraints: Sequence[Constraint], reference: str | None) -> tuple[list[FrontReport], dict[str, pd.DataFrame]]:
+    """Reports of several studies in one storage with one shared reference point (given, or the
+    observed nadir over all of their trials)."""
+    import optuna
+
+    onames = [o.name for o in objectives]
+    dirs = [o.direction for o in objectives]
+    frames: dict[str, pd.DataFrame] = {}
+    methods: dict[str, str] = {}
+    for name in names:
+        try:
+            st = optuna.load_study(study_name=name, storage=storage)
+        except KeyError:
+            raise ConfigError(f"study {name!r} not found in the storage (for --compare-with)") from None
+        stored = list(st.user_attrs.get("objectives", []))
+        if stored and stored != onames:
+            raise ConfigError(f"study {name!r} optimises {stored}, not {onames}: fronts are not comparable")
+        frames[name] = trials_frame(st, onames)
+        methods[name] = st.user_attrs.get("method", name)
+    ref = parse_reference(reference, onames)
+    kind = "given"
+    if ref is None:
+        ref = nadir_reference(list(frames.values()), onames, dirs)
+        kind = "observed nadir of all plotted trials"
+    ckeys = [c.key for c in constraints]
+    reports = [front_report(frames[n], study=n, method=methods[n], objectives=onames, directions=dirs,
+                            reference=ref, reference_kind=kind, constraints=ckeys) for n in names]
+    return reports, frames
+
+
+def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print) -> SweepResult:
+    """Run (or resume, or join as another worker) the sweep described by ``cfg``."""
+    objectives = parse_objectives(cfg.objectives)
+    constraints = [parse_constraint(c) for c in cfg.constraints]
+    if cfg.n_trials < 1:
+        raise ConfigError(f"--trials must be >= 1, got {cfg.n_trials}")
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    train, test = _read(cfg.train, "--train"), _read(cfg.test, "--test")
+    runner = make_runner(cfg.method, train, test, loss=cfg.loss, p_range=cfg.p_range,
+                         alpha_range=cfg.alpha_range, seed=cfg.seed, max_iter=cfg.max_iter)
+    storage = make_storage(cfg.storage, out=out, heartbeat_interval=cfg.heartbeat_interval,
+                           grace_period=cfg.grace_period, max_retry=cfg.max_retry)
+    sampler = make_sampler(cfg.sampler, cfg.seed, n_trials=cfg.n_trials, population_size=cfg.population_size)
+    checked = {
+        "method": cfg.method,
+        "objectives": [o.name for o in objectives],
+        "constraints": [c.key for c in constraints],
+        "hyperparameters": runner.space.names,
+        "search_space": repr(runner.space),
+        "loss": cfg.loss if cfg.method == "deltr" else "",
+    }
+    if cfg.compare_with:
+        import optuna
+
+        have = set(optuna.study.get_all_study_names(storage))
+        missing = [n for n in cfg.compare_with if n != cfg.study and n not in have]
+        if missing:
+            raise ConfigError(f"--compare-with: no study {missing} in the storage; it has {sorted(have)}")
+    study, created = open_study(cfg.study, storage, [o.direction for o in objectives], sampler, checked)
+    if created:
+        study.set_user_attr("sampler", cfg.sampler)
+        study.set_user_attr("train", str(cfg.train))
+        study.set_user_attr("test", str(cfg.test))
+    echo(f"study {cfg.study!r} ({'created' if created else 'resumed'}): {cfg.method}, "
+         f"{runner.space!r}, objectives {[o.short for o in objectives]}"
+         + (f", constraints {[c.key for c in constraints]}" if constraints else ""))
+
+    tracker = None
+    if cfg.mlflow:
+        from tuning.tracking import SweepTracker
+
+        tracker = SweepTracker(cfg.tracking_uri, cfg.experiment, cfg.study)
+        tracker.attach(study, created, {
+            **{k: v for k, v in checked.items() if k != "search_space"}, "sampler": cfg.sampler,
+            "seed": cfg.seed, "n_trials": cfg.n_trials, "train": cfg.train, "test": cfg.test,
+            "search_space": repr(runner.space),
+        })
+        echo(f"MLflow: parent run {tracker.parent_run_id} in {tracker.tracking_uri}")
+
+    bar = None
+    if cfg.progress:
+        import optuna
+        from tqdm.auto import tqdm
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # the bar replaces Optuna's per-trial lines
+
+        bar = tqdm(total=cfg.n_trials, desc=f"sweep {cfg.study}", unit="trial")
+
+    def on_progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.n = min(done, total)
+            bar.refresh()
+
+    objective = make_objective(runner, objectives, constraints, tracker,
+                               {"method": cfg.method, "seed": cfg.seed})
+    try:
+        worker = run_worker(study, objective, cfg.n_trials, storage=storage, grace_period=cfg.grace_period,
+                            max_retry=cfg.max_retry, on_progress=on_progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    result = SweepResult(cfg.study, worker, None, parent_run_id=tracker.parent_run_id if tracker else None)
+    result.finished = worker.n_complete >= cfg.n_trials
+
+    names = [cfg.study, *[n for n in cfg.compare_with if n != cfg.study]]
+    reports, frames = study_reports(storage, names, objectives, constraints, cfg.reference)
+    rep = reports[0]
+    result.report, result.compared = rep, reports[1:]
+    files = write_report(rep, out, prefix=f"{cfg.study}_")
+    if cfg.plot:
+        files.append(plot_fronts(reports, frames, out / f"{cfg.study}_pareto.png",
+                                 title=f"{cfg.study}: Pareto fronts ({', '.join(r.method for r in reports)})"))
+    if len(reports) > 1:
+        comp = pd.DataFrame([{"study": r.study, "method": r.method, "n_complete": r.n_complete,
+                              "n_front": len(r.front), "hypervolume": r.hypervolume,
+                              **{f"reference_{k}": v for k, v in r.reference.items()}} for r in reports])
+        path = out / f"{cfg.study}_comparison.csv"
+        comp.to_csv(path, index=False)
+        files.append(path)
+    result.files = files
+    if tracker is not None:
+        deleted = tracker.reconcile(study)
+        if deleted:
+            _log.info("deleted %d MLflow runs of failed/surplus trials", deleted)
+        summary = {"hypervolume": rep.hypervolume, "n_complete": rep.n_complete, "n_feasible": rep.n_feasible,
+                   "n_front": len(rep.front),
+                   **{f"reference_{k}": v for k, v in rep.reference.items()}}
+        if rep.best is not None:
+            summary["best_trial"] = rep.best_trial
+            summary.update({f"best_{k}": rep.best[k] for k in [*rep.objectives, *runner.space.names] if k in rep.best})
+        for r in reports[1:]:
+            summary[f"hypervolume_{r.study}"] = r.hypervolume
+        tracker.log_summary(summary, files, finished=result.finished)
+    echo(f"{rep.n_complete} complete trials ({rep.n_feasible} feasible); front of {len(rep.front)}; "
+         f"hypervolume {rep.hypervolume:.6g} w.r.t. {rep.reference} ({rep.reference_kind})")
+    if rep.best is not None:
+        echo("best trade-off: trial {} ".format(rep.best_trial)
+             + ", ".join(f"{k}={rep.best[k]:.6g}" for k in [*runner.space.names, *rep.objectives] if k in rep.best))
+    for r in reports[1:]:
+        echo(f"  compare {r.study} ({r.method}): hypervolume {r.hypervolume:.6g}, front of {len(r.front)}")
+    return result

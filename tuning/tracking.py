@@ -1,0 +1,173 @@
+"""MLflow mirror of a sweep: one parent run per study, one nested run per COMPLETE trial.
+
+The Optuna storage is the source of truth; MLflow mirrors it:
+
+* the worker that creates the study creates the parent run and stores its id in the study's
+  user attribute ``mlflow_parent_run_id``; the other workers wait for it (so N workers share
+  one parent run);
+* a trial's nested run is written (params, objectives, every metric, then FINISHED) *before*
+  the trial is told COMPLETE. A crash in between leaves a run whose trial ends FAIL (stale) —
+  :meth:`SweepTracker.reconcile` deletes nested runs of FAIL/PRUNED trials, so MLflow ends
+  with exactly one nested run per COMPLETE trial;
+* the parent gets the summary: Pareto front CSV, plot, JSON, hypervolume and best trade-off.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from fairltr.errors import ConfigError
+
+__all__ = ["resolve_tracking_uri", "SweepTracker", "PARENT_ATTR"]
+
+PARENT_ATTR = "mlflow_parent_run_id"
+TAG_STUDY = "fairltr.sweep.study"
+TAG_TRIAL = "fairltr.sweep.trial"
+TAG_ROLE = "fairltr.sweep.role"
+
+
+def resolve_tracking_uri(uri: str | None = None) -> str:
+    """``uri`` if given, else the fairltr tracking policy (``MLFLOW_TRACKING_URI`` or
+    ``sqlite:///<cwd>/mlflow.db``)."""
+    if uri:
+        return uri
+    try:
+        from fairltr.tracking.config import tracking_uri
+        return tracking_uri()
+    except ImportError:
+        return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(Path.cwd() / 'mlflow.db').resolve()}"
+
+
+def _finite_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
+    out = {}
+    for k, v in metrics.items():
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f):
+            out[k] = f
+    return out
+
+
+class SweepTracker:
+    """Parent/nested MLflow runs of one study (through ``MlflowClient``: 3 calls per trial)."""
+
+    def __init__(self, tracking_uri: str | None, experiment: str, study_name: str) -> None:
+        from mlflow import MlflowClient
+
+        self.tracking_uri = resolve_tracking_uri(tracking_uri)
+        self.client = MlflowClient(tracking_uri=self.tracking_uri)
+        self.study_name = study_name
+        self.experiment_id = self._experiment(experiment)
+        self.parent_run_id: str | None = None
+
+    def _experiment(self, name: str) -> str:
+        from mlflow.exceptions import MlflowException
+
+        for _ in range(5):
+            exp = self.client.get_experiment_by_name(name)
+            if exp is not None:
+                if exp.lifecycle_stage == "deleted":
+                    raise ConfigError(f"MLflow experiment {name!r} is deleted; restore it or use --experiment")
+                return exp.experiment_id
+            try:
+                return self.client.create_experiment(name)
+            except MlflowException:  # another worker created it first
+                time.sleep(0.2)
+        raise ConfigError(f"cannot create or find MLflow experiment {name!r} at {self.tracking_uri}")
+
+    # ------------------------------------------------------------------ parent
+    def attach(self, study, created: bool, params: Mapping[str, Any], wait_seconds: float = 60.0) -> str:
+        """Find (or, for the creating worker, create) the study's parent run; returns its id."""
+        run_id = study.user_attrs.get(PARENT_ATTR)
+        if run_id is None and not created:
+            deadline = time.monotonic() + wait_seconds
+            while run_id is None and time.monotonic() < deadline:
+                time.sleep(0.5)
+                run_id = study.user_attrs.get(PARENT_ATTR)  # user_attrs re-reads the storage
+        if run_id is None:  # creator, or the creator died before writing the attribute
+            from mlflow.entities import Param
+
+            run = self.client.create_run(self.experiment_id, run_name=self.study_name,
+                                         tags={TAG_STUDY: self.study_name, TAG_ROLE: "study"})
+            run_id = run.info.run_id
+            self.client.log_batch(run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
+            study.set_user_attr(PARENT_ATTR, run_id)
+        else:
+            run = self.client.get_run(run_id)
+            if run.info.status != "RUNNING":
+                self.client.update_run(run_id, status="RUNNING")
+        self.parent_run_id = run_id
+        return run_id
+
+    # ------------------------------------------------------------------ trials
+    def log_trial(self, number: int, params: Mapping[str, Any], metrics: Mapping[str, float],
+                  tags: Mapping[str, str] | None = None) -> str:
+        """One nested run: params, finite metrics, FINISHED. Returns its run id."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        if self.parent_run_id is None:
+            raise RuntimeError("attach() must be called before log_trial()")
+        run = self.client.create_run(self.experiment_id, run_name=f"trial-{number}", tags={
+            "mlflow.parentRunId": self.parent_run_id, TAG_STUDY: self.study_name,
+            TAG_TRIAL: str(number), TAG_ROLE: "trial", **(tags or {}),
+        })
+        rid = run.info.run_id
+        ts = int(time.time() * 1000)
+        self.client.log_batch(
+            rid,
+            metrics=[Metric(k, v, ts, 0) for k, v in _finite_metrics(metrics).items()],
+            params=[Param(k, str(v)) for k, v in params.items()],
+            tags=[RunTag("optuna.trial_number", str(number))],
+        )
+        self.client.set_terminated(rid, "FINISHED")
+        return rid
+
+    def nested_runs(self) -> list:
+        """All (not deleted) nested trial runs of the parent."""
+        runs, token = [], None
+        while True:
+            page = self.client.search_runs(
+                [self.experiment_id],
+                filter_string=f"tags.mlflow.parentRunId = '{self.parent_run_id}' and tags.`{TAG_ROLE}` = 'trial'",
+                max_results=1000, page_token=token,
+            )
+            runs.extend(page)
+            token = page.token
+            if not token:
+                return runs
+
+    def reconcile(self, study) -> int:
+        """Delete nested runs of trials that ended FAIL or PRUNED (final states), and duplicate
+        runs of one trial; returns the number deleted."""
+        from optuna.trial import TrialState
+
+        state = {t.number: t.state for t in study.get_trials(deepcopy=False)}
+        seen: set[int] = set()
+        deleted = 0
+        for run in sorted(self.nested_runs(), key=lambda r: r.info.start_time or 0):
+            n = int(run.data.tags.get(TAG_TRIAL, -1))
+            if state.get(n) in (TrialState.FAIL, TrialState.PRUNED) or (state.get(n) == TrialState.COMPLETE and n in seen):
+                self.client.delete_run(run.info.run_id)
+                deleted += 1
+            else:
+                seen.add(n)
+        return deleted
+
+    # ------------------------------------------------------------------ summary
+    def log_summary(self, metrics: Mapping[str, float], artifacts: list[Path], finished: bool) -> None:
+        """Summary metrics and files on the parent; status FINISHED when the study is complete."""
+        from mlflow.entities import Metric
+
+        ts = int(time.time() * 1000)
+        self.client.log_batch(self.parent_run_id,
+                              metrics=[Metric(k, v, ts, 0) for k, v in _finite_metrics(metrics).items()])
+        for path in artifacts:
+            self.client.log_artifact(self.parent_run_id, str(path))
+        if finished:
+            self.client.set_terminated(self.parent_run_id, "FINISHED")
