@@ -22,8 +22,12 @@ from fairltr.io import read_deltr_csv
 from fairltr.metrics import evaluate_ranking
 
 PAPER = {  # exposure_ratio = exposure-prot-pred / exposure-nprot-pred from paper-results/
-    "law-race": {"gamma=0": 0.846, "post p+": 1.121, "pre p+": 1.741},
-    "trec": {"gamma=0": 0.759, "post p+": 1.008, "pre p+": 1.004},
+    "law-race": {"gamma=0": 0.846, "post p*": 0.965, "post p+": 1.121, "pre p*": 0.888, "pre p+": 1.741,
+                 "pre p-": 0.853},
+    "law-gender": {"gamma=0": 0.897, "post p*": 0.979, "post p+": 1.036, "post p-": 0.931, "pre p*": 0.944,
+                   "pre p+": 1.203, "pre p-": 0.904},
+    "trec": {"gamma=0": 0.759, "post p*": 0.854, "post p+": 1.008, "post p-": 0.759, "pre p*": 0.937,
+             "pre p+": 1.004, "pre p-": 0.937},
 }
 
 
@@ -49,7 +53,7 @@ def exposure(frames_scores) -> tuple[float, float, float]:
     return ep, en, ep / en
 
 
-def run(root: Path, name: str, alpha: float) -> dict[str, float]:
+def run(root: Path, name: str, alpha: float, adjust: bool = True) -> dict[str, float]:
     folds = [(read_deltr_csv(a), read_deltr_csv(b)) for a, b in splits(root, name)]
     p_star = protected_share(__import__("pandas").concat([tr for tr, _ in folds]))
     ps = {"p*": p_star, "p+": p_star + 0.1, "p-": p_star - 0.1}
@@ -58,9 +62,9 @@ def run(root: Path, name: str, alpha: float) -> dict[str, float]:
     for label, p in ps.items():
         if p <= 0:
             continue
-        post = [fair_postprocess(r, p, alpha) for _, r in base]
+        post = [fair_postprocess(r, p, alpha, adjust=adjust) for _, r in base]
         rows[f"post {label}"] = exposure([(r, r["score"]) for r in post])[2]
-        pre = [DELTR(0).fit(fair_preprocess(tr, p, alpha)).rank(te) for tr, te in folds]
+        pre = [DELTR(0).fit(fair_preprocess(tr, p, alpha, adjust=adjust)).rank(te) for tr, te in folds]
         rows[f"pre {label}"] = exposure([(r, r["score"]) for r in pre])[2]
     rows["p*"] = p_star
     return rows
@@ -70,13 +74,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/deltr-experiments")
     ap.add_argument("--alpha", type=float, default=0.1)
-    ap.add_argument("--datasets", nargs="+", default=["law-race", "trec"])
+    ap.add_argument("--datasets", nargs="+", default=["law-race", "trec"],
+                    choices=["law-race", "law-gender", "trec"])
+    ap.add_argument("--no-adjust", action="store_true", help="FA*IR tables without the alpha adjustment")
     args = ap.parse_args()
     torch.set_num_threads(1)
     for name in args.datasets:
         t = time.perf_counter()
-        rows = run(args.data, name, args.alpha)
-        print(f"== {name} (p* = {rows.pop('p*'):.4f}, alpha = {args.alpha}, {time.perf_counter() - t:.1f} s)")
+        rows = run(args.data, name, args.alpha, adjust=not args.no_adjust)
+        print(f"== {name} (p* = {rows.pop('p*'):.4f}, alpha = {args.alpha}, "
+              f"{'unadjusted' if args.no_adjust else 'adjusted'} tables, {time.perf_counter() - t:.1f} s)")
         for setting, value in rows.items():
             paper = PAPER.get(name, {}).get(setting)
             print(f"  {setting:10s} exposure_ratio {value:.3f}" + (f"   paper {paper:.3f}" if paper else ""))

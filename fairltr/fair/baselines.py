@@ -41,15 +41,16 @@ def fair_postprocess(
     query: str = "query_id",
     group: str = "protected",
     k: int | None = None,
+    adjust: bool = True,
 ) -> pd.DataFrame:
     """Post-processing baseline: FA*IR re-ranking of each predicted list by its ``score`` column.
 
     Returns every row, re-ranked, with a new 1-based ``rank``, ``fair_feasible``, the model's
     score kept as ``score_before_fair``, and ``score`` (the column named by ``score``) replaced by
     the strictly decreasing ``n_q - rank + 1`` so that ``evaluate_ranking(out, out[score])``
-    evaluates the fair order.
+    evaluates the fair order. ``adjust=False`` uses alpha without the multiple-testing adjustment.
     """
-    out = rerank(ranked_df, score, k=k, p=p, alpha=alpha, query=query, group=group)
+    out = rerank(ranked_df, score, k=k, p=p, alpha=alpha, query=query, group=group, adjust=adjust)
     model_score = out["score"].to_numpy()
     if score != "score" and "score" not in ranked_df.columns:
         out = out.drop(columns="score")
@@ -66,6 +67,7 @@ def fair_preprocess(
     query: str = "query_id",
     group: str = "protected",
     judgment: str = "judgment",
+    adjust: bool = True,
 ) -> pd.DataFrame:
     """Pre-processing baseline: FA*IR re-ranking of each training list by its judgments
     (k = the list's length); the fair order becomes the new training judgments.
@@ -77,10 +79,10 @@ def fair_preprocess(
     same encoding). A query of one item, or whose judgments are all equal, keeps its judgments.
     Rows come back in the fair order with exactly the input's columns (so the result trains a
     model as is: no extra numeric column leaks into the features); per-query feasibility is in
-    ``out.attrs["fair_feasible"]`` ({query id: bool}).
+    ``out.attrs["fair_feasible"]`` ({query id: bool}). ``adjust=False``: alpha unadjusted.
     """
     validate_ranking_frame(train_df, query=query, columns=[judgment], group=group)
-    out = rerank(train_df, judgment, k=None, p=p, alpha=alpha, query=query, group=group)
+    out = rerank(train_df, judgment, k=None, p=p, alpha=alpha, query=query, group=group, adjust=adjust)
     feasible = out.groupby(query, sort=False)["fair_feasible"].first()
     old = out[judgment].to_numpy(dtype=np.float64)
     codes, _ = query_codes(out, query)

@@ -174,3 +174,11 @@ def test_bad_input():
         rerank(df, [1, 2], p=0.5, alpha=1.5)
     with pytest.raises(DataError, match="missing column.*protected"):
         rerank(df.drop(columns="protected"), [1, 2], p=0.5)
+
+
+def test_required_counts_look_ahead():
+    from fairltr.fair import required_counts
+
+    assert required_counts(np.array([0, 0, 2, 2])).tolist() == [0, 1, 2, 2]
+    table = mtable(50, 0.3, 0.1)
+    assert np.array_equal(required_counts(table), table)  # steps of at most one: unchanged
