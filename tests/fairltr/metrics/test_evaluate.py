@@ -1,0 +1,115 @@
+"""evaluate_ranking: SPEC names, averages over defined queries, `<metric>_n_queries`, row order."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import kendalltau
+
+from fairltr.errors import DataError
+from fairltr.metrics import METRICS, evaluate_ranking, higher_is_better, metric_info
+
+
+def _frame(seed=0, n_queries=6, n=12):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_queries):
+        m = int(rng.integers(3, n + 1))
+        for i in range(m):
+            rows.append({"qid": f"q{q}", "grp": int(rng.random() < 0.4), "rel": float(rng.integers(0, 4)),
+                         "score": float(rng.normal())})
+    df = pd.DataFrame(rows)
+    slot = df.groupby("qid").cumcount()
+    df.loc[slot == 0, "grp"] = 1  # every query holds both groups ...
+    df.loc[slot == 1, "grp"] = 0
+    df.loc[df.qid == "q0", "grp"] = 0  # ... except q0  # no protected item: exposure metrics undefined there
+    return df
+
+
+def _loop_metrics(df: pd.DataFrame) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {"kendall_tau": [], "exposure_ratio": [], "precision_at_5": []}
+    for _, d in df.groupby("qid", sort=False):
+        s, y, g = d.score.to_numpy(), d.rel.to_numpy(), d.grp.to_numpy()
+        if len(set(y)) > 1:
+            out["kendall_tau"].append(kendalltau(s, y).statistic)
+        order = np.argsort(-s, kind="stable")
+        rank = np.empty(len(s), dtype=int)
+        rank[order] = np.arange(1, len(s) + 1)
+        v = 1 / np.log1p(rank)
+        if (g >= 1).any() and (g == 0).any():
+            out["exposure_ratio"].append(v[g >= 1].mean() / v[g == 0].mean())
+        truth = set(np.argsort(-y, kind="stable")[:5])
+        out["precision_at_5"].append(len(set(order[:5]) & truth) / min(5, len(s)))
+    return out
+
+
+def test_names_values_and_n_queries():
+    df = _frame()
+    res = evaluate_ranking(df, df.score.to_numpy(), query="qid", group="grp", judgment="rel", k=(5, 10))
+    expected = {"ndcg_at_5", "ndcg_at_10", "precision_at_5", "precision_at_10", "kendall_tau",
+                "exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap"}
+    assert expected | {f"{k}_n_queries" for k in expected} == set(res)
+    loops = _loop_metrics(df)
+    for name, values in loops.items():
+        assert res[name] == pytest.approx(float(np.mean(values)), rel=1e-12)
+        assert res[f"{name}_n_queries"] == len(values)
+    assert res["exposure_ratio_n_queries"] == 5  # q0 has no protected item
+    assert res["exposure_nonprotected_n_queries"] == 6
+    assert res["precision_at_5_n_queries"] == 6
+
+
+def test_retrieval_metrics_and_default_k():
+    df = _frame(seed=1)
+    res = evaluate_ranking(df, "score", query="qid", group="grp", judgment="rel", retrieval=True)
+    for k in (1, 5, 10, 20, 100):
+        for base in ("ndcg", "precision", "mrr", "recall"):
+            assert f"{base}_at_{k}" in res and f"{base}_at_{k}_n_queries" in res
+    assert res["recall_at_100"] == pytest.approx(1.0)
+
+
+def test_non_adjacent_query_rows_give_the_same_result():
+    df = _frame(seed=2)
+    base = evaluate_ranking(df, "score", query="qid", group="grp", judgment="rel")
+    # interleave the queries' rows, keeping each query's internal row order (tie-breaks unchanged)
+    pos = df.groupby("qid", sort=False).cumcount()
+    shuffled = df.assign(_pos=pos.to_numpy()).sort_values(["_pos", "qid"], kind="stable").drop(columns="_pos")
+    assert not shuffled.index.equals(df.index)
+    res = evaluate_ranking(shuffled, "score", query="qid", group="grp", judgment="rel")
+    for key, value in base.items():
+        if isinstance(value, float) and math.isnan(value):
+            assert math.isnan(res[key])
+        else:
+            assert res[key] == pytest.approx(value, rel=1e-12), key
+
+
+def test_all_queries_undefined_gives_nan_and_zero_count():
+    df = pd.DataFrame({"query_id": [1, 1, 2], "protected": [0, 0, 0], "judgment": [1.0, 0.0, 2.0]})
+    res = evaluate_ranking(df, [0.3, 0.1, 0.5], k=(1,))
+    assert math.isnan(res["exposure_ratio"]) and res["exposure_ratio_n_queries"] == 0
+    assert res["kendall_tau_n_queries"] == 1  # the one-item query is left out
+
+
+def test_errors_name_the_problem():
+    df = _frame(seed=3)
+    with pytest.raises(DataError, match="scores for"):
+        evaluate_ranking(df, [0.0] * 3, query="qid", group="grp", judgment="rel")
+    bad = df.score.to_numpy().copy()
+    bad[4] = np.nan
+    with pytest.raises(DataError, match="row 4"):
+        evaluate_ranking(df, bad, query="qid", group="grp", judgment="rel")
+    with pytest.raises(DataError, match="score column 'nope'"):
+        evaluate_ranking(df, "nope", query="qid", group="grp", judgment="rel")
+    with pytest.raises(DataError, match=r"missing column\(s\) \['protected'\]"):
+        evaluate_ranking(df, "score", query="qid", judgment="rel")
+
+
+def test_metric_declarations():
+    assert higher_is_better("ndcg_at_10") and higher_is_better("exposure_ratio")
+    assert not higher_is_better("exposure_gap") and not higher_is_better("exposure_gap_n_queries")
+    assert metric_info("precision_at_10").takes_k and metric_info("mrc_at_5").kind == "fairness"
+    assert all(m.degenerate for m in METRICS.values())
+    with pytest.raises(KeyError, match="unknown metric"):
+        metric_info("accuracy")
