@@ -18,7 +18,7 @@ import torch
 
 from fairltr.errors import DataError
 
-__all__ = ["RankingBatch", "to_batch", "validate_ranking_frame", "query_codes", "scatter_back"]
+__all__ = ["RankingBatch", "to_batch", "validate_ranking_frame", "query_codes", "scatter_back", "show_value"]
 
 
 @dataclass
@@ -75,6 +75,14 @@ def _where(source: str | None) -> str:
     return f" in {source}" if source else ""
 
 
+def show_value(value: object) -> str:
+    """repr of a cell for error messages, with numpy scalars shown as plain Python values."""
+    item = getattr(value, "item", None)
+    if isinstance(value, np.generic) and callable(item):
+        value = item()
+    return repr(value)
+
+
 def validate_ranking_frame(
     df: pd.DataFrame,
     *,
@@ -109,8 +117,8 @@ def validate_ranking_frame(
             if bad.any():
                 row = int(np.flatnonzero(bad.to_numpy())[0])
                 raise DataError(
-                    f"non-numeric value {values.iloc[row]!r}{where} in column {col!r} at row {row} "
-                    f"(query {df[query].iloc[row]!r})"
+                    f"non-numeric value {show_value(values.iloc[row])}{where} in column {col!r} at row {row} "
+                    f"(query {show_value(df[query].iloc[row])})"
                 )
             values = converted
         arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -119,7 +127,7 @@ def validate_ranking_frame(
             row = int(np.flatnonzero(bad)[0])
             raise DataError(
                 f"{'NaN' if np.isnan(arr[row]) else 'infinite'} value{where} in column {col!r} "
-                f"at row {row} (query {df[query].iloc[row]!r}); {int(bad.sum())} bad value(s) in that column"
+                f"at row {row} (query {show_value(df[query].iloc[row])}); {int(bad.sum())} bad value(s) in that column"
             )
         if col == group:
             nonint = arr != np.round(arr)
@@ -127,20 +135,20 @@ def validate_ranking_frame(
                 row = int(np.flatnonzero(nonint)[0])
                 raise DataError(
                     f"group column {col!r}{where} must hold integers (0 = non-protected, >= 1 protected); "
-                    f"row {row} has {arr[row]!r}"
+                    f"row {row} has {show_value(arr[row])}"
                 )
             if (arr < 0).any():
                 row = int(np.flatnonzero(arr < 0)[0])
                 raise DataError(
-                    f"group column {col!r}{where} must be >= 0; row {row} has {arr[row]!r}"
+                    f"group column {col!r}{where} must be >= 0; row {row} has {show_value(arr[row])}"
                 )
     if item is not None:
         dup = df.duplicated(subset=[query, item], keep="first")
         if dup.any():
             row = int(np.flatnonzero(dup.to_numpy())[0])
             raise DataError(
-                f"duplicate (query, item) pair{where}: query {df[query].iloc[row]!r}, "
-                f"item {df[item].iloc[row]!r} at row {row}"
+                f"duplicate (query, item) pair{where}: query {show_value(df[query].iloc[row])}, "
+                f"item {show_value(df[item].iloc[row])} at row {row}"
             )
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fairltr.data import RankingBatch, to_batch
+from fairltr.data import RankingBatch, show_value, to_batch
 from fairltr.errors import DataError
 from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import ranks_by
@@ -89,7 +89,7 @@ def evaluate_ranking(
         raise DataError(f"got {len(s)} scores for {len(df)} rows")
     if not np.all(np.isfinite(s)):
         row = int(np.flatnonzero(~np.isfinite(s))[0])
-        raise DataError(f"score at row {row} is {s[row]} (query {df[query].iloc[row]!r}); scores must be finite")
+        raise DataError(f"score at row {row} is {s[row]} (query {show_value(df[query].iloc[row])}); scores must be finite")
     frame = df[list(dict.fromkeys([query, group, judgment]))].copy()
     frame["__score__"] = s
     batch = to_batch(frame, query=query, group=group, judgment=judgment, features=["__score__"])
