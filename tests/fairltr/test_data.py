@@ -1,0 +1,114 @@
+"""Ranking tables -> padded tensors: padding values, mask, row_index, grouping, validation, inverse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from fairltr.data import RankingBatch, query_codes, scatter_back, to_batch, validate_ranking_frame
+from fairltr.errors import DataError
+
+
+def _frame():
+    # query "b" appears first, and query "a"'s rows are not adjacent
+    return pd.DataFrame({
+        "query_id": ["b", "a", "b", "a", "c", "a"],
+        "protected": [0, 1, 1, 0, 0, 1],
+        "x1": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        "x2": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+        "judgment": [3.0, 2.0, 1.0, 0.0, 5.0, 4.0],
+    })
+
+
+def test_to_batch_padding_mask_and_row_index():
+    df = _frame()
+    b = to_batch(df, features=["x1", "x2"])
+    assert b.query_ids == ["b", "a", "c"]  # first appearance
+    assert b.features.shape == (3, 3, 2) and b.features.dtype == torch.float64
+    assert b.mask.tolist() == [[True, True, False], [True, True, True], [True, False, False]]
+    assert b.row_index.tolist() == [[0, 2, -1], [1, 3, 5], [4, -1, -1]]  # row order kept in a query
+    assert b.features[1, :, 0].tolist() == [2.0, 4.0, 6.0]
+    assert b.judgments.tolist() == [[3.0, 1.0, 0.0], [2.0, 0.0, 4.0], [5.0, 0.0, 0.0]]
+    assert b.groups.tolist() == [[0, 1, 0], [1, 0, 1], [0, 0, 0]]
+    assert torch.all(b.features[~b.mask] == 0)  # padded slots hold 0
+    assert b.n_queries == 3 and b.n_items.tolist() == [2, 3, 1]
+    assert b.feature_names == ["x1", "x2"]
+
+
+def test_default_features_keep_group_and_drop_query_judgment_item():
+    df = _frame().assign(doc=range(6))
+    b = to_batch(df, item="doc")
+    assert b.feature_names == ["protected", "x1", "x2"]
+
+
+def test_no_group_and_no_judgment_columns():
+    df = _frame().drop(columns=["protected", "judgment"])
+    b = to_batch(df, group=None, judgment=None, features=["x1"])
+    assert torch.all(b.groups == 0) and torch.all(b.judgments == 0)
+
+
+def test_scatter_back_is_the_inverse_of_padding():
+    df = _frame()
+    b = to_batch(df, features=["x1", "x2"])
+    np.testing.assert_array_equal(scatter_back(b.features[..., 0], b, len(df)), df.x1.to_numpy())
+    np.testing.assert_array_equal(scatter_back(b.judgments, b, len(df)), df.judgment.to_numpy())
+
+
+def test_select_and_to():
+    b = to_batch(_frame(), features=["x1"])
+    sub = b.select([2, 0])
+    assert isinstance(sub, RankingBatch) and sub.query_ids == ["c", "b"]
+    torch.testing.assert_close(sub.features, b.features[[2, 0]])
+    moved = b.to("cpu")
+    assert moved.query_ids == b.query_ids and torch.equal(moved.mask, b.mask)
+
+
+def test_dtype_option():
+    assert to_batch(_frame(), dtype=torch.float32).features.dtype == torch.float32
+
+
+def test_query_codes_first_appearance():
+    codes, ids = query_codes(_frame(), "query_id")
+    assert ids == ["b", "a", "c"] and codes.tolist() == [0, 1, 0, 1, 2, 1]
+
+
+def test_one_item_queries_are_legal():
+    df = pd.DataFrame({"query_id": [1, 2], "protected": [1, 0], "x": [0.5, 0.1], "judgment": [1.0, 0.0]})
+    b = to_batch(df)
+    assert b.mask.shape == (2, 1) and bool(b.mask.all())
+
+
+@pytest.mark.parametrize("mutate,pattern", [
+    (lambda d: d.iloc[0:0], "empty ranking table"),
+    (lambda d: d.drop(columns=["x2"]), r"missing column\(s\) \['x2'\]"),
+    (lambda d: d.assign(x1=[1.0, np.nan, 3, 4, 5, 6]), r"NaN value in train.csv in column 'x1' at row 1 \(query 'a'\)"),
+    (lambda d: d.assign(judgment=[1.0, 2, 3, np.inf, 5, 6]),
+     r"infinite value in train.csv in column 'judgment' at row 3 \(query 'a'\)"),
+    (lambda d: d.assign(protected=[0, 0.5, 1, 0, 0, 1]), r"must hold integers.*row 1 has 0.5"),
+    (lambda d: d.assign(protected=[0, 1, -1, 0, 0, 1]), r"must be >= 0; row 2"),
+    (lambda d: d.assign(x2=["0.1", "0.2", "abc", "0.4", "0.5", "0.6"]),
+     r"non-numeric value 'abc' in train.csv in column 'x2' at row 2 \(query 'b'\)"),
+    (lambda d: d.assign(query_id=["b", None, "b", "a", "c", "a"]), r"missing query id in train.csv at row 1"),
+])
+def test_validation_errors_name_row_column_query(mutate, pattern):
+    with pytest.raises(DataError, match=pattern):
+        to_batch(mutate(_frame()), features=["x1", "x2"], source="train.csv")
+
+
+def test_validation_error_names_the_source():
+    with pytest.raises(DataError, match="in train.csv"):
+        to_batch(_frame().drop(columns=["x1"]), features=["x1"], source="train.csv")
+
+
+def test_duplicate_query_item_pairs():
+    df = _frame().assign(doc=[1, 1, 2, 2, 1, 1])
+    with pytest.raises(DataError, match=r"duplicate \(query, item\) pair.*query 'a', item 1 at row 5"):
+        validate_ranking_frame(df, query="query_id", columns=["x1"], item="doc")
+    validate_ranking_frame(df.assign(doc=range(6)), query="query_id", columns=["x1"], item="doc")
+
+
+def test_numeric_strings_are_accepted():
+    df = _frame().assign(x2=["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"])
+    validate_ranking_frame(df, query="query_id", columns=["x2"])
