@@ -181,7 +181,7 @@ def _exact_search(k: int, p: float, alpha: float) -> float:
     vals = np.where(vals > alpha, vals, _cdf(above + 1, i, p))
     hi = max(float(vals.min()), lo)
     while hi > lo:
-        if _count_breakpoints(k, p, lo, hi) <= _ENUMERATE_BELOW:
+        if _count_breakpoints(k, p, lo, hi) <= max(_ENUMERATE_BELOW, 4 * k):
             cand = _breakpoints_between(k, p, lo, hi)
             a, b = 0, len(cand)  # the answer is lo or one of cand[a:b]
             while a < b:
