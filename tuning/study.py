@@ -13,7 +13,8 @@ dead worker) do not count, so workers keep going until N are COMPLETE.
 Crash safety: every finished trial is written to the storage when it ends. RDB storages run a
 heartbeat (``heartbeat_interval``); a RUNNING trial whose heartbeat is older than ``grace_period``
 is failed by the next worker and re-queued with the same parameters by
-:class:`optuna.storages.RetryFailedTrialCallback`. Journal files have no heartbeat in Optuna:
+:class:`optuna.storages.RetryHeartbeatStaleTrialCallback` (Optuna 5's name for the former
+``RetryFailedTrialCallback``). Journal files have no heartbeat in Optuna:
 there a worker fails RUNNING trials that started more than ``grace_period`` seconds before it
 started (set it above the longest trial when several workers share a journal).
 """
@@ -44,6 +45,7 @@ __all__ = [
     "run_worker",
     "count_states",
     "trial_seed",
+    "trials_ahead",
 ]
 
 _log = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
                  grace_period: int = 30, max_retry: int = 2):
     """Optuna storage for ``url``: ``sqlite:///F``, ``postgresql://...`` (RDB with heartbeat and
     retry of stale trials) or ``journal:PATH`` (append-only journal file)."""
-    from optuna.storages import RDBStorage, RetryFailedTrialCallback
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
     url = url or default_storage_url(out)
     if heartbeat_interval < 1 or grace_period <= heartbeat_interval:
@@ -84,9 +86,11 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
     else:
         engine_kwargs = {"pool_pre_ping": True}
     try:
-        return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                          grace_period=grace_period,
-                          failed_trial_callback=RetryFailedTrialCallback(max_retry=max_retry))
+        with warnings.catch_warnings():  # heartbeat and its retry callback are marked experimental
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                              grace_period=grace_period,
+                              heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
     except (optuna.exceptions.StorageInternalError, ImportError, ValueError) as exc:
         raise ConfigError(f"cannot open Optuna storage {url!r}: {exc}") from None
 
@@ -228,7 +232,7 @@ def _has_heartbeat(storage) -> bool:
 
 def _fail_old_running(study, storage, grace_period: float, max_retry: int) -> list[int]:
     """Journal storages: fail (and re-queue) RUNNING trials started more than ``grace_period`` ago."""
-    from optuna.storages import RetryFailedTrialCallback
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
     from optuna.trial import TrialState
 
     now = _dt.datetime.now()
@@ -236,9 +240,21 @@ def _fail_old_running(study, storage, grace_period: float, max_retry: int) -> li
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if t.datetime_start is not None and (now - t.datetime_start).total_seconds() > grace_period:
             if storage.set_trial_state_values(t._trial_id, TrialState.FAIL):
-                RetryFailedTrialCallback(max_retry=max_retry)(study, storage.get_trial(t._trial_id))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    retry = RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+                retry(study, storage.get_trial(t._trial_id))
                 failed.append(t.number)
     return failed
+
+
+def trials_ahead(study, number: int) -> int:
+    """Trials numbered below ``number`` that are WAITING, RUNNING or COMPLETE (they may all
+    complete); trial ``number`` is surplus when this reaches ``n_trials``."""
+    from optuna.trial import TrialState
+
+    states = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
+    return sum(1 for t in study.get_trials(deepcopy=False, states=states) if t.number < number)
 
 
 def run_worker(
@@ -271,11 +287,10 @@ def run_worker(
         if stale:
             _log.warning("failed abandoned RUNNING trials %s (journal storage, older than %ss)", stale, grace_period)
     heartbeat = storage is not None and _has_heartbeat(storage)
-    counted = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
     consecutive = 0
 
     def guarded(trial):
-        ahead = sum(1 for t in study.get_trials(deepcopy=False, states=counted) if t.number < trial.number)
+        ahead = trials_ahead(study, trial.number)
         if ahead >= n_trials:
             report.surplus.append(trial.number)
             trial.set_user_attr("fairltr_surplus", True)

@@ -175,6 +175,13 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print) -> SweepRes
             raise ConfigError(f"--compare-with: no study {missing} in the storage; it has {sorted(have)}")
     study, created = open_study(cfg.study, storage, [o.direction for o in objectives], sampler, checked)
     if created:
+        import warnings
+
+        import optuna
+
+        with warnings.catch_warnings():  # metric names label the objectives in optuna-dashboard
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([o.name for o in objectives])
         study.set_user_attr("sampler", cfg.sampler)
         study.set_user_attr("train", str(cfg.train))
         study.set_user_attr("test", str(cfg.test))

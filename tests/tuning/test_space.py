@@ -1,0 +1,146 @@
+"""Search spaces from registry declarations, the zero band, FA*IR spaces, and a third-party
+loss registered through the ``fairltr.losses`` entry point."""
+
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+
+import numpy as np
+import optuna
+import pytest
+
+from fairltr.errors import ConfigError
+from fairltr.losses import GAMMA, HyperParam, get_loss, registry
+from tuning.objectives import DeltrRunner, make_runner
+from tuning.space import SearchSpace, fair_space, loss_space, method_space
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def test_gamma_space_from_registry_has_zero_band():
+    space = loss_space("exposure_hinge")
+    (s,) = space.params
+    assert s.param is get_loss("exposure_hinge").param("gamma")
+    assert s.coordinate == "gamma_log10"
+    lo, hi = s.bounds
+    assert (lo, hi) == (math.log10(GAMMA.low) - 1.0, math.log10(GAMMA.high))
+    # probability of exactly 0 = one decade out of (1 + 5) decades
+    assert s.zero_probability == pytest.approx(1 / 6)
+    assert s.to_value(lo) == 0.0 and s.to_value(math.log10(GAMMA.low) - 1e-9) == 0.0
+    assert s.to_value(math.log10(GAMMA.low)) == pytest.approx(GAMMA.low)
+    assert s.to_value(5.0) == pytest.approx(1e5)
+    for g in (0.0, 1e2, 3.3e4, 1e7):
+        assert s.to_value(s.to_coordinate(g)) == pytest.approx(g)
+    with pytest.raises(ConfigError, match="outside the declared range"):
+        s.to_coordinate(1e9)
+
+
+def test_sampled_values_cover_zero_and_log_range():
+    space = loss_space("exposure_hinge")
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=optuna.samplers.RandomSampler(seed=0))
+    vals = []
+    for _ in range(600):
+        t = study.ask()
+        v = space.suggest(t)
+        assert t.user_attrs["gamma"] == v["gamma"]
+        vals.append(v["gamma"])
+        study.tell(t, [0.0, 0.0])
+    vals = np.array(vals)
+    zero = np.mean(vals == 0)
+    assert abs(zero - 1 / 6) < 0.05  # binomial sd ~ 0.015
+    pos = vals[vals > 0]
+    assert pos.min() >= GAMMA.low and pos.max() <= GAMMA.high
+    # log-uniform: about half of the positive mass below the geometric middle 10**4.5
+    assert abs(np.mean(pos < 10 ** 4.5) - 0.5) < 0.08
+
+
+def test_linear_param_and_enqueue_round_trip():
+    hp = HyperParam("w", default=1.0, low=0.5, high=2.5, include_zero=True)
+    space = SearchSpace([hp, HyperParam("v", default=1, low=0, high=1)])
+    w, v = space.params
+    assert w.coordinate == "w" and w.bounds == pytest.approx((0.3, 2.5)) and w.to_value(0.4) == 0.0
+    assert v.zero_band == 0.0  # low = 0 already includes 0
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    study.enqueue_trial(space.coordinates({"w": 0.0, "v": 0.25}))
+    t = study.ask()
+    assert space.suggest(t) == {"w": 0.0, "v": 0.25}
+    with pytest.raises(ConfigError, match="unknown hyper-parameter"):
+        space.coordinates({"nope": 1})
+    with pytest.raises(ConfigError, match="duplicate"):
+        SearchSpace([hp, hp])
+
+
+def test_fair_space_around_share(small_rankings):
+    train, _ = small_rankings
+    share = float((train["protected"] >= 1).mean())
+    space = method_space("fair-post", train)
+    p, a = space.params
+    assert p.param.name == "fair_p" and p.bounds == pytest.approx((max(0.01, share / 2), min(0.95, 2 * share + 0.1)))
+    assert p.bounds[0] < share < p.bounds[1]
+    assert a.coordinate == "fair_alpha_log10" and a.zero_band == 0.0
+    assert fair_space(0.1, p_range=(0.2, 0.4)).params[0].bounds == (0.2, 0.4)
+    with pytest.raises(ConfigError, match="0 < low < high < 1"):
+        fair_space(0.1, p_range=(0.0, 0.4))
+    with pytest.raises(ConfigError, match="unknown sweep method"):
+        method_space("bogus", train)
+
+
+PLUGIN = textwrap.dedent('''
+    import torch
+    from fairltr.losses import FairnessLoss, HyperParam
+
+    def mean_score_gap(scores, groups, mask, reduce="max", n_groups=None):
+        """Squared gap between the mean scores of group 0 and group 1 in each query."""
+        m = mask.to(scores.dtype)
+        g0 = m * (groups == 0)
+        g1 = m * (groups >= 1)
+        mean0 = (scores * g0).sum(-1) / g0.sum(-1).clamp_min(1)
+        mean1 = (scores * g1).sum(-1) / g1.sum(-1).clamp_min(1)
+        both = (g0.sum(-1) > 0) & (g1.sum(-1) > 0)
+        return torch.where(both, (mean0 - mean1) ** 2, torch.zeros_like(mean0))
+
+    LOSS = FairnessLoss(
+        "toy_mean_gap", "ranking", mean_score_gap,
+        (HyperParam("beta", default=1.0, low=0.1, high=100.0, log=True, include_zero=True),
+         HyperParam("margin", default=0.0, low=0.0, high=0.5)),
+        "third-party test loss",
+    )
+''')
+
+
+@pytest.fixture
+def third_party_loss(tmp_path, monkeypatch):
+    """A plugin distribution on sys.path whose entry point registers ``toy_mean_gap``."""
+    (tmp_path / "toy_fair_plugin.py").write_text(PLUGIN)
+    dist = tmp_path / "toy_fair_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-fair-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[fairltr.losses]\ntoy_mean_gap = toy_fair_plugin:LOSS\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    saved = dict(registry._REGISTRY)
+    registry.reload_entry_points()
+    yield "toy_mean_gap"
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
+    sys.modules.pop("toy_fair_plugin", None)
+
+
+def test_space_from_entry_point_loss(third_party_loss, small_rankings):
+    with pytest.raises(ConfigError):
+        registry._REGISTRY.pop(third_party_loss, None)
+        get_loss(third_party_loss)  # really gone without the entry point scan ...
+    registry.reload_entry_points()  # ... and back through it
+    space = loss_space(third_party_loss)
+    assert [s.coordinate for s in space.params] == ["beta_log10", "margin"]
+    assert space.params[0].bounds == pytest.approx((-2.0, 2.0))
+    assert space.params[1].zero_band == 0.0
+    # a sweep method over the plugin: its weight ``beta`` is DELTR's gamma
+    train, test = small_rankings
+    runner = make_runner("deltr", train, test, loss=third_party_loss, max_iter=30)
+    assert isinstance(runner, DeltrRunner) and runner.space.names == ["beta", "margin"]
+    plain = runner({"beta": 0.0, "margin": 0.0})
+    strong = runner({"beta": 100.0, "margin": 0.0})
+    assert plain.keys() == strong.keys()
+    assert plain["kendall_tau"] != strong["kendall_tau"]  # the plugin loss really entered training
