@@ -55,6 +55,8 @@ def _table_at(k: int, p: float, alpha_c: float) -> np.ndarray:
     if alpha_c <= 0.0:
         return np.zeros(k, dtype=np.int64)
     i = np.arange(1, k + 1)
+    if alpha_c >= 1.0:
+        return i
     return np.maximum(stats.binom.ppf(alpha_c, i, p), 0).astype(np.int64)
 
 
@@ -218,8 +220,8 @@ def _adjust_alpha_cached(k: int, p: float, alpha: float) -> float:
     few ulps of alpha_c right after a CDF value (tables in between mix old and new entries,
     SPEC's (10, 0.5, 0.1) example), so finish with a doubling + bisection over the doubles.
     """
-    def passes(a: float) -> bool:
-        return _fail_probability(_table_at(k, p, a), p) <= alpha
+    def passes(a: float) -> bool:  # alpha_c lives in (0, 1]
+        return a <= 1.0 and _fail_probability(_table_at(k, p, a), p) <= alpha
 
     ilo = _bits(_exact_search(k, p, alpha))
     step = 1

@@ -120,18 +120,23 @@ def test_adjusted_table_is_fair_and_maximal(k, p, alpha):
     assert fail_probability(mtable(k, p, float(above[0]), adjust=False), p) > alpha
 
 
-@pytest.mark.parametrize("k,p,alpha", [(12, 0.3, 0.1), (18, 0.5, 0.05), (24, 0.15, 0.1)])
+@pytest.mark.parametrize("k,p,alpha", [
+    (12, 0.3, 0.1), (18, 0.5, 0.05), (24, 0.15, 0.1),
+    # extremes: the answer is alpha_c = 1 (m(i) = i) or the smallest breakpoint (m = 0)
+    (1, 0.5, 0.5), (2, 0.5, 0.75), (5, 0.5, 0.99), (3, 0.99, 0.999), (4, 0.001, 0.5), (10, 0.5, 1e-12),
+])
 def test_adjustment_equals_exhaustive_search_over_breakpoints(k, p, alpha):
     """Independent check: try every breakpoint (and the double just above it) and keep the
     largest alpha_c whose table fails with probability <= alpha."""
     best = 0.0
-    for b in breakpoints(k, p):
+    for b in np.append(breakpoints(k, p), 1.0):
         for a in (float(b), float(np.nextafter(b, 1.0))):
-            if a < 1 and fail_probability(mtable(k, p, a, adjust=False), p) <= alpha:
+            if a <= 1 and fail_probability(stats.binom.ppf(a, np.arange(1, k + 1), p).astype(int), p) <= alpha:
                 best = max(best, a)
     got = adjust_alpha(k, p, alpha)
-    assert np.array_equal(mtable(k, p, alpha), mtable(k, p, best, adjust=False))
-    assert got >= best
+    table = stats.binom.ppf(best, np.arange(1, k + 1), p).astype(int)
+    assert np.array_equal(mtable(k, p, alpha), table)
+    assert best <= got <= 1.0
 
 
 def test_adjust_alpha_large_k_is_fair():
