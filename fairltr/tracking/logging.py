@@ -134,7 +134,7 @@ def log_deltr_run(
     iteration (batched), the finite ``test_metrics`` under their SPEC names, the artifacts
     ``exposure_by_position.png`` (on ``test_df`` if given, else ``train_df``), ``training_curve.png``,
     ``fairness_report.html``, and the pyfunc model ``model``, registered as a new version of
-    ``register`` when given (tag ``fairltr.registered_version`` on the run).
+    ``register`` when given (tags ``fairltr.model_uri`` and ``fairltr.registered_version`` on the run).
     """
     import mlflow
 
@@ -222,6 +222,7 @@ def _log_into_run(run, model, client, *, train_df, test_df, test_metrics, params
         mlflow.log_artifacts(tmp)  # one upload call for the figures and the report
     keep = [c for c in [model.query_, *model.feature_names_] if c in train_df.columns]
     info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register)
+    mlflow.set_tag("fairltr.model_uri", info.model_uri)
     if register:
         mlflow.set_tags({"fairltr.registered_model": register,
                          "fairltr.registered_version": str(info.registered_model_version)})

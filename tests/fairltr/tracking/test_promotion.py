@@ -1,0 +1,189 @@
+"""Fairness-gated promotion on a real server: pass moves the alias, fail does not (exit 1 and a
+message), missing metrics fail closed, the compare-and-set re-check, and two racing CLI processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fairltr import DELTR, evaluate_ranking
+from fairltr.cli import cli
+
+
+@pytest.fixture(scope="module")
+def logged(mlflow_server, tiny_rankings, tmp_path_factory):
+    """Two logged rankers (gamma 0 = standard ListNet, gamma 1e4 = DELTR) with their test
+    metrics, logged once per module, and the test split as a CSV."""
+    import mlflow
+
+    from fairltr.tracking import log_deltr_run
+
+    train, test = tiny_rankings
+    uris, metrics = [], []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
+        mlflow.set_tracking_uri(mlflow_server.uri)
+        for gamma in (0.0, 1e4):
+            model = DELTR(gamma=gamma, max_iter=40).fit(train)
+            m = evaluate_ranking(test, model.predict(test))
+            run_id = log_deltr_run(model, train_df=train, test_df=test, test_metrics=m, experiment="test-promotion")
+            uris.append(mlflow.MlflowClient().get_run(run_id).data.tags["fairltr.model_uri"])
+            metrics.append(m)
+    data = tmp_path_factory.mktemp("promotion") / "test.csv"
+    test.to_csv(data, index=False)
+    assert metrics[1]["exposure_ratio"] > metrics[0]["exposure_ratio"] + 0.05  # the premise of the gates
+    return uris, metrics, data
+
+
+@pytest.fixture
+def registered(mlflow_tracking, logged):
+    """A fresh registered model: v1 = the standard ranker, v2 = the DELTR ranker."""
+    import mlflow
+
+    uris, metrics, data = logged
+    name = f"gated-{uuid.uuid4().hex[:8]}"
+    for uri in uris:
+        mlflow.register_model(uri, name)
+    return name, data, {"1": metrics[0], "2": metrics[1]}
+
+
+def _alias(name, alias="champion"):
+    from fairltr.tracking.promotion import current_champion
+    import mlflow
+
+    return current_champion(mlflow.MlflowClient(), name, alias)
+
+
+def _tags(name, version):
+    import mlflow
+
+    return mlflow.MlflowClient().get_model_version(name, version).tags
+
+
+def test_gates_pass_and_move_the_alias(registered):
+    name, data, metrics = registered
+    runner = CliRunner()
+    first = runner.invoke(cli, ["promote", "--model", name, "--version", "1", "--data", str(data),
+                                "--gate", "exposure_ratio>=0.1", "--gate", "ndcg_at_10>=champion-0.01"])
+    assert first.exit_code == 0, first.output
+    assert _alias(name) == "1"
+    assert "no champion yet" in first.output
+    second = runner.invoke(cli, ["promote", "--model", name, "--version", "2", "--data", str(data),
+                                 "--gate", "exposure_ratio>=champion+0.05", "--gate", "kendall_tau>=champion-0.5"])
+    assert second.exit_code == 0, second.output
+    assert _alias(name) == "2"
+    tags = _tags(name, "2")
+    assert tags["fairltr.promotion.verdict"] == "promoted"
+    assert tags["fairltr.promotion.champion_before"] == "1"
+    values = json.loads(tags["fairltr.promotion.values"])
+    assert values["exposure_ratio"] == pytest.approx(metrics["2"]["exposure_ratio"])  # evaluated on --data
+    assert json.loads(tags["fairltr.promotion.gates"]) == ["exposure_ratio>=champion+0.05", "kendall_tau>=champion-0.5"]
+    assert tags["fairltr.promotion.time"].endswith("+00:00")
+
+
+def test_failing_gate_keeps_the_alias(registered):
+    name, data, metrics = registered
+    from fairltr.tracking.promotion import promote
+
+    assert promote(name, 2, ["exposure_ratio>=0.1"]).promoted  # from training metrics, no --data
+    result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "1", "--data", str(data),
+                                      "--gate", "exposure_ratio>=champion-0.01", "--gate", "kendall_tau>=-1"])
+    assert result.exit_code == 1
+    short = metrics["2"]["exposure_ratio"] - 0.01 - metrics["1"]["exposure_ratio"]
+    assert "gate failed: FAIL exposure_ratio>=champion-0.01" in result.output
+    assert f"short by {short:.6g}" in result.output
+    assert "PASS kendall_tau>=-1" in result.output
+    assert _alias(name) == "2"
+    tags = _tags(name, "1")
+    assert tags["fairltr.promotion.verdict"] == "rejected"
+    assert tags["fairltr.promotion.champion_after"] == "2"
+
+
+def test_missing_metric_fails_closed(registered):
+    name, data, _ = registered
+    result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "2",
+                                      "--gate", "exposure_ratio>=0", "--gate", "mrr_at_10>=0.0"])
+    assert result.exit_code == 1
+    assert "fail closed" in result.output
+    assert _alias(name) is None
+
+
+def test_bad_gate_is_a_usage_error(registered):
+    name, _, _ = registered
+    result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "2", "--gate", "exposure_ratio=>1"])
+    assert result.exit_code != 0 and "cannot parse gate" in result.output
+    assert _alias(name) is None
+
+
+def test_champion_moving_during_evaluation_is_rechecked(registered, monkeypatch):
+    """Compare-and-set: another promotion moves @champion to v2 while v1 is evaluated; the
+    gates are re-checked against v2 (which v1 does not beat) and the alias stays on v2."""
+    import mlflow
+
+    from fairltr.tracking import promotion
+
+    name, _, _ = registered
+    client = mlflow.MlflowClient()
+    original = promotion.version_metrics
+    moved = []
+
+    def racing(c, model, version):
+        if not moved:
+            moved.append(True)
+            client.set_registered_model_alias(name, "champion", "2")  # the concurrent winner
+        return original(c, model, version)
+
+    monkeypatch.setattr(promotion, "version_metrics", racing)
+    decision = promotion.promote(name, 1, ["exposure_ratio>=champion"])
+    assert not decision.promoted
+    assert any("moved" in n for n in decision.notes)
+    assert decision.results[0].threshold is not None  # checked against v2, not skipped
+    assert _alias(name) == "2"
+
+
+def _race(name, extra):
+    """Start two ``fairltr promote`` processes at once (v1 and v2) and wait for both."""
+    exe = str(Path(sys.executable).with_name("fairltr"))
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    procs = [subprocess.Popen([exe, "promote", "--model", name, "--version", v, *extra,
+                               "--gate", "exposure_ratio>=0", "--gate", "kendall_tau>=champion-1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+             for v in ("1", "2")]
+    outs = [p.communicate(timeout=240)[0] for p in procs]
+    _check_race(name, procs, outs)
+
+
+def _check_race(name, procs, outs):
+    assert all(p.returncode in (0, 1) for p in procs), outs
+    winner = _alias(name)
+    assert winner in ("1", "2")
+    assert _tags(name, winner)["fairltr.promotion.verdict"] == "promoted"
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    for v in ("1", "2"):
+        assert _tags(name, v)["fairltr.promotion.verdict"] in ("promoted", "rejected")
+    decisions = [k for k in client.get_registered_model(name).tags if k.startswith("fairltr.decision.")]
+    assert len(decisions) == 2
+    assert any(p.returncode == 0 for p in procs), outs
+
+
+def test_two_promotions_racing(registered):
+    """Two processes gate on the training metrics at the same time."""
+    name, _, _ = registered
+    _race(name, [])
+
+
+@pytest.mark.slow
+def test_two_promotions_racing_with_evaluation(registered):
+    """The same race, each process evaluating candidate and champion on --data (wider window)."""
+    name, data, _ = registered
+    _race(name, ["--data", str(data)])
