@@ -8,7 +8,7 @@ multiple-testing adjustment of alpha.
   (position, protected count).
 * adjusted alpha_c: the largest alpha_c whose mtable fails with probability <= alpha. The mtable
   changes only at the binomial CDF values F(j; i, p) (the *breakpoints*), so the search runs over
-  those values and is exact.
+  those values (then over single doubles, for scipy's rounding) and is exact.
 """
 
 from __future__ import annotations
@@ -245,7 +245,9 @@ def adjust_alpha(k: int, p: float, alpha: float) -> float:
     """Largest alpha_c whose mtable ``m(i) = F^-1(alpha_c; i, p)`` fails with probability <= alpha.
 
     Exact: the mtable is constant between consecutive binomial CDF values F(j; i, p), so the
-    returned alpha_c is one of those breakpoints (the right end of its interval).
+    search runs over those breakpoints, then over single doubles where scipy's quantile lags the
+    CDF by a few ulps; the result is the largest double with that property (at most 1, where
+    m(i) = i). The next larger double's table fails with probability > alpha.
     """
     k, p, alpha = check_params(k, p, alpha)
     return _adjust_alpha_cached(k, p, alpha)
