@@ -65,52 +65,68 @@ def _cdf(j: np.ndarray, i: np.ndarray, p: float) -> np.ndarray:
     return np.where(j < 0, 0.0, stats.binom.cdf(np.maximum(j, 0), i, p))
 
 
-def _exact_table(k: int, p: float, alpha_c: float) -> np.ndarray:
-    """The exact quantile: smallest j with F(j; i, p) >= alpha_c (scipy's ppf corrected by +-1
-    against scipy's CDF, so tables are constant exactly between consecutive CDF values)."""
+def _exact_table(k: int, p: float, alpha_c: float) -> tuple[np.ndarray, float, float]:
+    """The exact quantile table m(i) = smallest j with F(j; i, p) >= alpha_c (scipy's ppf corrected
+    by one where it disagrees with scipy's CDF), and the interval (left, right] of alpha_c on which
+    this table is the same: m_i = j exactly when F(j-1; i) < alpha_c <= F(j; i), so
+    left = max_i F(m_i - 1; i) and right = min_i F(m_i; i)."""
     i = np.arange(1, k + 1)
     j = _table_at(k, p, alpha_c)
-    j = np.where(_cdf(j, i, p) < alpha_c, j + 1, j)
-    return np.where((j > 0) & (_cdf(j - 1, i, p) >= alpha_c), j - 1, j)
-
-
-def _interval(k: int, p: float, table: np.ndarray) -> tuple[float, float]:
-    """The alpha_c interval (lo, hi] on which the exact table equals ``table``: m_i = j exactly
-    when F(j-1; i) < alpha_c <= F(j; i), so lo = max_i F(m_i - 1; i), hi = min_i F(m_i; i)."""
-    i = np.arange(1, k + 1)
-    return float(_cdf(table - 1, i, p).max()), float(_cdf(table, i, p).min())
+    upper = _cdf(j, i, p)
+    lower = _cdf(j - 1, i, p)
+    while True:  # rarely more than one pass, touching a few positions
+        up = upper < alpha_c
+        down = (j > 0) & (lower >= alpha_c)
+        fix = up | down
+        if not fix.any():
+            break
+        j = j + up - down
+        upper[fix] = _cdf(j[fix], i[fix], p)
+        lower[fix] = _cdf(j[fix] - 1, i[fix], p)
+    return j, float(lower.max()), float(upper.min())
 
 
 def _fail_probability(m: np.ndarray, p: float) -> float:
-    """Exact P(fail) of a validated mtable (integers, 0 <= m(i) <= i; any shape)."""
+    """Exact P(fail) of a validated mtable (integers, 0 <= m(i) <= i; any shape).
+
+    a_i[c] = P(c protected among the first i positions and no prefix failed so far);
+    a_{i+1}[c] = q a_i[c] + p a_i[c-1], then the mass at counts c < m(i+1) moves to ``fail``.
+    Stored scaled, a = b * scale, so one step is b[c] += (p/q) b[c-1] (two passes, no
+    temporaries); only the live window of counts [m(i), top] is touched, where ``top`` stops
+    growing once the upper tail underflows to 0.
+    """
     q = 1.0 - p
+    r = p / q
     k = len(m)
-    # a[c] = P(count of protected after this position == c and no violation so far)
-    a = np.zeros(k + 2)
-    a[0] = 1.0
+    b = np.zeros(k + 2)
+    b[0] = 1.0
+    tmp = np.empty(k + 2)
+    scale = 1.0
     lo, hi = 0, 0  # live window of counts [lo, hi]; outside it the mass is exactly 0
     fail = 0.0
-    tmp = np.empty(k + 2)
     for step in range(k):
-        mi = int(m[step])
-        # transition: new[c] = q * a[c] + p * a[c-1] for c in [lo, hi+1]
         n = hi - lo + 1
-        t = tmp[: n + 1]
-        t[:n] = a[lo : hi + 1]
-        t[n] = 0.0
-        t *= q
-        t[1:] += p * a[lo : hi + 1]
-        a[lo : hi + 2] = t
-        if a[hi + 1] != 0.0:
+        t = tmp[:n]
+        np.multiply(b[lo : hi + 1], r, out=t)
+        window = b[lo + 1 : hi + 2]
+        np.add(window, t, out=window)  # b[hi + 1] was 0
+        scale *= q
+        if b[hi + 1] * scale != 0.0:
             hi += 1
+        else:
+            b[hi + 1] = 0.0
         # counts below m(i) fail here (for a binomial table m grows by at most one per position,
         # so this removes at most the single count m(i) - 1)
-        while lo < mi:
-            fail += a[lo]
-            a[lo] = 0.0
+        mi = int(m[step])
+        while lo < mi and lo <= hi:
+            fail += b[lo] * scale
+            b[lo] = 0.0
             lo += 1
         if lo > hi:  # every path failed
             return 1.0
+        if scale < 1e-200:
+            b[lo : hi + 1] *= scale
+            scale = 1.0
     return min(fail, 1.0)
 
 
@@ -161,46 +177,75 @@ def _count_breakpoints(k: int, p: float, lo: float, hi: float) -> int:
 _ENUMERATE_BELOW = 1 << 17
 
 
+class _Bracket:
+    """Search state of :func:`_exact_search`: ``lo`` passes (fail ``f_lo``); every alpha_c above
+    ``hi`` fails; the last failing table seen failed with ``f_hi`` on (``x_hi``, ...]."""
+
+    def __init__(self, lo: float, f_lo: float, hi: float) -> None:
+        self.lo, self.f_lo, self.hi = lo, f_lo, hi
+        self.x_hi, self.f_hi = hi, float("nan")
+        self.same_side = 0
+        self.last_side = 0
+
+    def update(self, good: bool, fail: float, left: float, right: float) -> None:
+        side = 1 if good else -1
+        self.same_side = self.same_side + 1 if side == self.last_side else 1
+        self.last_side = side
+        if good:
+            self.lo, self.f_lo = right, fail
+        else:
+            self.hi, self.x_hi, self.f_hi = left, left, fail
+
+    def guess(self, alpha: float) -> float:
+        """Next trial alpha_c in (lo, hi]: log-log interpolation of the fail probability between
+        the two sides, or the midpoint when that is undefined or one side kept moving (so the
+        bracket at least halves every other step)."""
+        mid = 0.5 * (self.lo + self.hi)
+        if self.same_side >= 2 or not (self.f_lo > 0 and self.f_hi > alpha and self.lo > 0):
+            return mid
+        t = (np.log(alpha) - np.log(self.f_lo)) / (np.log(self.f_hi) - np.log(self.f_lo))
+        x = np.exp(np.log(self.lo) + t * (np.log(self.x_hi) - np.log(self.lo)))
+        return float(x) if self.lo < x <= self.hi else mid
+
+
 def _exact_search(k: int, p: float, alpha: float) -> float:
     """Largest CDF value alpha_c whose exact table fails with probability <= alpha.
 
     Invariant: the answer lies in [lo, hi], ``lo`` a breakpoint whose table passes. Start:
     alpha / k passes (union bound: fail <= sum_i P(X_i < m_i) < k * alpha_c), and any alpha_c
     above the smallest CDF value exceeding alpha fails (that prefix alone fails with
-    probability > alpha). Continuous bisection, snapped to interval ends, until few
-    breakpoints remain; then bisection over the enumerated breakpoints.
+    probability > alpha). Each trial snaps the bracket to the ends of the trial's interval of
+    constant table; trials are interpolated (safeguarded by bisection), over the continuum while
+    many breakpoints remain, then over the enumerated breakpoints.
     """
-    def test(a: float) -> tuple[bool, float, float]:
-        table = _exact_table(k, p, a)
-        left, right = _interval(k, p, table)
-        return _fail_probability(table, p) <= alpha, left, right
+    def test(a: float) -> tuple[bool, float, float, float]:
+        table, left, right = _exact_table(k, p, a)
+        fail = _fail_probability(table, p)
+        return fail <= alpha, fail, left, right
 
-    good, _, right = test(alpha / k)
-    lo = right if good else 0.0
+    good, fail, _, right = test(alpha / k)
     i = np.arange(1, k + 1)
-    above = _exact_table(k, p, alpha)
+    above = _exact_table(k, p, alpha)[0]
     vals = _cdf(above, i, p)
     vals = np.where(vals > alpha, vals, _cdf(above + 1, i, p))
-    hi = max(float(vals.min()), lo)
-    while hi > lo:
-        if _count_breakpoints(k, p, lo, hi) <= max(_ENUMERATE_BELOW, 4 * k):
-            cand = _breakpoints_between(k, p, lo, hi)
+    lo = right if good else 0.0
+    br = _Bracket(lo, fail if good else 0.0, max(float(vals.min()), lo))
+    while br.hi > br.lo:
+        if _count_breakpoints(k, p, br.lo, br.hi) <= max(_ENUMERATE_BELOW, 4 * k):
+            cand = _breakpoints_between(k, p, br.lo, br.hi)
             a, b = 0, len(cand)  # the answer is lo or one of cand[a:b]
             while a < b:
-                mid = (a + b) // 2
-                good, left, right = test(float(cand[mid]))
+                trial = int(np.searchsorted(cand, br.guess(alpha), side="left"))
+                trial = min(max(trial, a), b - 1)
+                good, fail, left, right = test(float(cand[trial]))
+                br.update(good, fail, left, right)
                 if good:
-                    lo = right
                     a = int(np.searchsorted(cand, right, side="right"))
                 else:
                     b = int(np.searchsorted(cand, left, side="right"))
-            return float(lo)
-        good, left, right = test(0.5 * (lo + hi))
-        if good:
-            lo = right
-        else:
-            hi = left
-    return float(lo)
+            return float(br.lo)
+        br.update(*test(br.guess(alpha)))
+    return float(br.lo)
 
 
 def _bits(x: float) -> int:
