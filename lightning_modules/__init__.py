@@ -1,9 +1,16 @@
-"""Lightning adapters: DELTR and DPR/LaKDA modules with their data modules."""
+"""Lightning adapters: the DELTR linear ranker and the DPR/LaKDA bi-encoder with their data modules.
+
+Both modules take their loss from the :mod:`fairltr.losses` registry by name and read its
+declared hyper-parameters (``gamma``, ``alpha``).
+"""
 
 from lightning_modules.biencoder import BiEncoderModule, pool
+from lightning_modules.deltr_module import OPTIMIZERS, DELTRModule
 from lightning_modules.parallel_datamodule import ParallelQueryDataModule, ParallelQueryDataset, collate_parallel
+from lightning_modules.ranking_datamodule import QueryDataset, RankingDataModule, SelectQueries
 
 __all__ = [
+    "DELTRModule", "OPTIMIZERS", "RankingDataModule", "QueryDataset", "SelectQueries",
     "BiEncoderModule", "pool",
     "ParallelQueryDataModule", "ParallelQueryDataset", "collate_parallel",
 ]
