@@ -86,6 +86,28 @@ def test_fail_probability_matches_brute_force_arbitrary_tables(k):
         assert fail_probability(m, p) == pytest.approx(brute_force_fail(m, p), abs=1e-12)
 
 
+def naive_fail(m: np.ndarray, p: float) -> float:
+    """Plain DP over the full count vector (no window, no scaling)."""
+    a = np.zeros(len(m) + 1)
+    a[0] = 1.0
+    fail = 0.0
+    for i, mi in enumerate(m):
+        new = a * (1 - p)
+        new[1:] += a[:-1] * p
+        fail += new[:mi].sum()
+        new[:mi] = 0.0
+        a = new
+    return fail
+
+
+@pytest.mark.parametrize("p", [0.05, 0.5, 0.93])
+def test_fail_probability_long_tables_match_plain_dp(p):
+    """Long tables exercise the rescaling and the underflow window of the fast DP."""
+    for alpha in (0.01, 0.3):
+        m = mtable(1500, p, alpha, adjust=False)
+        assert fail_probability(m, p) == pytest.approx(naive_fail(m, p), rel=1e-10, abs=1e-300)
+
+
 def test_fail_probability_extremes():
     assert fail_probability(np.zeros(50, dtype=int), 0.3) == 0.0
     assert fail_probability(np.arange(1, 21), 0.5) == pytest.approx(1 - 0.5 ** 20, abs=1e-15)
