@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import random
 import time
 import warnings
 import zlib
@@ -80,19 +81,44 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
         return JournalStorage(JournalFileBackend(str(path)))
     if "://" not in url:
         raise ConfigError(f"storage {url!r}: use sqlite:///FILE, postgresql://USER:PW@HOST/DB or journal:FILE")
+    url = _postgres_driver(url)
     engine_kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         engine_kwargs = {"connect_args": {"timeout": 60}}
     else:
         engine_kwargs = {"pool_pre_ping": True}
-    try:
-        with warnings.catch_warnings():  # heartbeat and its retry callback are marked experimental
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                              grace_period=grace_period,
-                              heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
-    except (optuna.exceptions.StorageInternalError, ImportError, ValueError) as exc:
-        raise ConfigError(f"cannot open Optuna storage {url!r}: {exc}") from None
+    import sqlalchemy.exc
+
+    for attempt in range(6):
+        try:
+            with warnings.catch_warnings():  # heartbeat and its retry callback are marked experimental
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                                  grace_period=grace_period,
+                                  heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            # N workers on a fresh database race to create Optuna's tables: the losers retry
+            # and find them created
+            if attempt == 5:
+                raise
+            time.sleep(0.2 + 0.3 * random.random())
+        except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.OperationalError, ImportError,
+                ValueError) as exc:
+            raise ConfigError(f"cannot open Optuna storage {url!r}: {exc}") from None
+    raise AssertionError("unreachable")
+
+
+def _postgres_driver(url: str) -> str:
+    """SQLAlchemy 2.1 maps ``postgresql://`` to the psycopg 3 driver; use psycopg2 (what fairltr
+    installs) when psycopg 3 is absent: ``postgresql+psycopg2://``."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            try:
+                import psycopg  # noqa: F401
+                return "postgresql://" + url[len(prefix):]
+            except ImportError:
+                return "postgresql+psycopg2://" + url[len(prefix):]
+    return url
 
 
 def trial_seed(seed: int, number: int) -> int:

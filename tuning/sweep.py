@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from tuning.study import WorkerReport, make_sampler, make_storage, open_study, r
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "make_objective", "study_reports"]
 
 _log = logging.getLogger(__name__)
+_WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass
@@ -92,6 +95,7 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
         finite = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
         trial.set_user_attr("metrics", finite)
         trial.set_user_attr("train_seconds", seconds)
+        trial.set_user_attr("worker", _WORKER)
         cons = {c.key: c.value(metrics) for c in constraints}
         for k, v in cons.items():
             trial.set_constraint(k, v)

@@ -1,0 +1,121 @@
+"""Worker processes: resume after a killed worker (SQLite), and two workers on one PostgreSQL
+study (skipped unless FAIRLTR_TEST_POSTGRES_URI is set)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+import optuna
+import pytest
+from click.testing import CliRunner
+from mlflow import MlflowClient
+from optuna.storages import RetryHeartbeatStaleTrialCallback
+from optuna.trial import TrialState
+
+from fairltr.cli import cli
+from tuning.study import make_storage
+from tuning.tracking import PARENT_ATTR
+
+HELPER = Path(__file__).with_name("_slow_worker.py")
+COMPLETE = (TrialState.COMPLETE,)
+
+
+def sweep_args(files, out, storage, study, n, mlflow_uri, experiment):
+    return ["sweep", "--method", "deltr", "--train", str(files[0]), "--test", str(files[1]), "--out", str(out),
+            "--study", study, "--trials", str(n), "--storage", storage, "--tracking-uri", mlflow_uri,
+            "--experiment", experiment, "--heartbeat-interval", "1", "--grace-period", "3", "--max-iter", "30",
+            "--no-progress"]
+
+
+def start_worker(args, delay, log: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", MLFLOW_DISABLE_TELEMETRY="true")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return subprocess.Popen([sys.executable, str(HELPER), str(delay), *args], stdout=log.open("w"),
+                            stderr=subprocess.STDOUT, env=env)
+
+
+def nested_trials(uri, parent) -> list[int]:
+    client = MlflowClient(uri)
+    exp = client.get_run(parent).info.experiment_id
+    runs = client.search_runs([exp], filter_string=f"tags.mlflow.parentRunId = '{parent}'")
+    return sorted(int(r.data.tags["fairltr.sweep.trial"]) for r in runs)
+
+
+def test_resume_after_killed_worker(ranking_files, tmp_path, mlflow_sqlite):
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    n = 7
+    args = sweep_args(ranking_files, tmp_path / "out", storage, "resume", n, mlflow_sqlite, "tuning-resume")
+    proc = start_worker(args, 0.5, tmp_path / "worker.log")
+    study = None
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            assert proc.poll() is None, (tmp_path / "worker.log").read_text()
+            try:
+                study = study or optuna.load_study(study_name="resume", storage=storage)
+            except KeyError:
+                continue
+            trials = study.get_trials()
+            done = [t for t in trials if t.state == TrialState.COMPLETE]
+            running = [t for t in trials if t.state == TrialState.RUNNING]
+            if len(done) >= 3 and running and (time.time() - running[0].datetime_start.timestamp()) > 0.1:
+                break
+        else:
+            pytest.fail("the worker did not get going: " + (tmp_path / "worker.log").read_text())
+    finally:
+        proc.kill()  # SIGKILL: a crash, nothing can clean up
+        proc.wait()
+    before = {t.number: t.values for t in study.get_trials(states=COMPLETE)}
+    killed = [t.number for t in study.get_trials(states=(TrialState.RUNNING,))]
+    assert len(before) >= 3 and len(killed) == 1
+
+    res = CliRunner().invoke(cli, args, catch_exceptions=False)  # the same command again
+    assert res.exit_code == 0, res.output
+    assert "resumed" in res.output
+    study = optuna.load_study(study_name="resume", storage=storage)  # fresh: no cached RUNNING copies
+    trials = study.get_trials()
+    after = {t.number: t.values for t in trials if t.state == TrialState.COMPLETE}
+    assert len(after) == n
+    assert all(after[k] == v for k, v in before.items())  # no finished trial lost or redone
+    assert trials[killed[0]].state == TrialState.FAIL  # the stale trial was failed by heartbeat ...
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        retried = [t for t in trials if RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == killed[0]]
+    assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE  # ... and retried with its params
+    assert retried[0].params == trials[killed[0]].params
+    assert nested_trials(mlflow_sqlite, study.user_attrs[PARENT_ATTR]) == sorted(after)
+
+
+@pytest.mark.postgres
+def test_two_workers_share_one_postgres_study(ranking_files, tmp_path, postgres_uri, mlflow_sqlite):
+    study_name = f"pg-{uuid.uuid4().hex[:8]}"
+    n = 8
+    args = sweep_args(ranking_files, tmp_path / "out", postgres_uri, study_name, n, mlflow_sqlite, "tuning-pg")
+    procs = [start_worker(args, 0.3, tmp_path / f"w{i}.log") for i in range(2)]
+    try:
+        for p in procs:
+            p.wait(timeout=240)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    logs = [(tmp_path / f"w{i}.log").read_text() for i in range(2)]
+    assert [p.returncode for p in procs] == [0, 0], "\n---\n".join(logs)
+    study = optuna.load_study(study_name=study_name, storage=make_storage(postgres_uri))
+    trials = study.get_trials()
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert len(complete) == n  # exactly N, not more
+    assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    workers = {t.user_attrs["worker"] for t in complete}
+    assert len(workers) == 2, f"both workers should have completed trials: {workers}"
+    params = [t.params["gamma_log10"] for t in complete]
+    assert len(set(params)) == n  # no duplicated proposals
+    assert sum("created" in log for log in logs) == 1 and sum("resumed" in log for log in logs) == 1
+    assert nested_trials(mlflow_sqlite, study.user_attrs[PARENT_ATTR]) == sorted(t.number for t in complete)
