@@ -119,8 +119,8 @@ def rerank(
     is_prot = valid & prot[np.maximum(rows_sorted, 0)]
     p_rows, n_prot = _group_lists(rows_sorted, is_prot, width)
     u_rows, n_unprot = _group_lists(rows_sorted, valid & ~is_prot, width)
-    p_score = np.where(p_rows >= 0, s[p_rows], -np.inf)
-    u_score = np.where(u_rows >= 0, s[u_rows], -np.inf)
+    s_ext = np.append(s, -np.inf)  # row -1 (past a group's end) scores -inf
+    p_flat, u_flat = p_rows.ravel(), u_rows.ravel()
 
     # one required-count table per distinct k_q (adjusted tables depend on k)
     lengths, table_of = np.unique(kq, return_inverse=True)
@@ -128,19 +128,20 @@ def rerank(
     for d, length in enumerate(lengths):
         tables[d, :length] = required_counts(_mtable_cached(int(length), p, alpha, bool(adjust)))
 
-    rows_q = np.arange(n_q)
-    ip = np.zeros(n_q, dtype=np.int64)
-    iu = np.zeros(n_q, dtype=np.int64)
+    ip = np.arange(n_q) * (width + 1)  # flat pointers into p_rows / u_rows
+    iu = ip.copy()
+    p_end = ip + n_prot
+    u_end = iu + n_unprot
     taken_p = np.zeros(n_q, dtype=np.int64)
     feasible = np.ones(n_q, dtype=bool)
     rank = np.zeros(n, dtype=np.int64)  # 0: not in the fair top k
     for t in range(big_k):
         active = t < kq
         need = taken_p < tables[table_of, t]
-        has_p = ip < n_prot
-        has_u = iu < n_unprot
-        ps, us = p_score[rows_q, ip], u_score[rows_q, iu]
-        pr, ur = p_rows[rows_q, ip], u_rows[rows_q, iu]
+        has_p = ip < p_end
+        has_u = iu < u_end
+        pr, ur = p_flat[ip], u_flat[iu]
+        ps, us = s_ext[pr], s_ext[ur]
         p_first = ~has_u | (ps > us) | ((ps == us) & (pr < ur))
         take_p = has_p & (need | p_first)
         feasible &= ~(active & need & ~has_p)
