@@ -150,13 +150,15 @@ class LinearDELTRObjective:
         s = self._scores(w)
         e = s.exp_()  # in place: exp(s); P = e / z is never materialised
         z = e.sum(dim=1, keepdim=True)
-        m = torch.zeros_like(z)
-        if not bool(torch.isfinite(z).all()):  # overflow: redo with the per-query max shift
+        if bool(torch.isfinite(z).all()):
+            lse = z.squeeze(1).log()
+        else:  # overflow: redo with the per-query max shift
             s = self._scores(w)
             m = s.amax(dim=1, keepdim=True)
             e = s.sub_(m).exp_()
             z = e.sum(dim=1, keepdim=True)
-        listnet = (m.squeeze(1) + z.squeeze(1).log()).sum() - self.c @ w
+            lse = m.squeeze(1) + z.squeeze(1).log()
+        listnet = lse.sum() - self.c @ w
         state = {"e": e, "z": z}
         if self.variant is None:
             exposure = torch.zeros((), dtype=e.dtype, device=e.device)
