@@ -145,7 +145,9 @@ def postgres_uri() -> Iterator[str]:
             cur.execute(f'CREATE DATABASE "{name}"')
     finally:
         admin.close()
-    uri = urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+    # SQLAlchemy 2.1 maps a bare "postgresql://" to psycopg 3; the stack ships psycopg2
+    scheme = "postgresql+psycopg2" if parts.scheme in ("postgresql", "postgres") else parts.scheme
+    uri = urlunsplit((scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
     try:
         yield uri
     finally:
