@@ -196,16 +196,15 @@ class _Bracket:
         else:
             self.hi, self.x_hi, self.f_hi = left, left, fail
 
-    def guess(self, alpha: float) -> float:
-        """Next trial alpha_c in (lo, hi]: log-log interpolation of the fail probability between
-        the two sides, or the midpoint when that is undefined or one side kept moving (so the
-        bracket at least halves every other step)."""
-        mid = 0.5 * (self.lo + self.hi)
+    def guess(self, alpha: float) -> float | None:
+        """Next trial alpha_c in (lo, hi] by log-log interpolation of the fail probability between
+        the two sides; None (= bisect) when that is undefined or the same side moved twice in a
+        row, so the bracket at least halves every other step."""
         if self.same_side >= 2 or not (self.f_lo > 0 and self.f_hi > alpha and self.lo > 0):
-            return mid
+            return None
         t = (np.log(alpha) - np.log(self.f_lo)) / (np.log(self.f_hi) - np.log(self.f_lo))
-        x = np.exp(np.log(self.lo) + t * (np.log(self.x_hi) - np.log(self.lo)))
-        return float(x) if self.lo < x <= self.hi else mid
+        x = float(np.exp(np.log(self.lo) + t * (np.log(self.x_hi) - np.log(self.lo))))
+        return x if self.lo < x <= self.hi else None
 
 
 def _exact_search(k: int, p: float, alpha: float) -> float:
@@ -235,7 +234,8 @@ def _exact_search(k: int, p: float, alpha: float) -> float:
             cand = _breakpoints_between(k, p, br.lo, br.hi)
             a, b = 0, len(cand)  # the answer is lo or one of cand[a:b]
             while a < b:
-                trial = int(np.searchsorted(cand, br.guess(alpha), side="left"))
+                g = br.guess(alpha)
+                trial = (a + b) // 2 if g is None else int(np.searchsorted(cand, g, side="left"))
                 trial = min(max(trial, a), b - 1)
                 good, fail, left, right = test(float(cand[trial]))
                 br.update(good, fail, left, right)
@@ -244,7 +244,8 @@ def _exact_search(k: int, p: float, alpha: float) -> float:
                 else:
                     b = int(np.searchsorted(cand, left, side="right"))
             return float(br.lo)
-        br.update(*test(br.guess(alpha)))
+        g = br.guess(alpha)
+        br.update(*test(0.5 * (br.lo + br.hi) if g is None else g))
     return float(br.lo)
 
 
