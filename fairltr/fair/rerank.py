@@ -49,7 +49,7 @@ def required_counts(table: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate((m - idx)[::-1])[::-1] + idx
 
 
-def _layout(codes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _layout(codes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-query sizes and, per row, its (query, slot) in a padded (Q, N) layout that keeps the
     input order within each query."""
     sizes = np.bincount(codes, minlength=n_queries)
@@ -60,7 +60,7 @@ def _layout(codes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray, 
         by_query = np.argsort(codes, kind="stable")
         slot = np.empty(len(codes), dtype=np.int64)
         slot[by_query] = np.arange(len(codes)) - start[codes[by_query]]
-    return sizes, codes, slot
+    return sizes, slot
 
 
 def _group_lists(rows_sorted: np.ndarray, member: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +106,7 @@ def rerank(
     prot = df[group].to_numpy(dtype=np.float64) >= 1
 
     # padded (Q, N) layout; each query's candidates by decreasing score, ties by input order
-    sizes, _, slot = _layout(codes, n_q)
+    sizes, slot = _layout(codes, n_q)
     kq = sizes if k is None else np.minimum(sizes, k)
     big_k = int(kq.max())
     width = int(sizes.max())
