@@ -176,12 +176,19 @@ class DELTR:
         callback: Callable[[int, dict[str, float]], None] | None = None,
         progress: bool = False,
     ) -> "DELTR":
-        """Train on an already padded batch (its ``feature_names`` become the model's)."""
+        """Train on an already padded batch (its ``feature_names`` become the model's; with
+        ``colorblind=True`` a feature named like the group column is dropped here too)."""
         device = self._device()
         torch.manual_seed(self.seed)
         gen = torch.Generator().manual_seed(self.seed)
-        self.feature_names_ = list(batch.feature_names) or self.feature_names_
+        names = list(batch.feature_names) or list(self.feature_names_)
         x = batch.features.to(self.dtype)
+        if self.colorblind and self.protected in names:
+            keep = [i for i, name in enumerate(names) if name != self.protected]
+            if not keep:
+                raise DataError("no feature columns to train on after dropping the group column (colorblind)")
+            x, names = x[..., keep], [names[i] for i in keep]
+        self.feature_names_ = names
         m = batch.mask
         if self.standardize:
             real = x[m]
