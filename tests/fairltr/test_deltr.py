@@ -282,3 +282,12 @@ def test_law_race_gamma_zero_matches_the_paper(deltr_data):
     assert res["kendall_tau"] == pytest.approx(0.194, abs=0.01)
     fair = DELTR(gamma=1e6, max_iter=50).fit(train)
     assert evaluate_ranking(test, fair.predict(test), k=(10,))["exposure_ratio"] >= 0.95
+
+
+def test_fit_batch_colorblind_drops_the_group_feature():
+    df = _synthetic(seed=12)
+    batch = to_batch(df, features=["protected", "x1", "x2"])
+    from_batch = DELTR(gamma=0.0, colorblind=True, max_iter=10, tol=0.0).fit_batch(batch)
+    from_frame = DELTR(gamma=0.0, colorblind=True, max_iter=10, tol=0.0).fit(df)
+    assert from_batch.feature_names_ == ["x1", "x2"]
+    np.testing.assert_array_equal(from_batch.weights_, from_frame.weights_)
