@@ -1,0 +1,117 @@
+"""BiEncoderModule on a tiny random BERT: DPR loss, LaKDA KL and MSE against manual computations,
+gradients reaching both towers, registry defaults, a short fit and a dense evaluation."""
+
+from __future__ import annotations
+
+import lightning.pytorch as pl
+import pytest
+import torch
+
+from fairltr.errors import ConfigError
+from fairltr.losses import get_loss
+from fairltr.retrieval import dense_run, evaluate_run, read_parallel_data
+from lightning_modules import BiEncoderModule, ParallelQueryDataModule, pool
+
+BATCH = {
+    "query": ["red apple", "car tree", "music video"],
+    "parallel": ["rot apfel", "auto baum", "musik film"],
+    "positive": ["red apple house", "car tree network", "music video file"],
+}
+
+
+def manual_scores(m: BiEncoderModule, queries, docs, t):
+    with torch.no_grad():
+        return m.encode_queries(queries) @ m.encode_documents(docs).T / t
+
+
+def test_defaults_come_from_the_registry(tiny_bert):
+    m = BiEncoderModule(tiny_bert, fairness_loss="lakda_kl")
+    assert m.alpha == get_loss("lakda_kl").param("alpha").default == 0.5
+    assert m.fair_options == get_loss("lakda_kl").options
+    assert BiEncoderModule(tiny_bert).alpha == 0.0
+    with pytest.raises(ConfigError, match="ranking loss"):
+        BiEncoderModule(tiny_bert, fairness_loss="exposure_hinge")
+    with pytest.raises(ConfigError, match="unknown fairness loss"):
+        BiEncoderModule(tiny_bert, fairness_loss="nope")
+    with pytest.raises(ConfigError, match="alpha must be >= 0"):
+        BiEncoderModule(tiny_bert, fairness_loss="lakda_kl", alpha=-1)
+    with pytest.raises(ConfigError, match="pooling"):
+        BiEncoderModule(tiny_bert, pooling="max")
+
+
+def test_pooling_matches_manual():
+    h = torch.randn(2, 4, 3)
+    am = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    assert torch.allclose(pool(h, am, "cls"), h[:, 0])
+    assert torch.allclose(pool(h, am, "mean")[0], h[0, :2].mean(0))
+    assert torch.allclose(pool(h, am, "mean")[1], h[1].mean(0))
+
+
+@pytest.mark.parametrize("pooling,shared,t", [("cls", True, 0.01), ("mean", False, 0.5)])
+def test_dpr_and_lakda_terms_match_manual(tiny_bert, pooling, shared, t):
+    m = BiEncoderModule(tiny_bert, fairness_loss="lakda_kl", pooling=pooling, shared=shared, temperature=t)
+    terms = m.compute_loss(BATCH)
+    s = manual_scores(m, BATCH["query"], BATCH["positive"], t)
+    sp = manual_scores(m, BATCH["parallel"], BATCH["positive"], t)
+    dpr = -torch.log_softmax(s, dim=1).diagonal().mean()
+    p, pp = torch.softmax(s, 1), torch.softmax(sp, 1)
+    kl = (p * (p.log() - pp.log())).sum(1).mean()
+    assert terms["dpr"].item() == pytest.approx(dpr.item(), rel=1e-5)
+    assert terms["fair"].item() == pytest.approx(kl.item(), rel=1e-4, abs=1e-7)
+    assert terms["fair"].item() > 1e-6
+    assert terms["loss"].item() == pytest.approx(dpr.item() + 0.5 * kl.item(), rel=1e-5)
+
+
+def test_kl_is_zero_for_identical_parallel_queries(tiny_bert):
+    m = BiEncoderModule(tiny_bert, fairness_loss="lakda_kl", shared=False)
+    batch = dict(BATCH, parallel=list(BATCH["query"]))
+    assert abs(m.compute_loss(batch)["fair"].item()) < 1e-6
+
+
+def test_kl_gradient_reaches_both_towers(tiny_bert):
+    m = BiEncoderModule(tiny_bert, fairness_loss="lakda_kl", shared=False)
+    assert m.query_encoder is not m.doc_encoder
+    m.compute_loss(BATCH)["fair"].backward()
+    for tower in (m.query_encoder, m.doc_encoder):
+        norm = sum(p.grad.abs().sum() for p in tower.parameters() if p.grad is not None)
+        assert norm > 0
+
+
+def test_hard_negatives_join_the_softmax(tiny_bert):
+    m = BiEncoderModule(tiny_bert)
+    batch = dict(BATCH, negative=["house file", "network editor", "apple car"])
+    s = manual_scores(m, batch["query"], batch["positive"] + batch["negative"], 1.0)
+    expected = -torch.log_softmax(s, 1)[torch.arange(3), torch.arange(3)].mean()
+    assert m.compute_loss(batch)["dpr"].item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_mse_align_term(tiny_bert):
+    m = BiEncoderModule(tiny_bert, fairness_loss="mse_align", alpha=2.0, pooling="mean", normalize=True)
+    terms = m.compute_loss(BATCH)
+    with torch.no_grad():
+        q, qp = m.encode_queries(BATCH["query"]), m.encode_queries(BATCH["parallel"])
+    assert torch.allclose(q.norm(dim=1), torch.ones(3), atol=1e-5)
+    assert terms["fair"].item() == pytest.approx(((q - qp) ** 2).mean().item(), rel=1e-5)
+    assert terms["loss"].item() == pytest.approx(terms["dpr"].item() + 2.0 * terms["fair"].item(), rel=1e-5)
+
+
+def test_fit_lowers_loss_and_evaluates(tiny_bert, parallel_dir, tmp_path):
+    torch.manual_seed(0)
+    dm = ParallelQueryDataModule(parallel_dir, batch_size=4, seed=0)
+    m = BiEncoderModule(tiny_bert, fairness_loss="lakda_kl", lr=5e-3, pooling="mean")
+    dm.setup()
+    batch = next(iter(dm.train_dataloader()))
+    before = m.compute_loss(batch)["loss"].item()
+    trainer = pl.Trainer(max_steps=12, accelerator="auto", devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(m, dm)
+    assert m.compute_loss(batch)["loss"].item() < before
+    m.save_encoders(tmp_path / "enc")
+    assert (tmp_path / "enc" / "query" / "config.json").is_file()
+
+    data = read_parallel_data(parallel_dir).split("test")
+    m.eval()
+    run, timing = dense_run(m.encode_queries, m.encode_documents, data, k=5, batch_size=3)
+    assert len(run) == 12 and all(len(v) == 5 for v in run.values())
+    res = evaluate_run(run, data, k=5, mrc_k=3)
+    assert 0 <= res["mrr_at_5"] <= 100 and -100 <= res["mrc_at_3"] <= 100
