@@ -142,25 +142,21 @@ def log_deltr_run(
 
     configure(experiment)
     client = mlflow.MlflowClient()
-    active = mlflow.active_run()
-    if active is not None:
-        outer = nullcontext(active)
-    elif os.environ.get("MLFLOW_RUN_ID"):
-        outer = mlflow.start_run()  # resumes the run that `mlflow run` created
+    parent = mlflow.active_run()
+    if parent is None and os.environ.get("MLFLOW_RUN_ID"):
+        # resume the run that `mlflow run` created and leave it active: ending it would unset
+        # MLFLOW_RUN_ID, and later models of the same job would escape into new top-level runs
+        parent = mlflow.start_run()
+    if parent is None:
+        ctx = mlflow.start_run(run_name=run_name)
+    elif "fairltr.model" in client.get_run(parent.info.run_id).data.tags:
+        ctx = mlflow.start_run(run_name=run_name, nested=True)  # a second model in the same job
     else:
-        outer = nullcontext(None)
-    with outer as parent:
-        if parent is None:
-            ctx = mlflow.start_run(run_name=run_name)
-        elif "fairltr.model" in client.get_run(parent.info.run_id).data.tags:
-            ctx = mlflow.start_run(run_name=run_name, nested=True)  # a second model in the same job
-        else:
-            ctx = nullcontext(parent)
-        with ctx as run:
-            run_id = _log_into_run(run, model, client, train_df=train_df, test_df=test_df,
-                                   test_metrics=test_metrics, params=params, data_paths=data_paths,
-                                   register=register, run_name=run_name, tags=tags,
-                                   rename=run is parent)
+        ctx = nullcontext(parent)
+    with ctx as run:
+        run_id = _log_into_run(run, model, client, train_df=train_df, test_df=test_df,
+                               test_metrics=test_metrics, params=params, data_paths=data_paths,
+                               register=register, run_name=run_name, tags=tags, rename=run is parent)
     return run_id
 
 

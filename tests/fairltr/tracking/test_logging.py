@@ -130,3 +130,24 @@ def test_log_history_chunks_at_mlflow_limit(monkeypatch):
     history = [{"iteration": i, "total": 1.0, "listnet": 1.0, "exposure": float("nan")} for i in range(600)]
     assert log_history(history, "run") == 1200  # NaN skipped
     assert batches == [1000, 200]
+
+
+def test_inside_mlflow_run_job_models_share_the_job_run(mlflow_tracking, tiny_rankings, monkeypatch):
+    """As under ``mlflow run`` (MLFLOW_RUN_ID set): the first model logs into that run, later
+    models of the same job become its nested runs (none escapes into a new top-level run)."""
+    import mlflow
+
+    from fairltr.tracking import log_deltr_run
+
+    train, _ = tiny_rankings
+    mlflow.set_experiment("test-logging-job")
+    job = mlflow.MlflowClient().create_run(mlflow.get_experiment_by_name("test-logging-job").experiment_id)
+    monkeypatch.setenv("MLFLOW_RUN_ID", job.info.run_id)
+    ids = [log_deltr_run(DELTR(gamma=g, max_iter=3).fit(train), train_df=train, experiment="elsewhere")
+           for g in (0.0, 5.0)]
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
+    client = mlflow.MlflowClient()
+    assert ids[0] == job.info.run_id
+    assert client.get_run(ids[1]).data.tags["mlflow.parentRunId"] == job.info.run_id
+    assert mlflow.get_experiment_by_name("elsewhere") is None
