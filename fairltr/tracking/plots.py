@@ -89,7 +89,7 @@ def exposure_by_position(
     with the protected share of the whole table as a dashed reference line."""
     shares = position_shares(df, scores, query=query, group=group, bucket=bucket, n_buckets=n_buckets)
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(8.5, 3.2))
     x = np.arange(len(shares))
     ax.bar(x, shares["share_nonprotected"], color=NONPROTECTED_COLOR, label="non-protected (group 0)")
     ax.bar(x, shares["share_protected"], bottom=shares["share_nonprotected"], color=PROTECTED_COLOR,
@@ -97,12 +97,13 @@ def exposure_by_position(
     overall = float((df[group].to_numpy() >= 1).mean())
     ax.axhline(1.0 - overall, color="black", linestyle="--", linewidth=1,
                label=f"overall protected share {overall:.2f}")
-    ax.set_xticks(x, shares["bucket"], rotation=45 if len(x) > 8 else 0, fontsize=8)
+    ranged = any("-" in b for b in shares["bucket"])
+    ax.set_xticks(x, shares["bucket"], rotation=45 if ranged and len(x) > 8 else 0, fontsize=8)
     ax.set_xlabel("rank positions")
     ax.set_ylabel("share of items")
     ax.set_ylim(0, 1)
     ax.set_title(title or "Protected vs non-protected items by rank position")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 
