@@ -11,6 +11,8 @@ worker loop (:mod:`tuning.study`), Pareto front / hypervolume / best trade-off
 from tuning.objectives import (
     DEFAULT_OBJECTIVES,
     Constraint,
+    FoldAverageRunner,
+    make_fold_runner,
     ObjectiveSpec,
     make_runner,
     parse_constraint,
@@ -33,7 +35,7 @@ from tuning.study import (
 from tuning.sweep import SweepConfig, SweepResult, make_objective, run_sweep, study_reports
 
 __all__ = [
-    "DEFAULT_OBJECTIVES", "Constraint", "ObjectiveSpec", "make_runner", "parse_constraint", "parse_objectives",
+    "DEFAULT_OBJECTIVES", "Constraint", "FoldAverageRunner", "make_fold_runner", "ObjectiveSpec", "make_runner", "parse_constraint", "parse_objectives",
     "as_losses", "best_tradeoff_index", "dominates", "hypervolume_2d", "pareto_mask", "plot_fronts",
     "FrontReport", "front_report", "nadir_reference", "parse_reference", "trials_frame", "write_report",
     "SearchSpace", "fair_space", "loss_space", "method_space", "protected_share",

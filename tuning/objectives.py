@@ -35,6 +35,8 @@ __all__ = [
     "FairPostRunner",
     "FairPreRunner",
     "make_runner",
+    "FoldAverageRunner",
+    "make_fold_runner",
 ]
 
 DEFAULT_OBJECTIVES = "kendall_tau:max,exposure_gap:min"
@@ -233,6 +235,41 @@ def make_runner(method: str, train: pd.DataFrame, test: pd.DataFrame, *, loss: s
                          p_range=p_range, alpha_range=alpha_range)
     extra = {"loss": loss} if method == "deltr" else {}
     return _RUNNERS[method](train=train, test=test, space=space, method=method, **extra, **kw)
+
+
+@dataclass
+class FoldAverageRunner:
+    """One setting evaluated on several (train, test) folds; each metric is the mean over the
+    folds where it is defined (e.g. TREC's 6 folds, as the DELTR paper averages them)."""
+
+    runners: list[MethodRunner]
+    space: SearchSpace
+    method: str = ""
+
+    def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
+        per_fold = [r(values) for r in self.runners]
+        keys = set().union(*per_fold)
+        out: dict[str, float] = {}
+        for k in sorted(keys):
+            vals = np.array([f.get(k, np.nan) for f in per_fold], dtype=np.float64)
+            ok = np.isfinite(vals)
+            out[k] = float(vals[ok].mean()) if ok.any() else float("nan")
+        out["n_folds"] = float(len(per_fold))
+        return out
+
+
+def make_fold_runner(method: str, folds: Sequence[tuple[pd.DataFrame, pd.DataFrame]], **kw) -> FoldAverageRunner:
+    """:class:`FoldAverageRunner` over ``folds``; FA*IR's ``fair_p`` range comes from the pooled
+    training share of all folds."""
+    if not folds:
+        raise ConfigError("make_fold_runner needs at least one (train, test) fold")
+    runners = [make_runner(method, tr, te, **kw) for tr, te in folds]
+    pooled = pd.concat([tr for tr, _ in folds], ignore_index=True)
+    space = method_space(method, pooled, loss=kw.get("loss", "exposure_hinge"), group=kw.get("group", "protected"),
+                         p_range=kw.get("p_range"), alpha_range=kw.get("alpha_range", (0.01, 0.5)))
+    for r in runners:
+        r.space = space
+    return FoldAverageRunner(runners, space, method)
 
 
 ObjectiveFn = Callable[[Mapping[str, float]], dict[str, float]]

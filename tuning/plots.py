@@ -19,9 +19,11 @@ def plot_fronts(
     *,
     title: str | None = None,
     dpi: int = 110,
+    markers: Mapping[str, tuple[float, float]] | None = None,
 ) -> Path:
     """Draw every study's trials (faint), its front (staircase + markers), its best trade-off
-    (star) and the shared reference point; one colour per study. Returns the PNG path."""
+    (star) and the shared reference point; one colour per study. ``markers`` adds labelled grey
+    points in objective units (e.g. a paper's reported results). Returns the PNG path."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -43,13 +45,17 @@ def plot_fronts(
         f = rep.front.sort_values(x)
         label = f"{rep.method or rep.study} (HV {rep.hypervolume:.4g}, {rep.n_complete} trials)"
         if len(f):
-            ax.step(f[x], f[y], where="post" if (dx == "maximize") == (dy == "minimize") else "pre",
-                    color=c, lw=1.4, alpha=0.9)
+            # boundary of the dominated region: sorted by x, the y of the next point applies on
+            # (x_i, x_i+1] when x is maximised ("pre"), the y of the current point when minimised
+            ax.step(f[x], f[y], where="pre" if dx == "maximize" else "post", color=c, lw=1.4, alpha=0.9)
             ax.plot(f[x], f[y], "o", color=c, ms=4.5, label=label)
         else:
             ax.plot([], [], "o", color=c, label=label + " — no feasible trial")
         if rep.best is not None:
             ax.plot([rep.best[x]], [rep.best[y]], "*", color=c, ms=13, mec="black", mew=0.6)
+    for label, (mx, my) in (markers or {}).items():
+        ax.plot([mx], [my], "D", color="0.35", ms=4, mfc="none")
+        ax.annotate(label, (mx, my), fontsize=6, color="0.3", xytext=(3, 3), textcoords="offset points")
     ref = reports[0].reference
     ax.plot([ref[x]], [ref[y]], "s", color="black", ms=6,
             label=f"reference ({ref[x]:.3g}, {ref[y]:.3g}; {reports[0].reference_kind})")

@@ -1,0 +1,104 @@
+"""Overhead of Optuna + MLflow per sweep trial against the trial's own work (train + evaluate).
+
+A 50-trial DELTR sweep on Law race (NSGA-II, SQLite Optuna storage, SQLite MLflow store, one
+parent run + one nested run per trial), run through :func:`tuning.sweep.run_sweep` exactly as
+``fairltr sweep`` does. Per trial:
+
+* work      = the runner call (DELTR fit on 1,565 rows + evaluation of 3,913 test rows), timed
+              inside the objective (trial user attribute ``train_seconds``);
+* mlflow    = the nested run (create, log_batch, terminate), timed around ``log_trial``;
+* optuna    = everything else in the worker loop (sampling, storage writes, heartbeat, the
+              exactly-N bookkeeping) = loop time / trials - work - mlflow.
+
+Goal: (optuna + mlflow) / work < 25 %. Also reported: the same sweep without MLflow, and the
+whole command's wall time (data loading, study creation, report, plot included).
+
+    python benchmarks/bench_sweep.py [--trials 50] [--out outputs/bench_sweep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+LAW = REPO.parent / "shared" / "data" / "deltr-experiments" / "LawStudents" / "race_black"
+
+
+def one_sweep(args, name: str, mlflow: bool) -> dict[str, float]:
+    import optuna
+
+    from tuning.sweep import SweepConfig, run_sweep
+    from tuning.tracking import SweepTracker
+
+    mlflow_seconds: list[float] = []
+    original = SweepTracker.log_trial
+
+    def timed(self, *a, **kw):
+        t0 = time.perf_counter()
+        try:
+            return original(self, *a, **kw)
+        finally:
+            mlflow_seconds.append(time.perf_counter() - t0)
+
+    SweepTracker.log_trial = timed
+    try:
+        cfg = SweepConfig(method="deltr", train=LAW / "LawStudents_Race_train.txt", test=LAW / "LawStudents_Race_test.txt",
+                          n_trials=args.trials, study=name, out=args.out, storage=f"sqlite:///{(args.out / 'optuna.db').resolve()}",
+                          tracking_uri=f"sqlite:///{(args.out / 'mlflow.db').resolve()}", mlflow=mlflow,
+                          experiment="bench-sweep", progress=False, seed=args.seed)
+        t0 = time.perf_counter()
+        result = run_sweep(cfg, echo=lambda s: None)
+        wall = time.perf_counter() - t0
+    finally:
+        SweepTracker.log_trial = original
+    study = optuna.load_study(study_name=name, storage=cfg.storage)
+    trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    work = np.array([t.user_attrs["train_seconds"] for t in trials])
+    loop = result.worker.seconds
+    n = len(trials)
+    ml = float(np.sum(mlflow_seconds)) / n if mlflow_seconds else 0.0
+    per_trial = loop / n
+    optuna_s = per_trial - work.mean() - ml
+    return {"trials": n, "wall_s": wall, "loop_s": loop, "per_trial_s": per_trial, "work_s": float(work.mean()),
+            "work_median_s": float(np.median(work)), "optuna_s": optuna_s, "mlflow_s": ml,
+            "overhead_ratio": (optuna_s + ml) / float(work.mean())}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=REPO / "outputs" / "bench_sweep")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    import optuna
+    from mlflow import MlflowClient
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    args.out.mkdir(parents=True)
+    t0 = time.perf_counter()
+    MlflowClient(f"sqlite:///{(args.out / 'mlflow.db').resolve()}").search_experiments()
+    print(f"(one-time MLflow SQLite store creation: {time.perf_counter() - t0:.1f} s, not counted)")
+    rows = {"optuna (SQLite) + MLflow (SQLite)": one_sweep(args, "bench-mlflow", True),
+            "optuna (SQLite), no MLflow": one_sweep(args, "bench-plain", False)}
+    print(f"\n{args.trials}-trial DELTR sweep on Law race (NSGA-II), 1 torch thread, per trial means:\n")
+    print("| setting | wall (s) | per trial (s) | work (s) | Optuna (s) | MLflow (s) | overhead / work |")
+    print("|---|---|---|---|---|---|---|")
+    for k, r in rows.items():
+        print(f"| {k} | {r['wall_s']:.1f} | {r['per_trial_s']:.3f} | {r['work_s']:.3f} | {r['optuna_s']:.3f} | "
+              f"{r['mlflow_s']:.3f} | {100 * r['overhead_ratio']:.0f}% |")
+    r = rows["optuna (SQLite) + MLflow (SQLite)"]
+    print(f"\noverhead ratio (Optuna + MLflow) / work = {r['overhead_ratio']:.3f} "
+          f"({'meets' if r['overhead_ratio'] < 0.25 else 'misses'} the < 0.25 goal)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""The DELTR paper's comparison as Pareto fronts: DELTR vs FA*IR post- and pre-processing.
+
+For each dataset, three NSGA-II studies with the same budget and seed (objectives: kendall_tau up,
+exposure_gap down, on the test set) — DELTR over gamma (log scale with a mass at 0), FA*IR
+post-processing of a gamma = 0 ranking over (fair_p, fair_alpha), FA*IR pre-processing of the
+training lists over (fair_p, fair_alpha) — then each front's hypervolume against one stated
+reference point per dataset, twice:
+
+* ``raw``: exposure_gap as measured (a negative gap, i.e. more exposure for the protected group,
+  counts as better still);
+* ``hinge``: max(exposure_gap, 0) — DELTR's own asymmetric notion (SPEC §2): any gap <= 0 is
+  fair, so over-correcting earns nothing.
+
+Law race: the paper's single train/test split. TREC: each trial trains and evaluates on all
+six folds and its metrics are the mean over folds (the paper averages folds the same way).
+The authors' reported results (``paper-results/``) are overlaid as grey diamonds.
+
+    python benchmarks/pareto_comparison.py --trials 40            # ~5-10 min on 1 core
+    python benchmarks/pareto_comparison.py --datasets law-race --trials 12 --out outputs/quick
+
+Writes ``<out>/pareto_<dataset>.png``, ``<out>/pareto_table.md`` / ``.csv`` and per-study front
+CSVs; ``--docs`` also copies the figures and the table into ``docs/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "deltr-experiments"
+
+# reference points, stated once: tau 0 = no better than a random order; the gap a little above
+# standard (gamma = 0) ListNet's (law race 0.022, TREC 0.068 averaged over folds)
+REFERENCE = {
+    "law-race": {"kendall_tau": 0.0, "exposure_gap": 0.03},
+    "trec": {"kendall_tau": 0.0, "exposure_gap": 0.08},
+}
+METHODS = ("deltr", "fair-post", "fair-pre")
+PAPER_SETTINGS = {  # file tag -> label
+    "Gamma=0": "paper ListNet", "Gamma=colorblind": "paper colorblind", "Gamma=small": "paper DELTR small",
+    "Gamma=large": "paper DELTR large", "FAIR_PStar": "paper FA*IR post p*", "Gamma=PREPROCESSED": "paper FA*IR pre p*",
+}
+
+
+def load_folds(dataset: str, data: Path):
+    from fairltr.io import read_deltr_csv
+
+    if dataset == "law-race":
+        d = data / "LawStudents" / "race_black"
+        return [(read_deltr_csv(d / "LawStudents_Race_train.txt"), read_deltr_csv(d / "LawStudents_Race_test.txt"))]
+    if dataset == "trec":
+        out = []
+        for k in range(1, 7):
+            d = data / "TREC" / f"fold_{k}"
+            stem = "features_withListNetFormat_withGender_withZscore_candidateAmount-200_"
+            out.append((read_deltr_csv(d / f"{stem}train.csv"), read_deltr_csv(d / f"{stem}test.csv")))
+        return out
+    raise SystemExit(f"unknown dataset {dataset!r}; use law-race or trec")
+
+
+def paper_points(dataset: str, data: Path) -> dict[str, tuple[float, float]]:
+    """(kendall_tau, exposure_gap = nprot - prot exposure) from the authors' result sheets."""
+    folder = data / "paper-results" / ("LawStudents/race_black/results" if dataset == "law-race" else "TREC/results")
+    points = {}
+    for f in sorted(folder.glob("performanceResults_*.txt")):
+        tag = re.sub(r"^performanceResults_|_(law-black|trec)\.txt$", "", f.name)
+        if tag not in PAPER_SETTINGS:
+            continue
+        vals = {}
+        for line in f.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                try:
+                    vals[parts[0]] = float(parts[1])
+                except ValueError:
+                    pass
+        if {"kendall-tau", "exposure-prot-pred", "exposure-nprot-pred"} <= vals.keys():
+            points[PAPER_SETTINGS[tag]] = (vals["kendall-tau"], vals["exposure-nprot-pred"] - vals["exposure-prot-pred"])
+    return points
+
+
+def run_dataset(dataset: str, args, storage) -> tuple[list, dict, pd.DataFrame]:
+    from tuning.objectives import make_fold_runner, parse_objectives
+    from tuning.report import front_report
+    from tuning.study import make_sampler, open_study, run_worker
+    from tuning.sweep import make_objective, study_reports
+
+    folds = load_folds(dataset, args.data)
+    objectives = parse_objectives("kendall_tau:max,exposure_gap:min")
+    names = []
+    timing = {}
+    hp_names = {}
+    for method in METHODS:
+        name = f"{dataset}-{method}-s{args.seed}"
+        runner = make_fold_runner(method, folds, seed=args.seed)
+        sampler = make_sampler("nsga2", args.seed, n_trials=args.trials)
+        study, _ = open_study(name, storage, [o.direction for o in objectives], sampler,
+                              {"method": method, "objectives": [o.name for o in objectives],
+                               "constraints": [], "hyperparameters": runner.space.names,
+                               "search_space": repr(runner.space)})
+        t0 = time.perf_counter()
+        run_worker(study, make_objective(runner, objectives, []), args.trials, storage=storage, poll_seconds=0.1)
+        timing[method] = time.perf_counter() - t0
+        print(f"  {name}: {args.trials} trials in {timing[method]:.1f} s", flush=True)
+        names.append(name)
+        hp_names[method] = runner.space.names
+    ref = REFERENCE[dataset]
+    ref_text = ",".join(f"{k}={v}" for k, v in ref.items())
+    reports, frames = study_reports(storage, names, objectives, [], ref_text)
+    rows = []
+    for rep in reports:
+        df = frames[rep.study].copy()
+        df["exposure_gap"] = df["exposure_gap"].clip(lower=0.0)  # hinge view: a gap <= 0 is fair
+        hinge = front_report(df, study=rep.study, method=rep.method, objectives=rep.objectives,
+                             directions=rep.directions, reference=ref)
+        best = rep.best or {}
+        rows.append({
+            "dataset": dataset, "method": rep.method, "trials": rep.n_complete, "front_size": len(rep.front),
+            "hypervolume_raw": rep.hypervolume, "hypervolume_hinge": hinge.hypervolume,
+            "max_tau": float(frames[rep.study]["kendall_tau"].max()),
+            "max_tau_with_gap_le_0": float(frames[rep.study].loc[frames[rep.study]["exposure_gap"] <= 0, "kendall_tau"].max())
+            if (frames[rep.study]["exposure_gap"] <= 0).any() else math.nan,
+            "best_tradeoff": ", ".join(f"{k}={best[k]:.3g}" for k in (*hp_names[rep.method], "kendall_tau", "exposure_gap")
+                                       if k in best),
+            "seconds": timing[rep.method],
+            "reference": f"({ref['kendall_tau']}, {ref['exposure_gap']})",
+        })
+    return reports, frames, pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", default="law-race,trec")
+    ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=REPO / "outputs" / "pareto")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--docs", action="store_true", help="copy figures and table into docs/")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    import optuna
+
+    from tuning.plots import plot_fronts
+    from tuning.study import make_storage
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if not args.data.is_dir():
+        sys.exit(f"DELTR paper data not found at {args.data}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    storage = make_storage(f"sqlite:///{(args.out / 'pareto.db').resolve()}")
+    tables = []
+    for dataset in args.datasets.split(","):
+        print(f"{dataset}: {args.trials} trials per method, seed {args.seed}", flush=True)
+        reports, frames, table = run_dataset(dataset, args, storage)
+        fig = plot_fronts(reports, frames, args.out / f"pareto_{dataset.replace('-', '_')}.png",
+                          title=f"{dataset}: DELTR vs FA*IR ({args.trials} NSGA-II trials each"
+                                + (", mean of 6 folds)" if dataset == "trec" else ")"),
+                          markers=paper_points(dataset, args.data), dpi=90)
+        for rep in reports:
+            rep.front.to_csv(args.out / f"front_{rep.study}.csv", index=False)
+        tables.append(table)
+        print(table.drop(columns=["best_tradeoff"]).to_string(index=False), flush=True)
+        if args.docs:
+            shutil.copy(fig, REPO / "docs" / fig.name)
+    table = pd.concat(tables, ignore_index=True)
+    table.to_csv(args.out / "pareto_table.csv", index=False)
+    md = markdown_table(table[["dataset", "method", "trials", "front_size", "hypervolume_raw", "hypervolume_hinge",
+                               "max_tau", "max_tau_with_gap_le_0", "best_tradeoff", "reference"]])
+    (args.out / "pareto_table.md").write_text(md + "\n")
+    if args.docs:
+        shutil.copy(args.out / "pareto_table.md", REPO / "docs" / "pareto_table.md")
+    print(md)
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A GitHub Markdown table; floats with 4 significant digits."""
+    def cell(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
