@@ -28,6 +28,7 @@ import math
 import operator
 import re
 import uuid
+import warnings
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -219,7 +220,9 @@ def evaluate_model_uri(
     import mlflow
 
     nested = mlflow.active_run() is not None
-    with mlflow.start_run(run_name=run_name, nested=nested) as run:
+    with mlflow.start_run(run_name=run_name, nested=nested) as run, warnings.catch_warnings():
+        # MLflow's dataset schema inference hints about int columns (query id, group): noise here
+        warnings.filterwarnings("ignore", message=".*Integer columns in Python cannot represent missing values.*")
         mlflow.set_tag("fairltr.evaluated_model", model_uri)
         result = mlflow.models.evaluate(
             model_uri, data, model_type="fair_ranking", evaluators=["fair_ranking"],
