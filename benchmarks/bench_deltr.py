@@ -9,7 +9,9 @@
     If fairsearchdeltr cannot be installed, SPEC's published figures are used and the output says so.
 (b) fairltr's full-batch iteration (objective + gradient as in ``DELTR.fit``) at 10,000 queries x
     100 candidates x 8 features vs the two unavoidable passes over the feature tensor (X w and
-    X^T v, same layout and dtype), interleaved round by round in the same process.
+    X^T v, same layout and dtype), interleaved round by round in the same process; medians of
+    wall-clock and of this thread's CPU time (the latter is robust to other processes on a shared
+    machine), float64 (DELTR's default dtype) and float32.
 
 Usage:  python benchmarks/bench_deltr.py [--skip-reference] [--reference-python PATH] [--json OUT]
 """
@@ -195,30 +197,38 @@ def part_b(args) -> list[dict]:
             w.grad = None
             deltr_objective((x @ w), y, groups, mask, args.gamma_big, n_groups=2).total.backward()
 
-        t_it, t_pass, t_auto = [], [], []
+        # wall clock and this thread's CPU time (robust to other processes on a shared machine)
+        wall = {"it": [], "pass": [], "auto": []}
+        cpu = {"it": [], "pass": [], "auto": []}
+
+        def timed(fn, key):
+            c0, t0 = time.thread_time(), time.perf_counter()
+            fn()
+            wall[key].append(time.perf_counter() - t0)
+            cpu[key].append(time.thread_time() - c0)
+
         iteration(), passes(), autograd_iteration()
         for r in range(args.rounds):
-            for fn, acc in ((iteration, t_it), (passes, t_pass)) if r % 2 == 0 else ((passes, t_pass), (iteration, t_it)):
-                t0 = time.perf_counter()
-                fn()
-                acc.append(time.perf_counter() - t0)
-            if r < args.rounds // 3:
-                t0 = time.perf_counter()
-                autograd_iteration()
-                t_auto.append(time.perf_counter() - t0)
+            pair = ((iteration, "it"), (passes, "pass"))
+            for fn, key in (pair if r % 2 == 0 else pair[::-1]):
+                timed(fn, key)
+            if r < max(3, args.rounds // 5):
+                timed(autograd_iteration, "auto")
         share = _unfair_share(obj, w)
+        med = {k: 1e3 * statistics.median(v) for k, v in wall.items()}
+        cmed = {k: 1e3 * statistics.median(v) for k, v in cpu.items()}
         row = {
-            "dtype": str(dtype).replace("torch.", ""), "shape": f"{q}x{n}x{f}",
-            "iteration_ms": 1e3 * statistics.median(t_it), "passes_ms": 1e3 * statistics.median(t_pass),
-            "iteration_min_ms": 1e3 * min(t_it), "passes_min_ms": 1e3 * min(t_pass),
-            "autograd_ms": 1e3 * statistics.median(t_auto), "unfair_query_share": share,
+            "dtype": str(dtype).replace("torch.", ""), "shape": f"{q}x{n}x{f}", "rounds": args.rounds,
+            "iteration_ms": med["it"], "passes_ms": med["pass"], "autograd_ms": med["auto"],
+            "iteration_cpu_ms": cmed["it"], "passes_cpu_ms": cmed["pass"], "autograd_cpu_ms": cmed["auto"],
+            "unfair_query_share": share,
         }
         row["ratio"] = row["iteration_ms"] / row["passes_ms"]
-        row["ratio_min"] = row["iteration_min_ms"] / row["passes_min_ms"]
+        row["ratio_cpu"] = row["iteration_cpu_ms"] / row["passes_cpu_ms"]
         results.append(row)
-        print(f"(b) {row['shape']} {row['dtype']}: iteration {row['iteration_ms']:.2f} ms (min {row['iteration_min_ms']:.2f}), "
-              f"X w + X^T v {row['passes_ms']:.2f} ms (min {row['passes_min_ms']:.2f}) -> ratio {row['ratio']:.2f} "
-              f"(of minima {row['ratio_min']:.2f}); autograd path {row['autograd_ms']:.1f} ms; "
+        print(f"(b) {row['shape']} {row['dtype']}: iteration {med['it']:.2f} ms wall / {cmed['it']:.2f} ms CPU; "
+              f"X w + X^T v {med['pass']:.2f} ms wall / {cmed['pass']:.2f} ms CPU -> ratio {row['ratio']:.2f} wall, "
+              f"{row['ratio_cpu']:.2f} CPU; autograd path {med['auto']:.1f} ms wall; "
               f"{100 * share:.0f}% of queries with an active hinge", flush=True)
         del x, obj, xs
     return results
@@ -264,8 +274,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  (a) {r['size']}: {r['speedup_adam']:,.0f}x faster per iteration than fairsearchdeltr "
                   f"({r['reference_source']}); goal >= 1,000x: {goal}")
     for r in out.get("b", []):
-        goal = "meets" if r["ratio"] <= 1.5 else "MISSES"
-        print(f"  (b) {r['shape']} {r['dtype']}: iteration / (X w + X^T v) = {r['ratio']:.2f}; goal <= 1.5: {goal}")
+        goal = "meets" if max(r["ratio"], r["ratio_cpu"]) <= 1.5 else (
+            "meets on CPU time" if r["ratio_cpu"] <= 1.5 else "MISSES")
+        print(f"  (b) {r['shape']} {r['dtype']}: iteration / (X w + X^T v) = {r['ratio']:.2f} (wall), "
+              f"{r['ratio_cpu']:.2f} (CPU time); goal <= 1.5: {goal}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))

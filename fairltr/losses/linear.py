@@ -19,6 +19,7 @@ the per-query factors). :class:`LinearDELTRObjective` computes exactly the value
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import torch
@@ -150,15 +151,14 @@ class LinearDELTRObjective:
         s = self._scores(w)
         e = s.exp_()  # in place: exp(s); P = e / z is never materialised
         z = e.sum(dim=1, keepdim=True)
-        if bool(torch.isfinite(z).all()):
-            lse = z.squeeze(1).log()
-        else:  # overflow: redo with the per-query max shift
+        lse_sum = z.log().sum()  # finite unless some exp() overflowed (or w holds NaN/inf)
+        if not math.isfinite(float(lse_sum)):  # redo with the per-query max shift
             s = self._scores(w)
             m = s.amax(dim=1, keepdim=True)
             e = s.sub_(m).exp_()
             z = e.sum(dim=1, keepdim=True)
-            lse = m.squeeze(1) + z.squeeze(1).log()
-        listnet = lse.sum() - self.c @ w
+            lse_sum = (m + z.log()).sum()
+        listnet = lse_sum - self.c @ w
         state = {"e": e, "z": z}
         if self.variant is None:
             exposure = torch.zeros((), dtype=e.dtype, device=e.device)
@@ -167,7 +167,7 @@ class LinearDELTRObjective:
             d = t.sum(dim=1) / z.squeeze(1)  # Exp(G0) - Exp(G1)
             h = d.clamp(min=0.0) if self.variant == "hinge" else d
             exposure = (h * h).sum()
-            state.update(d=d, h=h)
+            state.update(d=d, h=h, active=exposure)  # exposure > 0 <=> some h_q != 0
         else:
             exposure, coef = self._multi_group(e / z)
             state.update(coef=coef)
@@ -211,12 +211,10 @@ class LinearDELTRObjective:
         e, z = st["e"], st["z"]
         gl = g_listnet.to(e.dtype)
         ge = g_exposure.to(e.dtype)
-        fair = self.variant is not None and bool(ge != 0)
+        fair = self.variant is not None and float(ge) != 0.0
         k = None
-        if fair and self.a is not None:
+        if fair and self.a is not None and float(st["active"]) > 0.0:
             k = (2.0 * ge) * st["h"]  # (Q,)
-            if not bool((k != 0).any()):
-                k = None
         if k is not None:
             # g = P (gl + k (a - D)) = e (gl - k D) / z + (a e) k / z
             zq = z.squeeze(1)
