@@ -115,7 +115,7 @@ class LinearDELTRObjective:
         # ListNet and exposure are invariant to adding a constant to a query's scores, and the
         # shifted scores are 0 at that row, so exp() never underflows to an all-zero list and
         # needs no per-query max in the common case (the max is used when exp overflows).
-        first = mask.to(torch.int8).argmax(dim=1)
+        first = mask.to(dtype).argmax(dim=1)  # first real slot (argmax returns the first maximum)
         x0 = features[torch.arange(q, device=features.device), first]  # (Q, F)
         shifted = (features - x0.unsqueeze(1)).masked_fill(~mask.unsqueeze(-1), 0.0)
         self.x = shifted.reshape(q * n, f).contiguous()

@@ -235,3 +235,18 @@ def test_fused_variant_mapping():
         assert fused_variant(name) == (False, None)
     finally:
         registry_module._REGISTRY.pop(name, None)
+
+
+def test_fused_mask_with_holes_and_empty_query():
+    """Padding need not sit at the end of a row; a query without items contributes nothing."""
+    x, y, groups, _, w = _linear_batch(q=6, n=8, f=3, seed=10)
+    gen = torch.Generator().manual_seed(1)
+    mask = torch.rand(6, 8, generator=gen) < 0.6
+    mask[:, 0] = False  # no query starts with a real slot
+    mask[0, 3] = True
+    mask[5] = False  # an empty query
+    mask[1:5, 4] = True
+    ref, g_ref = _autograd(x, y, groups, mask, w, 30.0)
+    t, g, _ = _fused(x, y, groups, mask, w, 30.0)
+    assert float(t.total) == pytest.approx(float(ref.total), rel=1e-12)
+    torch.testing.assert_close(g, g_ref, rtol=1e-10, atol=1e-12)
