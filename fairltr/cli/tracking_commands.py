@@ -26,6 +26,22 @@ def _with_data_options(f):
     return f
 
 
+def _mlflow_errors():
+    """Turn MLflow's errors (unknown model/version, unreachable server) into one-line CLI errors."""
+    from contextlib import contextmanager
+
+    from mlflow.exceptions import MlflowException
+
+    @contextmanager
+    def guard():
+        try:
+            yield
+        except MlflowException as exc:
+            raise click.ClickException(f"MLflow: {exc.message}") from None
+
+    return guard()
+
+
 def _read(path: str, fmt: str, query: str, group: str, judgment: str):
     from fairltr.io import read_ranking
 
@@ -63,8 +79,9 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
         raise click.UsageError("give at least one --gate (or --gates 'a;b')")
     parsed = [parse_gate(g) for g in texts]  # fail on a typo before any evaluation
     data = _read(data_path, fmt, query, group, judgment) if data_path else None
-    decision = promote(model_name, version, parsed, data=data, query=query, group=group, judgment=judgment,
-                       alias=alias, no_champion=no_champion, experiment=experiment)
+    with _mlflow_errors():
+        decision = promote(model_name, version, parsed, data=data, query=query, group=group, judgment=judgment,
+                           alias=alias, no_champion=no_champion, experiment=experiment)
     click.echo(decision.summary())
     if not decision.promoted:
         failed = [r for r in decision.results if not r.passed]
@@ -96,8 +113,9 @@ def evaluate_model_cmd(model_uri, data_path, ks, experiment, run_name, fmt, quer
         raise click.BadParameter(f"--k must be comma-separated integers, got {ks!r}") from None
     configure(experiment)
     df = _read(data_path, fmt, query, group, judgment)
-    metrics, run_id = evaluate_model_uri(model_uri, df, {"query": query, "group": group, "judgment": judgment, "k": k},
-                                         run_name=run_name or f"evaluate {model_uri}")
+    with _mlflow_errors():
+        metrics, run_id = evaluate_model_uri(model_uri, df, {"query": query, "group": group, "judgment": judgment,
+                                                             "k": k}, run_name=run_name or f"evaluate {model_uri}")
     cols = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap", "kendall_tau"]
     cols += [f"ndcg_at_{x}" for x in k] + [f"precision_at_{x}" for x in k]
     click.echo(metrics_table({model_uri: metrics}, cols))

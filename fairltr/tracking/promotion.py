@@ -276,9 +276,10 @@ def promote(
         raise ConfigError("give at least one --gate (e.g. 'exposure_ratio>=0.9')")
     parsed = [g if isinstance(g, Gate) else parse_gate(g) for g in gates]
     version = str(version)
-    configure(experiment)
+    configure()
     client = mlflow.MlflowClient()
     client.get_model_version(model, version)  # raises a clear MLflow error when absent
+    configure(experiment)
     config = {"query": query, "group": group, "judgment": judgment, **dict(extra_config or {})}
     cache: dict[str, dict[str, float]] = {}
     notes: list[str] = []

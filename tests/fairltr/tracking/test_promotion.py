@@ -122,6 +122,14 @@ def test_bad_gate_is_a_usage_error(registered):
     assert _alias(name) is None
 
 
+def test_unknown_version_is_a_one_line_error(registered):
+    name, _, _ = registered
+    result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "9", "--gate", "exposure_ratio>=0"])
+    assert result.exit_code == 1
+    assert "Error: MLflow: RESOURCE_DOES_NOT_EXIST" in result.output and "Traceback" not in result.output
+    assert _alias(name) is None
+
+
 def test_champion_moving_during_evaluation_is_rechecked(registered, monkeypatch):
     """Compare-and-set: another promotion moves @champion to v2 while v1 is evaluated; the
     gates are re-checked against v2 (which v1 does not beat) and the alias stays on v2."""
