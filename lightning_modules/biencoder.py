@@ -61,6 +61,7 @@ class BiEncoderModule(pl.LightningModule):
         lakda_temperature: float | None = None,
         symmetric: bool | None = None,
         lr: float = 2e-5,
+        optimizer: str = "adamw",
         weight_decay: float = 0.01,
         warmup_steps: int = 0,
         max_query_length: int = 32,
@@ -74,6 +75,8 @@ class BiEncoderModule(pl.LightningModule):
             raise ConfigError(f"temperature must be > 0, got {temperature}")
         if lr <= 0:
             raise ConfigError(f"lr must be > 0, got {lr}")
+        if optimizer not in ("adamw", "sgd"):
+            raise ConfigError(f"optimizer must be 'adamw' or 'sgd', got {optimizer!r}")
         loss = get_loss(fairness_loss)
         if fairness_loss != "none" and loss.kind != "retrieval":
             from fairltr.losses import available_losses
@@ -103,6 +106,9 @@ class BiEncoderModule(pl.LightningModule):
         self.tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, **load)
         self.query_encoder = AutoModel.from_pretrained(model_name_or_path, **load)
         self.doc_encoder = self.query_encoder if shared else AutoModel.from_pretrained(model_name_or_path, **load)
+        for enc in {id(self.query_encoder): self.query_encoder, id(self.doc_encoder): self.doc_encoder}.values():
+            if getattr(enc, "pooler", None) is not None:
+                enc.pooler = None  # BERT-style pooler head: unused (we pool the last hidden state); DDP needs every parameter used
         self.train()  # from_pretrained returns eval mode; Lightning keeps a module's mode
 
     # ---- encoding -------------------------------------------------------------------------
@@ -175,7 +181,11 @@ class BiEncoderModule(pl.LightningModule):
             dm.set_epoch(self.current_epoch)
 
     def configure_optimizers(self):
-        opt = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        hp = self.hparams
+        if hp.optimizer == "sgd":
+            opt = torch.optim.SGD(self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
+        else:
+            opt = torch.optim.AdamW(self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
         warm = int(self.hparams.warmup_steps)
         if warm <= 0:
             return opt

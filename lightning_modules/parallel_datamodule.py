@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from fairltr.errors import ConfigError, DataError
 from fairltr.retrieval.parallel_data import ParallelRetrievalData, read_parallel_data
@@ -139,7 +139,22 @@ class ParallelQueryDataModule(pl.LightningDataModule):
         if self.train_dataset is not None:
             self.train_dataset.set_epoch(epoch)
 
+    def _world(self) -> tuple[int, int]:
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return 1, 0
+        return int(trainer.world_size), int(trainer.global_rank)
+
     def train_dataloader(self) -> DataLoader:
+        world, rank = self._world()
+        if world > 1:
+            # explicit sampler: global order = the seeded permutation (or 0..n-1 without shuffle),
+            # global batch t = items [t*B*world, (t+1)*B*world), dealt round-robin to the processes
+            sampler = DistributedSampler(self.train_dataset, num_replicas=world, rank=rank,
+                                         shuffle=self.shuffle, seed=self.seed, drop_last=True)
+            sampler.set_epoch(self.train_dataset.epoch)
+            return DataLoader(self.train_dataset, batch_size=self.batch_size, sampler=sampler, drop_last=True,
+                              collate_fn=collate_parallel, num_workers=self.num_workers)
         gen = torch.Generator().manual_seed(self.seed)
         return DataLoader(
             self.train_dataset, batch_size=self.batch_size, shuffle=self.shuffle, generator=gen,
