@@ -93,9 +93,12 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
         try:
             with warnings.catch_warnings():  # heartbeat and its retry callback are marked experimental
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                storage = RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
                                   grace_period=grace_period,
                                   heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
+            if url.startswith("sqlite"):
+                _sqlite_wal(storage.engine)
+            return storage
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
             # N workers on a fresh database race to create Optuna's tables: the losers retry
             # and find them created
@@ -106,6 +109,24 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
                 ValueError) as exc:
             raise ConfigError(f"cannot open Optuna storage {url!r}: {exc}") from None
     raise AssertionError("unreachable")
+
+
+def _sqlite_wal(engine) -> None:
+    """SQLite in WAL mode with ``synchronous=NORMAL``: a commit no longer waits for an fsync of
+    the whole database (7 ms -> well under 1 ms here), readers and the writer do not block each
+    other, and a killed process still loses no committed trial (only a power cut can drop the
+    last commits). The mode is stored in the file; the pool is recycled so every connection
+    gets the pragmas."""
+    from sqlalchemy import event
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection, _record) -> None:
+        cur = dbapi_connection.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    engine.dispose()
 
 
 def _postgres_driver(url: str) -> str:
@@ -329,11 +350,14 @@ def run_worker(
             trial.set_user_attr("fairltr_error", f"{type(exc).__name__}: {exc}"[:500])
             raise _TrialFailed(f"{type(exc).__name__}: {exc}") from exc
 
-    while True:
+    def fail_stale() -> None:  # Optuna also does this at the start of every trial it runs
         if heartbeat:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 optuna.storages.fail_stale_trials(study)
+
+    fail_stale()
+    while True:
         states = count_states(study)
         n_complete = states.get("COMPLETE", 0)
         report.n_complete = n_complete
@@ -343,6 +367,7 @@ def run_worker(
             break
         if n_complete + states.get("RUNNING", 0) >= n_trials:
             time.sleep(poll_seconds)  # others are running the last trials; one may still fail
+            fail_stale()
             continue
         before = len(report.surplus)
         frozen_holder: list = []

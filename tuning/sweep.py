@@ -82,8 +82,9 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
                    tracker=None, extra_params: dict[str, Any] | None = None) -> Callable:
     """Optuna objective: suggest -> train/evaluate -> constraints -> MLflow nested run -> values.
 
-    The trial's metrics are stored in its user attribute ``metrics`` (so reports and MLflow can
-    be rebuilt from the storage alone).
+    The trial's metrics (and ``train_seconds``, the runner's time) are stored in its user
+    attribute ``metrics``, the worker ``host:pid`` in ``worker`` (so reports and MLflow can be
+    rebuilt from the storage alone).
     """
     space = runner.space
 
@@ -93,8 +94,7 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
         metrics = runner(values)
         seconds = time.perf_counter() - t0
         finite = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
-        trial.set_user_attr("metrics", finite)
-        trial.set_user_attr("train_seconds", seconds)
+        trial.set_user_attr("metrics", {**finite, "train_seconds": seconds})  # one storage write
         trial.set_user_attr("worker", _WORKER)
         cons = {c.key: c.value(metrics) for c in constraints}
         for k, v in cons.items():

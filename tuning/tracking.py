@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from fairltr.errors import ConfigError
 
-__all__ = ["resolve_tracking_uri", "SweepTracker", "PARENT_ATTR"]
+__all__ = ["resolve_tracking_uri", "SweepTracker", "PARENT_ATTR", "sqlite_wal"]
 
 PARENT_ATTR = "mlflow_parent_run_id"
 TAG_STUDY = "fairltr.sweep.study"
@@ -40,6 +40,24 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
         return tracking_uri()
     except ImportError:
         return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(Path.cwd() / 'mlflow.db').resolve()}"
+
+
+def sqlite_wal(uri: str) -> bool:
+    """Put a local SQLite MLflow store in WAL mode (persistent in the file; MLflow supports it):
+    each logged trial then costs a WAL append instead of a full database fsync, and several local
+    workers can log without ``database is locked``. Returns True when the mode was set."""
+    if not uri.startswith("sqlite:///"):
+        return False
+    path = Path(uri[len("sqlite:///"):])
+    if not path.exists():
+        return False  # MLflow creates it (then the next sweep switches it)
+    import sqlite3
+
+    try:
+        with sqlite3.connect(str(path), timeout=30) as con:
+            return con.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() == "wal"
+    except sqlite3.Error:
+        return False
 
 
 def _finite_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
@@ -61,6 +79,7 @@ class SweepTracker:
         from mlflow import MlflowClient
 
         self.tracking_uri = resolve_tracking_uri(tracking_uri)
+        sqlite_wal(self.tracking_uri)
         self.client = MlflowClient(tracking_uri=self.tracking_uri)
         self.study_name = study_name
         self.experiment_id = self._experiment(experiment)
