@@ -29,10 +29,14 @@ def _track(model, *, train_df, test_df, test_metrics, params, data_paths, regist
             raise click.UsageError("--register needs tracking; drop --no-track")
         return None
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:
         from fairltr.tracking import log_deltr_run
     except ImportError as exc:  # pragma: no cover - the tracking adapter ships with the package
         raise click.ClickException(f"MLflow tracking is unavailable ({exc}); use --no-track") from None
+    import logging
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # after import: mlflow configures its logger then
     run_id = log_deltr_run(model, train_df=train_df, test_df=test_df, test_metrics=test_metrics, params=params,
                            data_paths=data_paths, register=register, run_name=run_name, experiment=experiment)
     _echo_err(f"MLflow run {run_id} logged to {_tracking_uri()}" + (f"; registered as {register!r}" if register else ""))
@@ -202,6 +206,9 @@ def quickstart(queries, candidates, protected_share, bias, gamma, seed, out_dir,
     std, fair = results["standard (gamma=0)"], results[f"DELTR (gamma={gamma:g})"]
     click.echo(f"\nDELTR moved exposure_ratio {std['exposure_ratio']:.3f} -> {fair['exposure_ratio']:.3f} "
                f"(1.0 = equal exposure) at kendall_tau {std['kendall_tau']:.3f} -> {fair['kendall_tau']:.3f}.")
+    if not no_track:
+        click.echo(f"Runs are in MLflow ({_tracking_uri()}); browse them with: "
+                   f"mlflow ui --backend-store-uri {_tracking_uri()}")
 
 
 @reproduce.command("deltr")
