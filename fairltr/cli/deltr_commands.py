@@ -30,13 +30,11 @@ def _track(model, *, train_df, test_df, test_metrics, params, data_paths, regist
         return None
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     try:
         from fairltr.tracking import log_deltr_run
     except ImportError as exc:  # pragma: no cover - the tracking adapter ships with the package
         raise click.ClickException(f"MLflow tracking is unavailable ({exc}); use --no-track") from None
-    import logging
-
-    logging.getLogger("mlflow").setLevel(logging.WARNING)  # after import: mlflow configures its logger then
     run_id = log_deltr_run(model, train_df=train_df, test_df=test_df, test_metrics=test_metrics, params=params,
                            data_paths=data_paths, register=register, run_name=run_name, experiment=experiment)
     _echo_err(f"MLflow run {run_id} logged to {_tracking_uri()}" + (f"; registered as {register!r}" if register else ""))
