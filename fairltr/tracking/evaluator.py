@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -136,8 +137,6 @@ class FairRankingEvaluator(ModelEvaluator):
         client = MlflowClient()
         artifacts: dict[str, Any] = {}
         if run_id is not None:
-            import time
-
             now = int(time.time() * 1000)
             entities = [Metric(k, v, now, 0) for k, v in metrics.items()]
             for start in range(0, len(entities), 1000):
@@ -146,9 +145,9 @@ class FairRankingEvaluator(ModelEvaluator):
                 base = client.get_run(run_id).info.artifact_uri.rstrip("/")
                 kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".html": TextEvaluationArtifact}
                 with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
-                    for path in self._write_artifacts(Path(tmp), df, scores, metrics, per_query, config):
-                        client.log_artifact(run_id, str(path))
-                        artifacts[path.stem] = kinds[path.suffix](uri=f"{base}/{path.name}")
+                    paths = self._write_artifacts(Path(tmp), df, scores, metrics, per_query, config)
+                    client.log_artifacts(run_id, tmp)  # one upload call
+                    artifacts = {p.stem: kinds[p.suffix](uri=f"{base}/{p.name}") for p in paths}
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
 
     # ------------------------------------------------------------------ helpers
