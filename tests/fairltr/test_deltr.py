@@ -291,3 +291,12 @@ def test_fit_batch_colorblind_drops_the_group_feature():
     from_frame = DELTR(gamma=0.0, colorblind=True, max_iter=10, tol=0.0).fit(df)
     assert from_batch.feature_names_ == ["x1", "x2"]
     np.testing.assert_array_equal(from_batch.weights_, from_frame.weights_)
+
+
+def test_float32_training_is_close_to_float64(tmp_path):
+    df = _synthetic(seed=13)
+    f64 = DELTR(gamma=100.0, max_iter=30).fit(df)
+    f32 = DELTR(gamma=100.0, max_iter=30, dtype=torch.float32).fit(df)
+    assert f32.get_params()["dtype"] == "float32"
+    np.testing.assert_allclose(f32.predict(df), f64.predict(df), rtol=1e-3, atol=1e-3)
+    assert DELTR.load(f32.save(tmp_path / "m.json")).dtype == torch.float32
