@@ -53,6 +53,7 @@ class BiEncoderModule(pl.LightningModule):
         model_name_or_path: str,
         *,
         shared: bool = True,
+        train_documents: bool = True,
         pooling: str = "cls",
         normalize: bool = False,
         temperature: float = 1.0,
@@ -77,6 +78,8 @@ class BiEncoderModule(pl.LightningModule):
             raise ConfigError(f"lr must be > 0, got {lr}")
         if optimizer not in ("adamw", "sgd"):
             raise ConfigError(f"optimizer must be 'adamw' or 'sgd', got {optimizer!r}")
+        if not train_documents and shared:
+            raise ConfigError("train_documents=False freezes the document tower: it needs shared=False")
         loss = get_loss(fairness_loss)
         if fairness_loss != "none" and loss.kind != "retrieval":
             from fairltr.losses import available_losses
@@ -109,6 +112,9 @@ class BiEncoderModule(pl.LightningModule):
         for enc in {id(self.query_encoder): self.query_encoder, id(self.doc_encoder): self.doc_encoder}.values():
             if getattr(enc, "pooler", None) is not None:
                 enc.pooler = None  # BERT-style pooler head: unused (we pool the last hidden state); DDP needs every parameter used
+        if not train_documents:
+            self.doc_encoder.requires_grad_(False)
+        self._doc_cache: tuple[dict[str, int], torch.Tensor] | None = None
         self.train()  # from_pretrained returns eval mode; Lightning keeps a module's mode
 
     # ---- encoding -------------------------------------------------------------------------
@@ -130,6 +136,34 @@ class BiEncoderModule(pl.LightningModule):
         """E_D of ``texts`` (B, H)."""
         return self._embed(self.doc_encoder, texts, self.hparams.max_doc_length)
 
+    def train(self, mode: bool = True) -> "BiEncoderModule":
+        super().train(mode)
+        if not self.hparams.train_documents:
+            self.doc_encoder.eval()  # frozen tower: no dropout
+        return self
+
+    def set_document_cache(self, doc_ids: Sequence[str], embeddings: torch.Tensor) -> None:
+        """Use precomputed E_D rows for batch documents (by ``positive_id`` / ``negative_id``).
+
+        Only for a frozen document tower (``train_documents=False``), whose embeddings never change.
+        """
+        if self.hparams.train_documents:
+            raise ConfigError("a document cache needs a frozen document tower (train_documents=False)")
+        if len(doc_ids) != embeddings.shape[0]:
+            raise ConfigError(f"{len(doc_ids)} doc ids for {embeddings.shape[0]} embedding rows")
+        self._doc_cache = ({d: i for i, d in enumerate(doc_ids)}, embeddings.detach())
+
+    def _documents(self, batch: dict[str, Any]) -> torch.Tensor:
+        ids = list(batch.get("positive_id") or []) + list(batch.get("negative_id") or [])
+        if self._doc_cache is not None and ids:
+            index, emb = self._doc_cache
+            return emb[torch.tensor([index[d] for d in ids])].to(self.device)
+        docs = list(batch["positive"]) + list(batch.get("negative") or [])
+        if not self.hparams.train_documents:
+            with torch.no_grad():
+                return self.encode_documents(docs)
+        return self.encode_documents(docs)
+
     # ---- loss -----------------------------------------------------------------------------
     def _gather(self, t: torch.Tensor) -> torch.Tensor:
         if self._trainer is None or self._trainer.world_size <= 1:
@@ -140,11 +174,11 @@ class BiEncoderModule(pl.LightningModule):
     def compute_loss(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         """Loss terms of one (local) batch: ``loss``, ``dpr`` and ``fair`` (0 for ``none``)."""
         q = self.encode_queries(batch["query"])
-        docs = list(batch["positive"]) + list(batch.get("negative") or [])
-        d = self._gather(self.encode_documents(docs))
+        d_local = self._documents(batch)
+        d = self._gather(d_local)
         rank = self.global_rank if self._trainer is not None and self._trainer.world_size > 1 else 0
         n_pos_local = len(batch["positive"])
-        per_rank = len(docs)
+        per_rank = d_local.shape[0]
         # global document layout: [rank0: positives, negatives][rank1: ...]; positives of this rank
         target = rank * per_rank + torch.arange(n_pos_local, device=q.device)
         t = self.hparams.temperature

@@ -45,11 +45,13 @@ class ParallelQueryDataset(Dataset):
         texts = dict(zip(data.corpus["_id"], data.corpus["text"]))
         self.items = list(by_item)
         self.queries = [by_item[pid] for pid in self.items]
-        self.positive_texts = [texts[positives[pid]] for pid in self.items]
-        self.negative_texts: list[list[str]] | None = None
+        self.positive_ids = [positives[pid] for pid in self.items]
+        self.positive_texts = [texts[d] for d in self.positive_ids]
+        self.negative_ids: list[list[str]] | None = None
         if hard_negatives is not None:
-            self.negative_texts = [[texts[d] for d in hard_negatives.get(pid, []) if d in texts] for pid in self.items]
-            empty = [pid for pid, negs in zip(self.items, self.negative_texts) if not negs]
+            self.negative_ids = [[d for d in hard_negatives.get(pid, []) if d in texts] for pid in self.items]
+            self.negative_texts = [[texts[d] for d in negs] for negs in self.negative_ids]
+            empty = [pid for pid, negs in zip(self.items, self.negative_ids) if not negs]
             if empty:
                 raise DataError(f"no hard negative for parallel item {empty[0]!r} ({len(empty)} items lack one)")
         self.seed = int(seed)
@@ -74,10 +76,12 @@ class ParallelQueryDataset(Dataset):
             "parallel": texts[j],
             "parallel_lang": langs[j],
             "positive": self.positive_texts[index],
+            "positive_id": self.positive_ids[index],
         }
-        if self.negative_texts is not None:
-            negs = self.negative_texts[index]
-            out["negative"] = negs[int(rng.integers(len(negs)))]
+        if self.negative_ids is not None:
+            pick = int(rng.integers(len(self.negative_ids[index])))
+            out["negative"] = self.negative_texts[index][pick]
+            out["negative_id"] = self.negative_ids[index][pick]
         return out
 
 
