@@ -115,3 +115,25 @@ def test_fit_lowers_loss_and_evaluates(tiny_bert, parallel_dir, tmp_path):
     assert len(run) == 12 and all(len(v) == 5 for v in run.values())
     res = evaluate_run(run, data, k=5, mrc_k=3)
     assert 0 <= res["mrr_at_5"] <= 100 and -100 <= res["mrc_at_3"] <= 100
+
+
+def test_frozen_document_tower_and_cache(tiny_bert):
+    with pytest.raises(ConfigError, match="shared=False"):
+        BiEncoderModule(tiny_bert, train_documents=False)
+    trainable = BiEncoderModule(tiny_bert, shared=False)
+    with pytest.raises(ConfigError, match="frozen document tower"):
+        trainable.set_document_cache(["a"], torch.zeros(1, 32))
+    m = BiEncoderModule(tiny_bert, shared=False, train_documents=False, fairness_loss="lakda_kl", temperature=0.05)
+    m.train()
+    assert m.query_encoder.training and not m.doc_encoder.training
+    ids = ["d1", "d2", "d3"]
+    batch = dict(BATCH, positive_id=ids)
+    plain = m.compute_loss(batch)
+    with torch.no_grad():
+        emb = m.encode_documents(BATCH["positive"])
+    m.set_document_cache(["zz", *ids], torch.cat([torch.ones(1, 32), emb]))
+    cached = m.compute_loss(batch)
+    assert cached["loss"].item() == pytest.approx(plain["loss"].item(), rel=1e-5)
+    cached["loss"].backward()
+    assert all(p.grad is None for p in m.doc_encoder.parameters())
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in m.query_encoder.parameters())
