@@ -120,3 +120,20 @@ def evaluate_model_cmd(model_uri, data_path, ks, experiment, run_name, fmt, quer
     cols += [f"ndcg_at_{x}" for x in k] + [f"precision_at_{x}" for x in k]
     click.echo(metrics_table({model_uri: metrics}, cols))
     click.echo(f"MLflow run {run_id}", err=True)
+
+
+@cli.command("compare-runs")
+@click.option("--experiment", required=True, help="MLflow experiment whose finished runs to compare")
+@click.option("--relevance", default="kendall_tau", show_default=True, help="x axis (SPEC metric key)")
+@click.option("--fairness", default="exposure_ratio", show_default=True, help="y axis (SPEC metric key)")
+@click.option("--out", "out_path", default=None, type=click.Path(dir_okay=False), help="also write the PNG here")
+def compare_runs_cmd(experiment, relevance, fairness, out_path):
+    """The DELTR paper's Figure 1 from tracked runs: relevance vs exposure ratio of every finished run
+    of an experiment, logged as a 'comparison' run (PNG, CSV, HTML)."""
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from fairltr.tracking.compare import log_runs_comparison
+
+    with _mlflow_errors():
+        run_id, table = log_runs_comparison(experiment, relevance=relevance, fairness=fairness, out=out_path)
+    click.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    click.echo(f"MLflow run {run_id}: relevance_vs_exposure.png, runs.csv, fairness_report.html", err=True)

@@ -26,6 +26,8 @@ _EXPORTS = {
     "Gate": "promotion", "GateResult": "promotion", "PromotionDecision": "promotion", "parse_gate": "promotion",
     "check_gates": "promotion", "promote": "promotion", "current_champion": "promotion",
     "evaluate_model_uri": "promotion",
+    # comparison of runs (DELTR Figure 1)
+    "runs_table": "compare", "log_runs_comparison": "compare",
     # figures and report
     "exposure_by_position": "plots", "position_shares": "plots", "relevance_fairness_scatter": "plots",
     "mrc_heatmap": "plots", "training_curve": "plots", "save_figure": "plots",

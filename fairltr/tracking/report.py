@@ -72,18 +72,25 @@ def fairness_report_html(
     params: Mapping[str, Any] | None = None,
     figures: Mapping[str, bytes] | None = None,
     notes: str | None = None,
+    tables: Mapping[str, Any] | None = None,
 ) -> str:
     """The report as one HTML string: headline exposure ratio, metric table (direction, kind,
-    number of queries each average is over), parameters, and the inlined figures."""
+    number of queries each average is over), parameters, the inlined figures and any extra
+    ``tables`` (pandas DataFrames, e.g. one row per run)."""
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
              f"<style>{_CSS}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>",
-             f"<p class=muted>fairltr fairness report · {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>",
-             _verdict(metrics)]
+             f"<p class=muted>fairltr fairness report · {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>"]
+    if metrics:
+        parts.append(_verdict(metrics))
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
-    parts.append("<h2>Metrics</h2><table><tr><th>metric</th><th>value</th><th>kind</th>"
-                 f"<th>direction</th><th>queries</th></tr>{_metric_rows(metrics)}</table>")
+    if metrics:
+        parts.append("<h2>Metrics</h2><table><tr><th>metric</th><th>value</th><th>kind</th>"
+                     f"<th>direction</th><th>queries</th></tr>{_metric_rows(metrics)}</table>")
+    for caption, frame in (tables or {}).items():
+        parts.append(f"<h2>{html.escape(caption)}</h2>"
+                     + frame.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}", border=0))
     if figures:
         parts.append("<h2>Figures</h2><div class=grid>")
         for caption, png in figures.items():

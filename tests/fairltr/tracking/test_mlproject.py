@@ -18,7 +18,7 @@ from fairltr.cli import cli
 
 REPO = Path(__file__).resolve().parents[3]
 ENTRY_POINTS = ["quickstart", "train_deltr", "reproduce_deltr", "train_dpr", "evaluate", "evaluate_registered",
-                "promote", "sweep"]
+                "promote", "compare_runs", "sweep"]
 
 
 def _project():
