@@ -259,23 +259,24 @@ class DELTR:
         if progress:
             from tqdm.auto import tqdm
             bar = tqdm(total=self.max_iter, desc=f"DELTR gamma={self.gamma:g}", unit="it", leave=False)
+        # history[i] is the objective after i optimizer steps; the last entry is always the
+        # objective at the returned weights, and n_iter_ is the number of steps taken.
         prev = math.inf
         it = 0
-        while True:
+        while it < self.max_iter:
             last.clear()
-            if it == self.max_iter:
-                closure()  # objective at the final weights
-                record(it)
-                break
             opt.step(closure)
             rec = record(it)
-            if bar is not None and it > 0:
+            it += 1
+            if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{rec['total']:.6g}")
             if abs(prev - rec["total"]) <= self.tol * max(1.0, abs(rec["total"])):
                 break
             prev = rec["total"]
-            it += 1
+        last.clear()
+        closure()  # objective at the final weights
+        record(it)
         if bar is not None:
             bar.close()
         self.n_iter_ = it
