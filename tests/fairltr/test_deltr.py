@@ -300,3 +300,17 @@ def test_float32_training_is_close_to_float64(tmp_path):
     assert f32.get_params()["dtype"] == "float32"
     np.testing.assert_allclose(f32.predict(df), f64.predict(df), rtol=1e-3, atol=1e-3)
     assert DELTR.load(f32.save(tmp_path / "m.json")).dtype == torch.float32
+
+
+@pytest.mark.parametrize("kwargs", [dict(max_iter=7, tol=0.0), dict(max_iter=500, tol=1e-6)])
+def test_last_history_entry_is_the_objective_at_the_returned_weights(kwargs):
+    from fairltr.losses import deltr_objective
+
+    df = _synthetic(seed=14)
+    model = DELTR(gamma=300.0, **kwargs).fit(df)
+    assert len(model.history) == model.n_iter_ + 1
+    assert model.n_iter_ == 7 if kwargs["tol"] == 0 else 0 < model.n_iter_ < 500
+    b = to_batch(df.assign(score=model.predict(df)), features=["score"])
+    t = deltr_objective(b.features[..., 0], b.judgments, b.groups, b.mask, 300.0)
+    assert model.history[-1]["total"] == pytest.approx(float(t.total), rel=1e-10)
+    assert model.history[-1]["exposure"] == pytest.approx(float(t.exposure), rel=1e-8, abs=1e-15)
