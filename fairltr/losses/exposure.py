@@ -22,7 +22,8 @@ __all__ = ["V1", "group_exposure", "exposure_disparity", "exposure_hinge", "expo
 V1 = 1.0 / math.log(2.0)  # position bias of rank 1, v_j = 1 / ln(1 + j)
 
 
-def _check_groups(index: torch.Tensor, n_groups: int) -> None:
+def check_group_ids(index: torch.Tensor, n_groups: int) -> None:
+    """Raise :class:`ConfigError` unless every group id lies in [0, n_groups)."""
     if index.numel() and (int(index.max()) >= n_groups or int(index.min()) < 0):
         raise ConfigError(
             f"group ids must lie in [0, {n_groups}) (n_groups={n_groups}); got "
@@ -38,7 +39,7 @@ def group_exposure(
         n_groups = int(groups[mask].max().item()) + 1 if mask.any() else 1
     n_groups = max(n_groups, 2)
     index = groups.masked_fill(~mask, 0).long()  # padded slots add 0 to group 0
-    _check_groups(index, n_groups)
+    check_group_ids(index, n_groups)
     exposure = top_one_probability(scores, mask) * V1  # 0 on padding
     shape = (scores.shape[0], n_groups)
     counts = torch.zeros(shape, dtype=exposure.dtype, device=scores.device)

@@ -25,9 +25,8 @@ from typing import Literal
 import torch
 
 from fairltr.errors import ConfigError
-from fairltr.losses.exposure import V1, _check_groups
+from fairltr.losses.exposure import V1, check_group_ids, exposure_hinge, exposure_symmetric
 from fairltr.losses.listnet import top_one_probability
-from fairltr.losses.exposure import exposure_hinge, exposure_symmetric
 from fairltr.losses.objective import ObjectiveTerms
 from fairltr.losses.registry import get_loss
 
@@ -125,7 +124,7 @@ class LinearDELTRObjective:
             n_groups = int(groups[mask].max().item()) + 1 if mask.any() else 1
         self.n_groups = max(2, int(n_groups))
         g = groups.masked_fill(~mask, 0).long()
-        _check_groups(g, self.n_groups)
+        check_group_ids(g, self.n_groups)
         self.groups = g
         onehot_counts = torch.zeros(q, self.n_groups, dtype=dtype, device=features.device)
         onehot_counts.scatter_add_(1, g, mask.to(dtype))
