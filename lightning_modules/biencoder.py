@@ -45,7 +45,11 @@ class BiEncoderModule(pl.LightningModule):
     retrieval losses (``none``, ``lakda_kl``, ``mse_align``) weighted by ``alpha``.
 
     ``alpha=None`` takes the registry's declared default (0.5). ``lakda_temperature`` and
-    ``symmetric`` default to the loss's registered options.
+    ``symmetric`` override the loss's registered options. ``mse_align`` receives the two query
+    embeddings; any other retrieval loss (``lakda_kl``, plugins) receives the (B, D) scores of the
+    queries and of their parallel versions against the same batch documents.
+    ``train_documents=False`` freezes the document tower (then :meth:`set_document_cache` may
+    supply precomputed document embeddings).
     """
 
     def __init__(
@@ -93,12 +97,13 @@ class BiEncoderModule(pl.LightningModule):
             alpha = 0.0
         else:
             alpha = weight.validate(weight.default if alpha is None else alpha)
-        options = dict(loss.options)
-        if lakda_temperature is not None:
-            options["temperature"] = float(lakda_temperature)
-        if symmetric is not None:
-            options["symmetric"] = bool(symmetric)
-        self.fair_options = {k: v for k, v in options.items() if fairness_loss == "lakda_kl"}
+        options = dict(loss.options)  # the loss's registered options (lakda_kl: temperature, symmetric)
+        for key, value in (("temperature", lakda_temperature), ("symmetric", symmetric)):
+            if value is not None:
+                if key not in options:
+                    raise ConfigError(f"fairness loss {fairness_loss!r} has no option {key!r}; options: {sorted(options)}")
+                options[key] = type(options[key])(value)
+        self.fair_options = options
         self.save_hyperparameters()
         self.alpha = float(alpha)
         self._fair_fn = loss.fn
@@ -189,9 +194,9 @@ class BiEncoderModule(pl.LightningModule):
             fair = torch.zeros((), device=q.device, dtype=dpr.dtype)
         else:
             qp = self.encode_queries(batch["parallel"])
-            if name == "mse_align":
-                fair = self._fair_fn(q, qp)
-            else:
+            if name == "mse_align":  # embedding-level loss
+                fair = self._fair_fn(q, qp, **self.fair_options)
+            else:  # score-level losses: fn(scores, parallel_scores, **options)
                 fair = self._fair_fn(scores, qp @ d.T / t, **self.fair_options)
         return {"loss": dpr + self.alpha * fair, "dpr": dpr, "fair": fair}
 

@@ -137,3 +137,15 @@ def test_frozen_document_tower_and_cache(tiny_bert):
     cached["loss"].backward()
     assert all(p.grad is None for p in m.doc_encoder.parameters())
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in m.query_encoder.parameters())
+
+
+def test_lakda_options_override_and_symmetric(tiny_bert):
+    m = BiEncoderModule(tiny_bert, fairness_loss="lakda_kl", lakda_temperature=2.0, symmetric=True, temperature=0.05)
+    assert m.fair_options == {"temperature": 2.0, "symmetric": True}
+    s = manual_scores(m, BATCH["query"], BATCH["positive"], 0.05) / 2.0
+    sp = manual_scores(m, BATCH["parallel"], BATCH["positive"], 0.05) / 2.0
+    lp, lq = torch.log_softmax(s, 1), torch.log_softmax(sp, 1)
+    sym = 0.5 * ((lp.exp() * (lp - lq)).sum(1) + (lq.exp() * (lq - lp)).sum(1)).mean()
+    assert m.compute_loss(BATCH)["fair"].item() == pytest.approx(sym.item(), rel=1e-4)
+    with pytest.raises(ConfigError, match="no option 'temperature'"):
+        BiEncoderModule(tiny_bert, fairness_loss="mse_align", lakda_temperature=2.0)
