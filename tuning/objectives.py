@@ -37,6 +37,9 @@ __all__ = [
     "make_runner",
     "FoldAverageRunner",
     "make_fold_runner",
+    "MethodPlugin",
+    "register_method",
+    "method_plugin",
 ]
 
 DEFAULT_OBJECTIVES = "kendall_tau:max,exposure_gap:min"
@@ -220,12 +223,46 @@ _RUNNERS: dict[str, type[MethodRunner]] = {
 }
 
 
+@dataclass(frozen=True)
+class MethodPlugin:
+    """A sweep method provided from outside ``tuning`` (e.g. the DPR sweep, registered by the CLI,
+    which may import Lightning; ``tuning`` itself never does).
+
+    ``factory(train, test, *, seed, **options) -> runner`` receives the ``--train``/``--test``
+    arguments as given (paths); ``default_objectives`` replaces the ranking default.
+    """
+
+    name: str
+    factory: Callable[..., Callable[[Mapping[str, float]], dict[str, float]]]
+    default_objectives: str = DEFAULT_OBJECTIVES
+    description: str = ""
+
+
+_PLUGINS: dict[str, MethodPlugin] = {}
+
+
+def register_method(plugin: MethodPlugin) -> MethodPlugin:
+    """Make ``plugin.name`` a sweep method (replaces an earlier registration of that name)."""
+    if plugin.name in _RUNNERS:
+        raise ConfigError(f"{plugin.name!r} is a built-in sweep method")
+    _PLUGINS[plugin.name] = plugin
+    return plugin
+
+
+def method_plugin(name: str) -> MethodPlugin | None:
+    """The registered plugin for ``name`` (None for built-in table methods)."""
+    return _PLUGINS.get(name)
+
+
 def make_runner(method: str, train: pd.DataFrame, test: pd.DataFrame, *, loss: str = "exposure_hinge",
                 p_range: tuple[float, float] | None = None, alpha_range: tuple[float, float] = (0.01, 0.5),
                 **kw) -> MethodRunner:
     """A runner for ``method`` in {deltr, fair-pre, fair-post} with its search space."""
+    if method in _PLUGINS:
+        raise ConfigError(f"{method!r} is a plugin method: build its runner with "
+                          f"method_plugin({method!r}).factory(train, test, seed=...)")
     if method == "dpr":
-        raise ConfigError("the DPR sweep is not available yet (it needs the Lightning bi-encoder module)")
+        raise ConfigError("the DPR sweep needs the Lightning bi-encoder: run it through `fairltr sweep --method dpr`")
     if method not in _RUNNERS:
         raise ConfigError(f"unknown sweep method {method!r}; choose one of {sorted(_RUNNERS)}")
     for name, df in (("train", train), ("test", test)):

@@ -15,7 +15,15 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from fairltr.errors import ConfigError, DataError
-from tuning.objectives import Constraint, ObjectiveSpec, make_runner, parse_constraint, parse_objectives
+from tuning.objectives import (
+    DEFAULT_OBJECTIVES,
+    Constraint,
+    ObjectiveSpec,
+    make_runner,
+    method_plugin,
+    parse_constraint,
+    parse_objectives,
+)
 from tuning.plots import plot_fronts
 from tuning.report import FrontReport, front_report, nadir_reference, parse_reference, trials_frame, write_report
 from tuning.study import WorkerReport, make_sampler, make_storage, open_study, run_worker
@@ -36,7 +44,7 @@ class SweepConfig:
     n_trials: int
     study: str
     storage: str | None = None
-    objectives: str = "kendall_tau:max,exposure_gap:min"
+    objectives: str | None = None  # None: the method's default (kendall_tau:max,exposure_gap:min)
     constraints: Sequence[str] = ()
     sampler: str = "nsga2"
     seed: int = 0
@@ -56,6 +64,7 @@ class SweepConfig:
     max_retry: int = 2
     progress: bool = True
     plot: bool = True
+    method_options: dict[str, Any] = field(default_factory=dict)  # passed to a plugin method's factory
 
 
 @dataclass
@@ -150,15 +159,19 @@ def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveS
 
 def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print) -> SweepResult:
     """Run (or resume, or join as another worker) the sweep described by ``cfg``."""
-    objectives = parse_objectives(cfg.objectives)
+    plugin = method_plugin(cfg.method)
+    objectives = parse_objectives(cfg.objectives or (plugin.default_objectives if plugin else DEFAULT_OBJECTIVES))
     constraints = [parse_constraint(c) for c in cfg.constraints]
     if cfg.n_trials < 1:
         raise ConfigError(f"--trials must be >= 1, got {cfg.n_trials}")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    train, test = _read(cfg.train, "--train"), _read(cfg.test, "--test")
-    runner = make_runner(cfg.method, train, test, loss=cfg.loss, p_range=cfg.p_range,
-                         alpha_range=cfg.alpha_range, seed=cfg.seed, max_iter=cfg.max_iter)
+    if plugin is not None:
+        runner = plugin.factory(cfg.train, cfg.test, seed=cfg.seed, **dict(cfg.method_options))
+    else:
+        train, test = _read(cfg.train, "--train"), _read(cfg.test, "--test")
+        runner = make_runner(cfg.method, train, test, loss=cfg.loss, p_range=cfg.p_range,
+                             alpha_range=cfg.alpha_range, seed=cfg.seed, max_iter=cfg.max_iter)
     storage = make_storage(cfg.storage, out=out, heartbeat_interval=cfg.heartbeat_interval,
                            grace_period=cfg.grace_period, max_retry=cfg.max_retry)
     sampler = make_sampler(cfg.sampler, cfg.seed, n_trials=cfg.n_trials, population_size=cfg.population_size)
@@ -169,6 +182,7 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print) -> SweepRes
         "hyperparameters": runner.space.names,
         "search_space": repr(runner.space),
         "loss": cfg.loss if cfg.method == "deltr" else "",
+        **{f"option_{k}": v for k, v in cfg.method_options.items()},
     }
     if cfg.compare_with:
         import optuna

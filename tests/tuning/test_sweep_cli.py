@@ -163,4 +163,4 @@ def test_cli_errors_are_one_line(ranking_files, tmp_path):
     res = CliRunner().invoke(cli, ["sweep", "--method", "dpr", "--study", "d", "--trials", "2", "--train",
                                    str(ranking_files[0]), "--test", str(ranking_files[1]), "--no-mlflow",
                                    "--out", str(tmp_path / "o")])
-    assert res.exit_code != 0 and "DPR" in res.output
+    assert res.exit_code != 0 and "not a directory" in res.output and "corpus.jsonl" in res.output
