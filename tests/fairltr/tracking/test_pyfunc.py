@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -68,6 +71,25 @@ def test_registry_round_trip_same_scores(mlflow_tracking, tiny_rankings, tmp_pat
     mlmodel = (local / "MLmodel").read_text()
     assert "ranker_code.py" in mlmodel  # models from code, not a pickled PythonModel
     assert json.loads(json.dumps(out["rank"].tolist()))  # plain ints
+
+    # self-contained: a Python that cannot import the installed fairltr loads it from code/
+    test.to_csv(tmp_path / "test.csv", index=False)
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    script = (
+        "import sys; sys.path.append(%r)\n"
+        "try:\n    import fairltr; raise SystemExit('fairltr importable without the model')\n"
+        "except ImportError: pass\n"
+        "import mlflow.pyfunc, pandas as pd\n"
+        "m = mlflow.pyfunc.load_model(%r)\n"
+        "import fairltr; assert fairltr.__file__.startswith(%r), fairltr.__file__\n"
+        "m.predict(pd.read_csv(%r)).to_csv(%r, index=False)\n"
+    ) % (site, str(local), str(local), str(tmp_path / "test.csv"), str(tmp_path / "out.csv"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-S", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    standalone = pd.read_csv(tmp_path / "out.csv")
+    np.testing.assert_allclose(standalone["score"].to_numpy(), model.predict(test), atol=1e-12)
 
 
 def test_missing_feature_column_is_a_clear_error(tiny_rankings):
