@@ -4,6 +4,7 @@ study (skipped unless FAIRLTR_TEST_POSTGRES_URI is set)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -91,6 +92,34 @@ def test_resume_after_killed_worker(ranking_files, tmp_path, mlflow_sqlite):
     assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE  # ... and retried with its params
     assert retried[0].params == trials[killed[0]].params
     assert nested_trials(mlflow_sqlite, study.user_attrs[PARENT_ATTR]) == sorted(after)
+
+
+@pytest.mark.slow  # ~20 s (a second worker process); the SIGKILL resume test covers crash safety by default
+def test_ctrl_c_fails_only_the_running_trial(ranking_files, tmp_path, mlflow_sqlite):
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    args = sweep_args(ranking_files, tmp_path / "out", storage, "ctrl-c", 50, mlflow_sqlite, "tuning-ctrl-c")
+    proc = start_worker(args, 0.5, tmp_path / "worker.log")
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            assert proc.poll() is None, (tmp_path / "worker.log").read_text()
+            try:
+                trials = optuna.load_study(study_name="ctrl-c", storage=storage).get_trials()
+            except KeyError:
+                continue
+            if sum(t.state == TrialState.COMPLETE for t in trials) >= 2 and any(t.state == TrialState.RUNNING for t in trials):
+                break
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        assert proc.wait(timeout=60) == 130, (tmp_path / "worker.log").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "interrupted" in (tmp_path / "worker.log").read_text()
+    trials = optuna.load_study(study_name="ctrl-c", storage=storage).get_trials()
+    states = [t.state for t in trials]
+    assert TrialState.RUNNING not in states  # the interrupted trial is FAIL at once, not stale
+    assert states.count(TrialState.FAIL) == 1 and states.count(TrialState.COMPLETE) >= 2
 
 
 @pytest.mark.postgres
