@@ -209,7 +209,7 @@ def _log_into_run(run, model, client, *, train_df, test_df, test_metrics, params
         captions = {"exposure_by_position.png": f"Share of protected vs non-protected items by rank bucket, {split} split (DELTR Fig. 2)",
                     "training_curve.png": "Training objective per iteration"}
         report = fairness_report_html(
-            f"DELTR gamma={model.gamma:g}{' colorblind' if model.colorblind else ''} — {run_name or run_id}",
+            f"{run_name or 'DELTR'} (gamma={model.gamma:g}{', colorblind' if model.colorblind else ''}; run {run_id})",
             metrics=logged, params=all_params,
             figures={captions.get(k, k): v for k, v in figs.items()},
             notes=None if logged else "No test metrics were given for this run.",
