@@ -35,7 +35,6 @@ import pandas as pd
 import torch
 
 from fairltr import DELTR
-from fairltr.data import to_batch
 from fairltr.losses import LinearDELTRObjective, deltr_objective
 
 REFERENCE = "fairsearchdeltr==1.0.2"
