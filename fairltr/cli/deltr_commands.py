@@ -233,14 +233,22 @@ def reproduce_deltr(data_dir, out_dir, datasets, no_fair, fair_alpha, seed, trac
         f"| {c} | {'yes' if ok else 'NO'} | {m} |\n" for c, ok, m in checks)
     (out / "reproduction.md").write_text(md)
     click.echo(md)
-    click.echo(f"written: {out / 'reproduction.csv'}, {out / 'reproduction.md'}")
+    from fairltr.tracking.plots import relevance_fairness_scatter
+
+    fig = relevance_fairness_scatter(table.rename(columns={"setting": "label"}), series="dataset",
+                                     title="DELTR paper reproduction: relevance vs exposure ratio")
+    fig.savefig(out / "relevance_vs_exposure.png", dpi=120, bbox_inches="tight")
+    click.echo(f"written: {out / 'reproduction.csv'}, {out / 'reproduction.md'}, {out / 'relevance_vs_exposure.png'}")
     if track:
         import mlflow
 
-        mlflow.set_experiment("fairltr-reproduce")
-        with mlflow.start_run(run_name="reproduce deltr"):
+        from fairltr.tracking import configure
+
+        configure("fairltr-reproduce")
+        with mlflow.start_run(run_name="reproduce deltr", nested=mlflow.active_run() is not None):
             mlflow.log_artifact(str(out / "reproduction.csv"))
             mlflow.log_artifact(str(out / "reproduction.md"))
+            mlflow.log_figure(fig, "relevance_vs_exposure.png")
             for _, r in table.iterrows():
                 key = f"{r['dataset']}/{r['setting'].split(' (')[0]}".replace(" ", "_").replace("*", "").replace("=", "")
                 for c in ("exposure_ratio", "kendall_tau"):
