@@ -17,6 +17,8 @@ The authors' reported results (``paper-results/``) are overlaid as grey diamonds
 
     python benchmarks/pareto_comparison.py --trials 40            # ~5-10 min on 1 core
     python benchmarks/pareto_comparison.py --datasets law-race --trials 12 --out outputs/quick
+    python benchmarks/pareto_comparison.py --trials 40 --seed 1 --out outputs/pareto_s1   # more seeds
+    python benchmarks/pareto_comparison.py --aggregate outputs/pareto outputs/pareto_s1 outputs/pareto_s2
 
 Writes ``<out>/pareto_<dataset>.png``, ``<out>/pareto_table.md`` / ``.csv`` and per-study front
 CSVs; ``--docs`` also copies the figures and the table into ``docs/``.
@@ -138,8 +140,30 @@ def run_dataset(dataset: str, args, storage) -> tuple[list, dict, pd.DataFrame]:
     return reports, frames, pd.DataFrame(rows)
 
 
+def aggregate(folders: list[Path]) -> str:
+    """Markdown: per dataset and method, hypervolumes and max tau at gap <= 0 over seeds
+    (mean and min..max), from the ``pareto_table.csv`` of several runs (one seed each)."""
+    tabs = []
+    for i, f in enumerate(folders):
+        t = pd.read_csv(f / "pareto_table.csv")
+        t["run"] = i
+        tabs.append(t)
+    t = pd.concat(tabs, ignore_index=True)
+    rows = []
+    for (ds, m), g in t.groupby(["dataset", "method"], sort=False):
+        def stat(col):
+            v = g[col].to_numpy(dtype=float)
+            return f"{np.nanmean(v):.4g} ({np.nanmin(v):.4g}..{np.nanmax(v):.4g})"
+        rows.append({"dataset": ds, "method": m, "seeds": len(g), "hypervolume_raw": stat("hypervolume_raw"),
+                     "hypervolume_hinge": stat("hypervolume_hinge"),
+                     "max_tau_with_gap_le_0": stat("max_tau_with_gap_le_0")})
+    return markdown_table(pd.DataFrame(rows))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--aggregate", nargs="+", type=Path, default=None,
+                    help="only summarise the pareto_table.csv of these output folders (one seed each)")
     ap.add_argument("--datasets", default="law-race,trec")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
@@ -147,6 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--docs", action="store_true", help="copy figures and table into docs/")
     args = ap.parse_args(argv)
+    if args.aggregate:
+        print(aggregate(args.aggregate))
+        return
     torch.set_num_threads(1)
     import optuna
 
