@@ -1,6 +1,6 @@
 """Relevance metrics over padded queries, vectorised (SPEC §3). Undefined values are NaN.
 
-* precision_at_k = |top-k(pred) ∩ top-k(truth)| / min(k, n_q), truth = order by judgment.
+* precision_at_k = |top-k(pred) ∩ top-k(truth)| / k (SPEC §3, also for n_q < k), truth = order by judgment.
 * kendall_tau = Kendall's tau-b between predicted positions and judgments (ties in
   judgments are ties); NaN for n_q < 2 or all-equal judgments.
 * ndcg_at_k: gains 2^rel - 1, discount 1 / log2(1 + r); rel = judgment, shifted by the query's
@@ -21,8 +21,8 @@ _NAN = float("nan")
 
 def precision_at_k(pred_ranks: torch.Tensor, true_ranks: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
     both = (pred_ranks <= k) & (true_ranks <= k) & mask
-    denom = mask.sum(-1).clamp(max=k).to(torch.float64)
-    return torch.where(denom > 0, both.sum(-1) / denom.clamp(min=1), _NAN)
+    n = mask.sum(-1)
+    return torch.where(n > 0, both.sum(-1).to(torch.float64) / k, _NAN)
 
 
 def kendall_tau(

@@ -42,7 +42,7 @@ def _loop_metrics(df: pd.DataFrame) -> dict[str, list[float]]:
         if (g >= 1).any() and (g == 0).any():
             out["exposure_ratio"].append(v[g >= 1].mean() / v[g == 0].mean())
         truth = set(np.argsort(-y, kind="stable")[:5])
-        out["precision_at_5"].append(len(set(order[:5]) & truth) / min(5, len(s)))
+        out["precision_at_5"].append(len(set(order[:5]) & truth) / 5)
     return out
 
 
