@@ -15,8 +15,9 @@ heartbeat (``heartbeat_interval``); a RUNNING trial whose heartbeat is older tha
 is failed by the next worker and re-queued with the same parameters by
 :class:`optuna.storages.RetryHeartbeatStaleTrialCallback` (Optuna 5's name for the former
 ``RetryFailedTrialCallback``). Journal files have no heartbeat in Optuna:
-there a worker fails RUNNING trials that started more than ``grace_period`` seconds before it
-started (set it above the longest trial when several workers share a journal).
+there a worker fails RUNNING trials that started more than ``grace_period`` seconds ago (when it
+starts, and while it waits for the last trials; set it above the longest trial when several
+workers share a journal).
 """
 
 from __future__ import annotations
@@ -337,10 +338,6 @@ def run_worker(
         raise ConfigError(f"--trials must be >= 1, got {n_trials}")
     report = WorkerReport()
     t0 = time.perf_counter()
-    if storage is not None and not _has_heartbeat(storage):
-        stale = _fail_old_running(study, storage, grace_period, max_retry)
-        if stale:
-            _log.warning("failed abandoned RUNNING trials %s (journal storage, older than %ss)", stale, grace_period)
     heartbeat = storage is not None and _has_heartbeat(storage)
     consecutive = 0
 
@@ -358,11 +355,16 @@ def run_worker(
             trial.set_user_attr("fairltr_error", f"{type(exc).__name__}: {exc}"[:500])
             raise _TrialFailed(f"{type(exc).__name__}: {exc}") from exc
 
-    def fail_stale() -> None:  # Optuna also does this at the start of every trial it runs
-        if heartbeat:
+    def fail_stale() -> None:
+        if heartbeat:  # Optuna also does this at the start of every trial it runs
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 optuna.storages.fail_stale_trials(study)
+        elif storage is not None:  # journal: no heartbeat; fail trials RUNNING for > grace_period
+            stale = _fail_old_running(study, storage, grace_period, max_retry)
+            if stale:
+                _log.warning("failed abandoned RUNNING trials %s (no heartbeat in this storage; "
+                             "running longer than %ss)", stale, grace_period)
 
     fail_stale()
     while True:

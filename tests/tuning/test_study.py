@@ -156,3 +156,22 @@ def test_failing_trials_do_not_count_and_config_errors_stop(tmp_path):
         raise ConfigError("bad column")
     with pytest.raises(ConfigError, match="bad column"):
         run_worker(study, config, 10, storage=storage, poll_seconds=0.01)
+
+
+def test_journal_storage_fails_and_retries_abandoned_trials(tmp_path):
+    """No heartbeat in journal files: a trial RUNNING longer than grace_period is failed and its
+    parameters re-queued, even when it blocks the last slot of the budget."""
+    storage = make_storage(f"journal:{tmp_path / 'j.log'}")
+    study, _ = open_study("j", storage, DIRS, make_sampler("nsga2", 0, n_trials=3), {})
+    abandoned = study.ask()  # a worker that died mid-trial
+    abandoned.suggest_float("gamma_log10", *SPACE.params[0].bounds)
+    study.tell(study.ask(), [0.1, 0.01])
+    study.tell(study.ask(), [0.2, 0.04])
+    t0 = time.monotonic()
+    run_worker(study, toy_objective(), 3, storage=storage, grace_period=1.0, poll_seconds=0.05)
+    trials = study.get_trials()
+    assert time.monotonic() - t0 >= 0.5  # it had to wait for the grace period
+    assert trials[abandoned.number].state == TrialState.FAIL
+    assert count_states(study)["COMPLETE"] == 3
+    retried = [t for t in trials if t.state == TrialState.COMPLETE and t.number > abandoned.number + 2]
+    assert [t.params for t in retried] == [trials[abandoned.number].params]
