@@ -151,15 +151,17 @@ def trial_seed(seed: int, number: int) -> int:
 def _base_sampler(name: str, seed: int | None, population_size: int, n_startup_trials: int):
 
     if name == "nsga2":
-        # SBX crossover + polynomial mutation: children near good parents. Optuna's defaults
-        # (uniform crossover, mutation = random resampling with probability 1/n_params) make
-        # NSGA-II a random search on the 1-2 continuous parameters these sweeps have.
+        # SBX crossover (always, every gene) + polynomial mutation: children near good parents,
+        # never an exact copy of one. Optuna's defaults (uniform crossover, mutation = random
+        # resampling with probability 1/n_params) make NSGA-II a random search on the 1-2
+        # continuous parameters these sweeps have.
         from optuna.samplers.nsgaii import PolynomialMutation, SBXCrossover
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.samplers.NSGAIISampler(population_size=population_size, seed=seed,
-                                                 crossover=SBXCrossover(), mutation=PolynomialMutation())
+            return optuna.samplers.NSGAIISampler(population_size=population_size, seed=seed, crossover_prob=1.0,
+                                                 crossover=SBXCrossover(use_child_gene_prob=1.0),
+                                                 mutation=PolynomialMutation())
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup_trials, multivariate=True)
     if name == "gp":
