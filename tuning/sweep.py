@@ -159,6 +159,10 @@ def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveS
 
 def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print) -> SweepResult:
     """Run (or resume, or join as another worker) the sweep described by ``cfg``."""
+    if cfg.progress:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # the bar replaces Optuna's per-trial lines
     plugin = method_plugin(cfg.method)
     objectives = parse_objectives(cfg.objectives or (plugin.default_objectives if plugin else DEFAULT_OBJECTIVES))
     constraints = [parse_constraint(c) for c in cfg.constraints]
@@ -221,10 +225,7 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print) -> SweepRes
 
     bar = None
     if cfg.progress:
-        import optuna
         from tqdm.auto import tqdm
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)  # the bar replaces Optuna's per-trial lines
 
         bar = tqdm(total=cfg.n_trials, desc=f"sweep {cfg.study}", unit="trial")
 
