@@ -34,8 +34,8 @@ def sweep_args(files, out, storage, study, n, mlflow_uri, experiment):
             "--no-progress"]
 
 
-def start_worker(args, delay, log: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", MLFLOW_DISABLE_TELEMETRY="true")
+def start_worker(args, delay, log: Path, **barrier: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", MLFLOW_DISABLE_TELEMETRY="true", **barrier)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return subprocess.Popen([sys.executable, str(HELPER), str(delay), *args], stdout=log.open("w"),
                             stderr=subprocess.STDOUT, env=env)
@@ -127,8 +127,16 @@ def test_two_workers_share_one_postgres_study(ranking_files, tmp_path, postgres_
     study_name = f"pg-{uuid.uuid4().hex[:8]}"
     n = 8
     args = sweep_args(ranking_files, tmp_path / "out", postgres_uri, study_name, n, mlflow_sqlite, "tuning-pg")
-    procs = [start_worker(args, 0.3, tmp_path / f"w{i}.log") for i in range(2)]
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready{i}" for i in range(2)]
+    procs = [start_worker(args, 0.3, tmp_path / f"w{i}.log", SWEEP_TEST_READY=str(ready[i]), SWEEP_TEST_GO=str(go))
+             for i in range(2)]
     try:
+        deadline = time.monotonic() + 120
+        while not all(r.exists() for r in ready):  # both imported: release them together
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "workers did not start"
+            time.sleep(0.05)
+        go.touch()
         for p in procs:
             p.wait(timeout=240)
     finally:
