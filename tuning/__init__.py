@@ -12,7 +12,10 @@ from tuning.objectives import (
     DEFAULT_OBJECTIVES,
     Constraint,
     FoldAverageRunner,
+    MethodPlugin,
     make_fold_runner,
+    method_plugin,
+    register_method,
     ObjectiveSpec,
     make_runner,
     parse_constraint,
@@ -31,14 +34,16 @@ from tuning.study import (
     make_storage,
     open_study,
     run_worker,
+    trials_ahead,
 )
 from tuning.sweep import SweepConfig, SweepResult, make_objective, run_sweep, study_reports
 
 __all__ = [
-    "DEFAULT_OBJECTIVES", "Constraint", "FoldAverageRunner", "make_fold_runner", "ObjectiveSpec", "make_runner", "parse_constraint", "parse_objectives",
+    "DEFAULT_OBJECTIVES", "Constraint", "FoldAverageRunner", "make_fold_runner",
+    "MethodPlugin", "method_plugin", "register_method", "ObjectiveSpec", "make_runner", "parse_constraint", "parse_objectives",
     "as_losses", "best_tradeoff_index", "dominates", "hypervolume_2d", "pareto_mask", "plot_fronts",
     "FrontReport", "front_report", "nadir_reference", "parse_reference", "trials_frame", "write_report",
     "SearchSpace", "fair_space", "loss_space", "method_space", "protected_share",
     "SAMPLERS", "TrialSeededSampler", "count_states", "default_storage_url", "make_sampler", "make_storage",
-    "open_study", "run_worker", "SweepConfig", "SweepResult", "make_objective", "run_sweep", "study_reports",
+    "open_study", "run_worker", "trials_ahead", "SweepConfig", "SweepResult", "make_objective", "run_sweep", "study_reports",
 ]
