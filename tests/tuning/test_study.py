@@ -14,6 +14,8 @@ from tuning.space import loss_space
 from tuning.study import count_states, make_sampler, make_storage, open_study, run_worker, trial_seed, trials_ahead
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+# these tests drive trials with study.ask() (other workers' trials) on heartbeat storages on purpose
+pytestmark = pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used:UserWarning")
 DIRS = ["maximize", "minimize"]
 SPACE = loss_space("exposure_hinge")
 
