@@ -121,7 +121,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-doc-length", type=int, default=64)
     ap.add_argument("--max-test-items", type=int, default=None, help="seeded subset of test items (default: all 1,000)")
     ap.add_argument("--eval-batch-size", type=int, default=128)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--doc-cache", default=str(ROOT / "outputs" / "lakda_ddtp_doc_embeddings.pt"),
+                    help="file for the pretrained model's corpus embeddings (reused across runs; '' = off)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
@@ -155,15 +157,27 @@ def main(argv: list[str] | None = None) -> None:
                   warmup_steps=args.warmup_steps, max_query_length=args.max_query_length,
                   max_doc_length=args.max_doc_length, shared=False, train_documents=args.train_documents)
     doc_emb = None
-    t0 = time.perf_counter()
-    module = BiEncoderModule(encoder_path(), **common)
-    res, timing, zero_shot_docs = evaluate_module(module, test, args.eval_batch_size, device, cuda)
-    if not args.train_documents:
-        doc_emb = zero_shot_docs  # the frozen document tower = the pretrained one: encode the corpus once
-    if "zero_shot" in wanted:
-        record(results, "zero_shot", res, eval_s=time.perf_counter() - t0, timing=timing)
-        write_outputs(out, results)
-        print("zero_shot", results["models"]["zero_shot"]["summary"], timing, flush=True)
+    if "zero_shot" in wanted or not args.train_documents:
+        t0 = time.perf_counter()
+        module = BiEncoderModule(encoder_path(), **common)
+        cache = Path(args.doc_cache) if args.doc_cache else None
+        cache_key = {"pooling": "mean", "normalize": True, "max_doc_length": args.max_doc_length, "n_docs": len(data.corpus)}
+        cached = None
+        if cache is not None and cache.is_file():
+            blob = torch.load(cache)
+            if blob.get("key") == cache_key:
+                cached = blob["embeddings"]
+                print(f"zero-shot document embeddings read from {cache}", flush=True)
+        res, timing, zero_shot_docs = evaluate_module(module, test, args.eval_batch_size, device, cuda, cached)
+        if cache is not None and cached is None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({"key": cache_key, "embeddings": zero_shot_docs}, cache)
+        if not args.train_documents:
+            doc_emb = zero_shot_docs  # the frozen document tower = the pretrained one: encode the corpus once
+        if "zero_shot" in wanted:
+            record(results, "zero_shot", res, eval_s=time.perf_counter() - t0, timing=timing)
+            write_outputs(out, results)
+            print("zero_shot", results["models"]["zero_shot"]["summary"], timing, flush=True)
 
     class Progress(pl.Callback):
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
