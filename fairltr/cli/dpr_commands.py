@@ -65,6 +65,7 @@ def _evaluate(module, data_dir: str, split: str, max_items: int | None, k: int, 
 @click.option("--pooling", type=click.Choice(["cls", "mean"]), default="mean", show_default=True)
 @click.option("--normalize/--no-normalize", default=True, show_default=True, help="unit-length embeddings")
 @click.option("--shared/--separate", default=True, show_default=True, help="one tower or query/document towers")
+@click.option("--freeze-documents", is_flag=True, help="keep the document tower pretrained (implies --separate)")
 @click.option("--max-query-length", type=int, default=32, show_default=True)
 @click.option("--max-doc-length", type=int, default=64, show_default=True)
 @click.option("--train-split", default="train", show_default=True)
@@ -78,7 +79,7 @@ def _evaluate(module, data_dir: str, split: str, max_items: int | None, k: int, 
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="writes encoder(s) under OUT/encoder and metrics to OUT/metrics.json")
 def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr, warmup_steps, temperature, pooling,
-              normalize, shared, max_query_length, max_doc_length, train_split, eval_split, max_eval_items,
+              normalize, shared, freeze_documents, max_query_length, max_doc_length, train_split, eval_split, max_eval_items,
               accelerator, devices, precision, threads, seed, out_dir):
     """Fine-tune a DPR bi-encoder on parallel queries, with LaKDA (lakda_kl), MSE or no fairness loss."""
     _setup_env(threads)
@@ -91,7 +92,7 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
     pl.seed_everything(seed, verbose=False)
     dm = ParallelQueryDataModule(data_dir, batch_size=batch_size, train_split=train_split, seed=seed)
     module = BiEncoderModule(
-        model_path, shared=shared, pooling=pooling, normalize=normalize, temperature=temperature,
+        model_path, shared=shared and not freeze_documents, train_documents=not freeze_documents, pooling=pooling, normalize=normalize, temperature=temperature,
         fairness_loss=fairness_loss, alpha=alpha, lr=lr, warmup_steps=warmup_steps,
         max_query_length=max_query_length, max_doc_length=max_doc_length,
         local_files_only=os.environ.get("HF_HUB_OFFLINE") == "1",
@@ -109,7 +110,8 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
     module.save_encoders(out / "encoder")
     report = {"params": {"model": model_path, "fairness_loss": fairness_loss, "alpha": module.alpha, "steps": steps,
                          "batch_size": batch_size, "lr": lr, "temperature": temperature, "pooling": pooling,
-                         "shared": shared, "seed": seed}, "train_s": train_s}
+                         "shared": shared and not freeze_documents, "freeze_documents": freeze_documents,
+                         "seed": seed}, "train_s": train_s}
     click.echo(f"trained {steps} steps in {train_s:.0f} s; encoder saved to {out / 'encoder'}", err=True)
     if eval_split:
         report["metrics"] = _report(_evaluate(module, data_dir, eval_split, max_eval_items, 100, 5, 128, seed), 100, 5)

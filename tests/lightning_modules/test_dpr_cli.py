@@ -27,6 +27,10 @@ def test_train_dpr_then_evaluate(tiny_bert, parallel_dir, tmp_path):
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "eval.json").read_text())["mrr_at_100"] == report["metrics"]["mrr_at_100"]
 
+    res = runner.invoke(cli, ["train", "dpr", "--data", str(parallel_dir), "--model", tiny_bert, "--steps", "1",
+                              "--batch-size", "4", "--freeze-documents", "--eval-split", "", "--out", str(tmp_path / "f")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "f" / "encoder" / "doc" / "config.json").is_file()
     res = runner.invoke(cli, ["evaluate-retrieval", "--data", str(parallel_dir), "--bm25"])
     assert res.exit_code == 0, res.output
     assert "mrc_at_5" in res.output
