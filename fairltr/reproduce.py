@@ -27,7 +27,7 @@ from fairltr.metrics import evaluate_ranking
 
 __all__ = [
     "DatasetSpec", "Setting", "DATASETS", "default_settings", "read_paper_results",
-    "run_reproduction", "check_bounds", "to_markdown",
+    "run_reproduction", "check_bounds", "to_markdown", "figure1",
 ]
 
 METRIC_COLUMNS = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "kendall_tau", "precision_at_10"]
@@ -255,3 +255,39 @@ def to_markdown(table: pd.DataFrame) -> str:
                  for c in METRIC_COLUMNS]
         lines.append(f"| {r['dataset']} | {r['setting']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def figure1(table: pd.DataFrame, relevance: str = "kendall_tau", fairness: str = "exposure_ratio"):
+    """The paper's Figure 1 per dataset: relevance (x) vs exposure ratio (y) of every setting.
+
+    DELTR's gamma path (gamma=0 -> small -> large) is joined by a line; the paper's own
+    values are shown as hollow markers of the same colour.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4), squeeze=False)
+    families = {"gamma=0": "C0", "DELTR": "C0", "colorblind": "C1", "FA*IR post": "C2", "FA*IR pre": "C3"}
+    for ax, ds in zip(axes[0], datasets):
+        sub = table[table["dataset"] == ds]
+        path = sub[sub["setting"].str.startswith(("gamma=0", "DELTR"))]
+        ax.plot(path[relevance], path[fairness], "-", color="C0", alpha=0.6, label="DELTR gamma path")
+        for _, r in sub.iterrows():
+            color = next(c for k, c in families.items() if r["setting"].startswith(k))
+            ax.plot(r[relevance], r[fairness], "o", color=color)
+            if np.isfinite(r.get(f"paper_{fairness}", np.nan)):
+                ax.plot(r[f"paper_{relevance}"], r[f"paper_{fairness}"], "o", mfc="none", color=color, alpha=0.7)
+            ax.annotate(r["setting"].split(" (")[0], (r[relevance], r[fairness]), fontsize=7,
+                        xytext=(3, 3), textcoords="offset points")
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_title(ds)
+        ax.set_xlabel(relevance)
+        ax.set_ylabel(f"{fairness} (protected / non-protected)")
+    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in families.items() if k != "DELTR"]
+    handles.append(plt.Line2D([], [], marker="o", ls="", mfc="none", color="k", label="paper"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig

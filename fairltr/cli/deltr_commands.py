@@ -233,10 +233,9 @@ def reproduce_deltr(data_dir, out_dir, datasets, no_fair, fair_alpha, seed, trac
         f"| {c} | {'yes' if ok else 'NO'} | {m} |\n" for c, ok, m in checks)
     (out / "reproduction.md").write_text(md)
     click.echo(md)
-    from fairltr.tracking.plots import relevance_fairness_scatter
+    from fairltr.reproduce import figure1
 
-    fig = relevance_fairness_scatter(table.rename(columns={"setting": "label"}), series="dataset",
-                                     title="DELTR paper reproduction: relevance vs exposure ratio")
+    fig = figure1(table)
     fig.savefig(out / "relevance_vs_exposure.png", dpi=120, bbox_inches="tight")
     click.echo(f"written: {out / 'reproduction.csv'}, {out / 'reproduction.md'}, {out / 'relevance_vs_exposure.png'}")
     if track:

@@ -53,3 +53,18 @@ def test_missing_layout_is_a_clear_error(tmp_path):
         run_reproduction(tmp_path, ["nope"])
     with pytest.raises(DataError, match="not found"):
         run_reproduction(tmp_path / "absent", ["law-race"])
+
+
+def test_figure1_one_panel_per_dataset_with_paper_markers():
+    from fairltr.reproduce import figure1
+
+    rows = []
+    for ds in ("law-race", "trec"):
+        for s, x, y in (("gamma=0", 0.2, 0.85), ("DELTR large (gamma=1)", 0.15, 0.99), ("colorblind", 0.18, 0.9)):
+            rows.append({"dataset": ds, "setting": s, "kendall_tau": x, "exposure_ratio": y,
+                         "paper_kendall_tau": x + 0.01, "paper_exposure_ratio": y, })
+    fig = figure1(pd.DataFrame(rows))
+    axes = fig.get_axes()
+    assert [a.get_title() for a in axes] == ["law-race", "trec"]
+    # per panel: the gamma path line + (ours + paper) marker per setting
+    assert len(axes[0].lines) == 1 + 2 * 3 + 1  # + the y=1 reference line
