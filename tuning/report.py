@@ -62,15 +62,19 @@ def parse_reference(text: str | None, objectives: Sequence[str]) -> dict[str, fl
     return ref
 
 
-def nadir_reference(frames: Sequence[pd.DataFrame], objectives: Sequence[str], directions: Sequence[str]) -> dict[str, float]:
-    """Worst finite value of each objective over all trials of all frames (the observed nadir)."""
+def nadir_reference(frames: Sequence[pd.DataFrame], objectives: Sequence[str], directions: Sequence[str],
+                    margin: float = 0.1) -> dict[str, float]:
+    """The observed nadir (worst finite value of each objective over all trials of all frames)
+    moved further out by ``margin`` times the objective's observed range, so that the extreme
+    points of a front still enclose some area (at the bare nadir they contribute none)."""
     ref = {}
     for name, d in zip(objectives, directions):
         vals = np.concatenate([f[name].to_numpy(dtype=float) for f in frames if len(f)] or [np.array([])])
         vals = vals[np.isfinite(vals)]
         if vals.size == 0:
             raise ConfigError(f"no finite {name} values to derive a reference point from")
-        ref[name] = float(vals.min() if d == "maximize" else vals.max())
+        span = float(vals.max() - vals.min()) or max(abs(float(vals[0])), 1.0) * 1e-3
+        ref[name] = float(vals.min() - margin * span if d == "maximize" else vals.max() + margin * span)
     return ref
 
 

@@ -129,7 +129,7 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
 def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveSpec],
                   constraints: Sequence[Constraint], reference: str | None) -> tuple[list[FrontReport], dict[str, pd.DataFrame]]:
     """Reports of several studies in one storage with one shared reference point (given, or the
-    observed nadir over all of their trials)."""
+    observed nadir over all of their trials, moved out by 10% of each objective's range)."""
     import optuna
 
     onames = [o.name for o in objectives]
@@ -150,7 +150,7 @@ def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveS
     kind = "given"
     if ref is None:
         ref = nadir_reference(list(frames.values()), onames, dirs)
-        kind = "observed nadir of all plotted trials"
+        kind = "observed nadir of all plotted trials + 10% of each range"
     ckeys = [c.key for c in constraints]
     reports = [front_report(frames[n], study=n, method=methods[n], objectives=onames, directions=dirs,
                             reference=ref, reference_kind=kind, constraints=ckeys) for n in names]

@@ -42,6 +42,12 @@ class DprRunner:
         from fairltr.retrieval import read_parallel_data
         from tuning.space import method_space
 
+        try:  # fail before the study starts, not once per trial
+            import lightning.pytorch  # noqa: F401
+
+            from lightning_modules import BiEncoderModule, ParallelQueryDataModule  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError(f"--method dpr needs Lightning and fairltr's lightning_modules: {exc}") from None
         if steps < 1:
             raise ConfigError(f"--steps must be >= 1, got {steps}")
         self.data = read_parallel_data(train)
@@ -121,7 +127,7 @@ def _register_dpr() -> None:
 @click.option("--compare-with", "compare_with", multiple=True,
               help="other study in the same storage to overlay and compare (repeatable)")
 @click.option("--reference", default=None,
-              help='hypervolume reference point, e.g. "kendall_tau=0,exposure_gap=0.05" [default: observed nadir]')
+              help='hypervolume reference point, e.g. "kendall_tau=0,exposure_gap=0.05" [default: observed nadir + 10% of the range]')
 @click.option("--tracking-uri", default=None, help="MLflow tracking URI [default: MLFLOW_TRACKING_URI or ./mlflow.db]")
 @click.option("--experiment", default="fairltr-sweep", show_default=True, help="MLflow experiment")
 @click.option("--no-mlflow", is_flag=True, help="do not log to MLflow")

@@ -102,3 +102,21 @@ def test_bad_directions():
         pareto_mask([[1, 2]], ["up", "down"])
     with pytest.raises(ConfigError, match="3 objective values per trial"):
         pareto_mask([[1, 2, 3]], DIRS)
+
+
+def test_nadir_reference_with_margin():
+    import pandas as pd
+
+    from tuning.report import nadir_reference
+
+    a = pd.DataFrame({"kendall_tau": [0.1, 0.3], "exposure_gap": [0.0, 0.04]})
+    b = pd.DataFrame({"kendall_tau": [0.2, np.nan], "exposure_gap": [0.05, 0.01]})
+    ref = nadir_reference([a, b], ["kendall_tau", "exposure_gap"], DIRS)
+    assert ref == pytest.approx({"kendall_tau": 0.1 - 0.1 * 0.2, "exposure_gap": 0.05 + 0.1 * 0.05})
+    # two points, each the worst in one objective: the bare nadir would give zero area
+    pts = [[0.1, 0.0], [0.3, 0.04]]
+    assert hypervolume_2d(pts, DIRS, [0.1, 0.04]) == 0.0
+    assert hypervolume_2d(pts, DIRS, [ref["kendall_tau"], ref["exposure_gap"]]) > 0.0
+    with pytest.raises(ConfigError, match="no finite"):
+        nadir_reference([pd.DataFrame({"kendall_tau": [np.nan], "exposure_gap": [1.0]})],
+                        ["kendall_tau", "exposure_gap"], DIRS)
