@@ -12,6 +12,7 @@ import click
 
 from fairltr.cli.app import cli, reproduce, train
 from fairltr.cli.formatting import metrics_table
+from fairltr.cli.options import data_options, read_data
 
 KEY_METRICS = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap",
                "kendall_tau", "ndcg_at_10", "precision_at_10"]
@@ -47,32 +48,8 @@ def _tracking_uri() -> str:
     return mlflow.get_tracking_uri()
 
 
-def _columns(query: str, group: str, judgment: str) -> dict[str, str]:
-    return {"query": query, "group": group, "judgment": judgment}
-
-
-def _read(path: str, fmt: str, query: str, group: str, judgment: str):
-    from fairltr.io import read_ranking
-
-    df = read_ranking(path, fmt, query=query, group=group, judgment=judgment)
-    if fmt in ("auto", "deltr") and "query_id" in df.columns and query != "query_id" and query not in df.columns:
-        df = df.rename(columns={"query_id": query, "protected": group, "judgment": judgment})
-    return df
-
-
-_common = [
-    click.option("--format", "fmt", type=click.Choice(["auto", "deltr", "letor", "csv", "parquet"]), default="auto",
-                 show_default=True, help="input format (auto: by suffix / first line)"),
-    click.option("--query", default="query_id", show_default=True, help="query id column"),
-    click.option("--group", default="protected", show_default=True, help="group column (0 = non-protected)"),
-    click.option("--judgment", default="judgment", show_default=True, help="judgment column (higher is better)"),
-]
-
-
-def common_options(f):
-    for opt in reversed(_common):
-        f = opt(f)
-    return f
+common_options = data_options()
+_read = read_data
 
 
 @train.command("deltr")

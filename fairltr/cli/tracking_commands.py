@@ -10,20 +10,9 @@ import sys
 import click
 
 from fairltr.cli.app import cli
+from fairltr.cli.options import data_options, read_data
 
-_data_options = [
-    click.option("--format", "fmt", type=click.Choice(["auto", "deltr", "letor", "csv", "parquet"]), default="auto",
-                 show_default=True, help="format of --data"),
-    click.option("--query", default="query_id", show_default=True, help="query id column"),
-    click.option("--group", default="protected", show_default=True, help="group column (0 = non-protected)"),
-    click.option("--judgment", default="judgment", show_default=True, help="judgment column (higher is better)"),
-]
-
-
-def _with_data_options(f):
-    for opt in reversed(_data_options):
-        f = opt(f)
-    return f
+_with_data_options = data_options("format of --data")
 
 
 def _mlflow_errors():
@@ -42,13 +31,7 @@ def _mlflow_errors():
     return guard()
 
 
-def _read(path: str, fmt: str, query: str, group: str, judgment: str):
-    from fairltr.io import read_ranking
-
-    df = read_ranking(path, fmt, query=query, group=group, judgment=judgment)
-    if "query_id" in df.columns and query not in df.columns:  # header-less DELTR CSV: fixed names
-        df = df.rename(columns={"query_id": query, "protected": group, "judgment": judgment})
-    return df
+_read = read_data
 
 
 @cli.command("promote")
