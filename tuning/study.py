@@ -90,7 +90,8 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
         engine_kwargs = {"pool_pre_ping": True}
     import sqlalchemy.exc
 
-    for attempt in range(6):
+    attempts = 20
+    for attempt in range(attempts):
         try:
             with warnings.catch_warnings():  # heartbeat and its retry callback are marked experimental
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -100,10 +101,13 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
             if url.startswith("sqlite"):
                 _sqlite_wal(storage.engine)
             return storage
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
-            # N workers on a fresh database race to create Optuna's tables: the losers retry
-            # and find them created
-            if attempt == 5:
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError, RuntimeError) as exc:
+            # N workers on a fresh database race to create Optuna's tables: the losers fail on a
+            # unique constraint, or read the schema-version row before the winner wrote it
+            # ("no longer compatible with the table schema"); they retry and find the tables made
+            if isinstance(exc, RuntimeError) and "table schema" not in str(exc):
+                raise
+            if attempt == attempts - 1:
                 raise
             time.sleep(0.2 + 0.3 * random.random())
         except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.OperationalError, ImportError,
