@@ -49,7 +49,9 @@ def test_pooling_matches_manual():
 
 @pytest.mark.parametrize("pooling,shared,t", [("cls", True, 0.01), ("mean", False, 0.5)])
 def test_dpr_and_lakda_terms_match_manual(tiny_bert, pooling, shared, t):
-    m = BiEncoderModule(tiny_bert, fairness_loss="lakda_kl", pooling=pooling, shared=shared, temperature=t)
+    # float64: at t = 0.01 the KL of two near-identical distributions is ~3e-5, and float32
+    # summation order (thread count) alone moves it by ~0.5 %
+    m = BiEncoderModule(tiny_bert, fairness_loss="lakda_kl", pooling=pooling, shared=shared, temperature=t).double()
     terms = m.compute_loss(BATCH)
     s = manual_scores(m, BATCH["query"], BATCH["positive"], t)
     sp = manual_scores(m, BATCH["parallel"], BATCH["positive"], t)
@@ -57,7 +59,7 @@ def test_dpr_and_lakda_terms_match_manual(tiny_bert, pooling, shared, t):
     p, pp = torch.softmax(s, 1), torch.softmax(sp, 1)
     kl = (p * (p.log() - pp.log())).sum(1).mean()
     assert terms["dpr"].item() == pytest.approx(dpr.item(), rel=1e-5)
-    assert terms["fair"].item() == pytest.approx(kl.item(), rel=1e-4, abs=1e-7)
+    assert terms["fair"].item() == pytest.approx(kl.item(), rel=1e-6, abs=1e-12)
     assert terms["fair"].item() > 1e-6
     assert terms["loss"].item() == pytest.approx(dpr.item() + 0.5 * kl.item(), rel=1e-5)
 
