@@ -36,7 +36,7 @@ _WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
 @dataclass
 class SweepConfig:
-    """Everything ``fairltr sweep`` takes; see ``docs/sweep.md``."""
+    """Everything ``fairltr sweep`` takes; see the README section "Pareto sweeps"."""
 
     method: str
     train: str | Path

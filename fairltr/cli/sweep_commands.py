@@ -1,4 +1,4 @@
-"""``fairltr sweep``: Optuna multi-objective Pareto sweeps (see docs/sweep.md).
+"""``fairltr sweep``: Optuna multi-objective Pareto sweeps (see the README section "Pareto sweeps").
 
 Optuna, MLflow and the ``tuning`` package are imported inside the command only.
 """
