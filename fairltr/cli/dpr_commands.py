@@ -78,9 +78,11 @@ def _evaluate(module, data_dir: str, split: str, max_items: int | None, k: int, 
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="writes encoder(s) under OUT/encoder and metrics to OUT/metrics.json")
+@click.option("--experiment", default="fairltr-dpr", show_default=True, help="MLflow experiment")
+@click.option("--no-track", is_flag=True, help="do not log to MLflow")
 def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr, warmup_steps, temperature, pooling,
               normalize, shared, freeze_documents, max_query_length, max_doc_length, train_split, eval_split, max_eval_items,
-              accelerator, devices, precision, threads, seed, out_dir):
+              accelerator, devices, precision, threads, seed, out_dir, experiment, no_track):
     """Fine-tune a DPR bi-encoder on parallel queries, with LaKDA (lakda_kl), MSE or no fairness loss."""
     _setup_env(threads)
     if steps < 1:
@@ -97,9 +99,17 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
         max_query_length=max_query_length, max_doc_length=max_doc_length,
         local_files_only=os.environ.get("HF_HUB_OFFLINE") == "1",
     )
+    logger = False
+    if not no_track:  # per-step losses through Lightning's MLFlowLogger, results logged below
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+        from fairltr.tracking import lightning_logger
+
+        logger = lightning_logger(experiment, run_name=f"dpr {fairness_loss} alpha={module.alpha:g}")
     trainer = pl.Trainer(
         max_steps=steps, accelerator=accelerator, devices=int(devices) if devices.isdigit() else devices,
-        precision=precision, logger=False, enable_checkpointing=False, enable_model_summary=False,
+        precision=precision, logger=logger, enable_checkpointing=False, enable_model_summary=False,
+        log_every_n_steps=1 if steps <= 50 else 10,
     )
     t0 = time.perf_counter()
     trainer.fit(module, dm)
@@ -117,6 +127,12 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
         report["metrics"] = _report(_evaluate(module, data_dir, eval_split, max_eval_items, 100, 5, 128, seed), 100, 5)
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").write_text(json.dumps(report, indent=1, default=str))
+    if logger:
+        from fairltr.tracking import log_retrieval_run, tracking_uri
+
+        logger.finalize("success")
+        log_retrieval_run(logger.run_id, report, out_dir=out)
+        click.echo(f"MLflow run {logger.run_id} logged to {tracking_uri()}", err=True)
 
 
 @cli.command("evaluate-retrieval")

@@ -17,6 +17,7 @@ _EXPORTS = {
     # logging
     "log_deltr_run": "logging", "run_params": "logging", "log_history": "logging",
     "log_metrics_finite": "logging", "frame_fingerprint": "logging", "file_fingerprint": "logging",
+    "log_retrieval_run": "retrieval_logging",
     # model
     "FairltrRanker": "pyfunc", "log_ranker_model": "pyfunc", "predict_frame": "pyfunc",
     "ranker_pip_requirements": "pyfunc",

@@ -1,0 +1,51 @@
+"""MLflow logging of a bi-encoder (DPR / LaKDA) run: params, SPEC metrics, the MRC pair heat map."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+__all__ = ["log_retrieval_run"]
+
+
+def _flat_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """Scalar metrics plus ``mrr_at_100/<lang>``-style per-language values."""
+    out = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
+    per_lang = metrics.get("per_language")
+    if isinstance(per_lang, Mapping):
+        for metric, by_lang in per_lang.items():
+            if isinstance(by_lang, Mapping):
+                for lang, value in by_lang.items():
+                    if isinstance(value, (int, float)):
+                        out[f"{metric}/{lang}"] = float(value)
+    return out
+
+
+def log_retrieval_run(run_id: str, report: Mapping[str, Any], *, out_dir: str | Path | None = None) -> dict[str, float]:
+    """Log ``report`` (``params``, ``train_s``, ``metrics`` as written by ``fairltr train dpr``) into
+    ``run_id``: params, the finite metrics, ``mrc_matrix.png`` (L x L language-pair MRC heat map)
+    and ``retrieval_report.json``. Returns the logged metrics."""
+    from mlflow import MlflowClient
+
+    from fairltr.tracking.config import tracking_uri
+    from fairltr.tracking.logging import _log_params_safely, log_metrics_finite
+    from fairltr.tracking.plots import mrc_heatmap
+
+    client = MlflowClient(tracking_uri())
+    _log_params_safely(client, run_id, {k: v for k, v in report.get("params", {}).items()})
+    metrics = dict(report.get("metrics") or {})
+    logged = log_metrics_finite({**_flat_metrics(metrics), "train_seconds": float(report.get("train_s", 0.0))}, run_id)
+    matrix = metrics.get("mrc_matrix")
+    if matrix:
+        frame = pd.DataFrame(matrix)
+        client.log_figure(run_id, mrc_heatmap(frame, title="MRC@5 by language pair"), "mrc_matrix.png")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(out_dir or tmp) / "retrieval_report.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=1, default=str))
+        client.log_artifact(run_id, str(path))
+    return logged
