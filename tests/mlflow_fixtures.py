@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -27,7 +28,7 @@ import pytest
 
 __all__ = [
     "MlflowServer", "start_mlflow_server", "free_port",
-    "mlflow_server", "mlflow_postgres_server", "postgres_uri", "mlflow_tracking", "tiny_rankings",
+    "mlflow_server", "mlflow_postgres_server", "postgres_uri", "optuna_postgres_uri", "fresh_postgres_database", "mlflow_tracking", "tiny_rankings",
 ]
 
 SERVER_START_TIMEOUT = float(os.environ.get("FAIRLTR_TEST_MLFLOW_START_TIMEOUT", "180"))
@@ -127,37 +128,51 @@ def mlflow_server(tmp_path_factory) -> Iterator[MlflowServer]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def postgres_uri() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for this session (dropped afterwards), created on the
-    server named by ``FAIRLTR_TEST_POSTGRES_URI``; skips when that variable is unset."""
+@contextmanager
+def fresh_postgres_database(prefix: str = "fairltr_test") -> Iterator[str]:
+    """Create an empty database on the server named by ``FAIRLTR_TEST_POSTGRES_URI``, yield its
+    SQLAlchemy URI, drop it afterwards; skip the test when that variable is unset.
+
+    One database per service: MLflow and Optuna both keep their schema revision in an
+    ``alembic_version`` table, so they must never share a database."""
     base = os.environ.get("FAIRLTR_TEST_POSTGRES_URI")
     if not base:
         pytest.skip("FAIRLTR_TEST_POSTGRES_URI is not set (CI sets it; see scripts/start_postgres.sh)")
     import psycopg2
 
-    name = f"fairltr_test_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     parts = urlsplit(base)
-    admin = psycopg2.connect(base)
-    admin.autocommit = True
-    try:
-        with admin.cursor() as cur:
-            cur.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        admin.close()
+
+    def admin(sql: str) -> None:
+        conn = psycopg2.connect(base)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+        finally:
+            conn.close()
+
+    admin(f'CREATE DATABASE "{name}"')
     # SQLAlchemy 2.1 maps a bare "postgresql://" to psycopg 3; the stack ships psycopg2
     scheme = "postgresql+psycopg2" if parts.scheme in ("postgresql", "postgres") else parts.scheme
-    uri = urlunsplit((scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
     try:
-        yield uri
+        yield urlunsplit((scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
     finally:
-        admin = psycopg2.connect(base)
-        admin.autocommit = True
-        try:
-            with admin.cursor() as cur:
-                cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            admin.close()
+        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres_uri() -> Iterator[str]:
+    """A fresh PostgreSQL database for the session's MLflow server (dropped afterwards)."""
+    with fresh_postgres_database("fairltr_mlflow_test") as uri:
+        yield uri
+
+
+@pytest.fixture
+def optuna_postgres_uri() -> Iterator[str]:
+    """A fresh PostgreSQL database for one Optuna study test (never MLflow's: see above)."""
+    with fresh_postgres_database("fairltr_optuna_test") as uri:
+        yield uri
 
 
 @pytest.fixture(scope="session")

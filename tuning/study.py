@@ -90,7 +90,7 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
         engine_kwargs = {"pool_pre_ping": True}
     import sqlalchemy.exc
 
-    attempts = 20
+    attempts = 12
     for attempt in range(attempts):
         try:
             with warnings.catch_warnings():  # heartbeat and its retry callback are marked experimental
@@ -108,6 +108,11 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
             if isinstance(exc, RuntimeError) and "table schema" not in str(exc):
                 raise
             if attempt == attempts - 1:
+                if isinstance(exc, RuntimeError):
+                    raise ConfigError(
+                        f"cannot open Optuna storage {url!r}: its alembic_version table holds another "
+                        f"schema (e.g. MLflow's tracking store in the same database); give Optuna a "
+                        f"database of its own") from None
                 raise
             time.sleep(0.2 + 0.3 * random.random())
         except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.OperationalError, ImportError,

@@ -123,7 +123,8 @@ def test_ctrl_c_fails_only_the_running_trial(ranking_files, tmp_path, mlflow_sql
 
 
 @pytest.mark.postgres
-def test_two_workers_share_one_postgres_study(ranking_files, tmp_path, postgres_uri, mlflow_sqlite):
+def test_two_workers_share_one_postgres_study(ranking_files, tmp_path, optuna_postgres_uri, mlflow_sqlite):
+    postgres_uri = optuna_postgres_uri
     study_name = f"pg-{uuid.uuid4().hex[:8]}"
     n = 8
     args = sweep_args(ranking_files, tmp_path / "out", postgres_uri, study_name, n, mlflow_sqlite, "tuning-pg")
