@@ -93,3 +93,22 @@ def test_reproduce_law_race(deltr_data, tmp_path):
     table = pd.read_csv(tmp_path / "reproduction.csv")
     assert {"gamma=0", "colorblind"} <= set(table.setting)
     assert "| yes |" in (tmp_path / "reproduction.md").read_text()
+
+
+def test_fair_preprocess_option_trains_on_fair_lists(files, tmp_path):
+    from fairltr.fair import fair_preprocess
+
+    res = run("train", "deltr", "--train", str(files / "train.csv"), "--gamma", "0", "--fair-preprocess", "0.6",
+              "--out", str(tmp_path / "pre"), "--no-track")
+    assert res.exit_code == 0, res.output
+    via_cli = DELTR.load(tmp_path / "pre" / "model.json")
+    train = pd.read_csv(files / "train.csv")
+    by_hand = DELTR(0).fit(fair_preprocess(train, 0.6, 0.1))
+    plain = DELTR(0).fit(train)
+    assert via_cli.weights_ == pytest.approx(by_hand.weights_)
+    # the fair training lists lift the protected group's weight
+    i = via_cli.feature_names_.index("protected")
+    assert via_cli.weights_[i] > plain.weights_[i]
+    res = CliRunner().invoke(cli, ["train", "deltr", "--train", str(files / "train.csv"), "--gamma", "0",
+                                   "--fair-preprocess", "1.5", "--no-track", "--out", str(tmp_path / "x")])
+    assert res.exit_code != 0 and "p must be in" in res.output and "Traceback" not in res.output
