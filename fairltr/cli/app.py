@@ -36,7 +36,7 @@ def run(argv: list[str] | None = None) -> None:
 
 @cli.group(cls=_Group)
 def train() -> None:
-    """Train a ranker (``deltr``: linear DELTR; ``dpr``: bi-encoder retrieval)."""
+    """Train a ranker (deltr: linear DELTR; dpr: bi-encoder retrieval)."""
 
 
 @cli.group(cls=_Group)
