@@ -268,7 +268,10 @@ def promote(
     """Evaluate version ``version`` of registered model ``model`` (and the current ``@alias``) on
     ``data`` with the fair_ranking evaluator — or, without data, read the metrics logged by each
     version's training run — check ``gates``; move ``alias`` on success; record the decision."""
+    import time
+
     import mlflow
+    from mlflow.exceptions import MlflowException
 
     from fairltr.tracking.config import configure
 
@@ -316,7 +319,20 @@ def promote(
                              "during the evaluation; gates re-checked against it")
                 before = now
                 continue
-            client.set_registered_model_alias(model, alias, version)
+            try:
+                client.set_registered_model_alias(model, alias, version)
+            except MlflowException as exc:
+                # two promotions setting a fresh alias at once: the store's unique constraint
+                # lets one insert win; the loser re-reads the alias and re-checks against it
+                now = current_champion(client, model, alias)
+                if now == version:
+                    verdict = "promoted"
+                    break
+                notes.append(f"setting @{alias} failed ({type(exc).__name__}); it now points to "
+                             f"{'v' + now if now else 'nothing'}; gates re-checked")
+                before = now
+                time.sleep(0.05)
+                continue
             verdict = "promoted"
             break
         else:

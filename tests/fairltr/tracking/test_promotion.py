@@ -156,6 +156,35 @@ def test_champion_moving_during_evaluation_is_rechecked(registered, monkeypatch)
     assert _alias(name) == "2"
 
 
+def test_losing_the_alias_insert_race_rechecks_and_records(registered, monkeypatch):
+    """The store's unique constraint lets one of two simultaneous alias inserts win: the loser's
+    set fails, it re-reads the alias (now v2), re-checks its gates against v2 and records a
+    rejection instead of crashing without a decision."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from fairltr.tracking import promotion
+
+    name, _, _ = registered
+    client_cls = mlflow.MlflowClient
+    original = client_cls.set_registered_model_alias
+    calls = []
+
+    def losing_insert(self, model, alias, version):
+        if not calls:
+            calls.append(version)
+            original(self, model, alias, "2")  # the other promotion's insert lands first
+            raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: registered_model_aliases")
+        return original(self, model, alias, version)
+
+    monkeypatch.setattr(client_cls, "set_registered_model_alias", losing_insert)
+    decision = promotion.promote(name, 1, ["exposure_ratio>=champion"])
+    assert calls == ["1"]
+    assert not decision.promoted and _alias(name) == "2"
+    assert any("failed" in n for n in decision.notes)
+    assert _tags(name, "1")["fairltr.promotion.verdict"] == "rejected"
+
+
 def _race(name, extra):
     """Start two ``fairltr promote`` processes at once (v1 and v2) and wait for both."""
     exe = str(Path(sys.executable).with_name("fairltr"))
