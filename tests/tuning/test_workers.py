@@ -48,28 +48,34 @@ def nested_trials(uri, parent) -> list[int]:
     return sorted(int(r.data.tags["fairltr.sweep.trial"]) for r in runs)
 
 
+def wait_for_trials(proc, log: Path, storage: str, study_name: str, ready, timeout: float = 120.0):
+    """Poll the study while the worker runs until ``ready(trials)``; return the study."""
+    study = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        assert proc.poll() is None, log.read_text()
+        try:
+            study = study or optuna.load_study(study_name=study_name, storage=storage)
+        except KeyError:
+            continue
+        if ready(study.get_trials()):
+            return study
+    pytest.fail("the worker did not get going: " + log.read_text())
+
+
 def test_resume_after_killed_worker(ranking_files, tmp_path, mlflow_sqlite):
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     n = 7
     args = sweep_args(ranking_files, tmp_path / "out", storage, "resume", n, mlflow_sqlite, "tuning-resume")
     proc = start_worker(args, 0.5, tmp_path / "worker.log")
-    study = None
-    deadline = time.monotonic() + 120
+    def started(trials) -> bool:
+        done = [t for t in trials if t.state == TrialState.COMPLETE]
+        running = [t for t in trials if t.state == TrialState.RUNNING]
+        return len(done) >= 3 and bool(running) and (time.time() - running[0].datetime_start.timestamp()) > 0.1
+
     try:
-        while time.monotonic() < deadline:
-            time.sleep(0.1)
-            assert proc.poll() is None, (tmp_path / "worker.log").read_text()
-            try:
-                study = study or optuna.load_study(study_name="resume", storage=storage)
-            except KeyError:
-                continue
-            trials = study.get_trials()
-            done = [t for t in trials if t.state == TrialState.COMPLETE]
-            running = [t for t in trials if t.state == TrialState.RUNNING]
-            if len(done) >= 3 and running and (time.time() - running[0].datetime_start.timestamp()) > 0.1:
-                break
-        else:
-            pytest.fail("the worker did not get going: " + (tmp_path / "worker.log").read_text())
+        study = wait_for_trials(proc, tmp_path / "worker.log", storage, "resume", started)
     finally:
         proc.kill()  # SIGKILL: a crash, nothing can clean up
         proc.wait()
@@ -99,17 +105,10 @@ def test_ctrl_c_fails_only_the_running_trial(ranking_files, tmp_path, mlflow_sql
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     args = sweep_args(ranking_files, tmp_path / "out", storage, "ctrl-c", 50, mlflow_sqlite, "tuning-ctrl-c")
     proc = start_worker(args, 0.5, tmp_path / "worker.log")
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline:
-            time.sleep(0.1)
-            assert proc.poll() is None, (tmp_path / "worker.log").read_text()
-            try:
-                trials = optuna.load_study(study_name="ctrl-c", storage=storage).get_trials()
-            except KeyError:
-                continue
-            if sum(t.state == TrialState.COMPLETE for t in trials) >= 2 and any(t.state == TrialState.RUNNING for t in trials):
-                break
+        wait_for_trials(proc, tmp_path / "worker.log", storage, "ctrl-c",
+                        lambda trials: sum(t.state == TrialState.COMPLETE for t in trials) >= 2
+                        and any(t.state == TrialState.RUNNING for t in trials))
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         assert proc.wait(timeout=60) == 130, (tmp_path / "worker.log").read_text()
     finally:
