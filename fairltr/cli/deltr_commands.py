@@ -48,10 +48,6 @@ def _tracking_uri() -> str:
     return mlflow.get_tracking_uri()
 
 
-common_options = data_options()
-_read = read_data
-
-
 @train.command("deltr")
 @click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False), help="training ranking file")
 @click.option("--test", "test_path", type=click.Path(dir_okay=False), help="test ranking file (metrics + predictions)")
@@ -73,7 +69,7 @@ _read = read_data
 @click.option("--register", default=None, help="register the model in the MLflow registry under this name")
 @click.option("--experiment", default="fairltr", show_default=True, help="MLflow experiment")
 @click.option("--no-track", is_flag=True, help="do not log to MLflow")
-@common_options
+@data_options()
 def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_loss, optimizer, max_iter, lr, l2, seed,
                 device, fair_p, fair_alpha, out_dir, model_format, register, experiment, no_track, fmt, query, group,
                 judgment):
@@ -82,7 +78,7 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
     from fairltr.io import write_table
     from fairltr.metrics import evaluate_ranking
 
-    train_df = _read(train_path, fmt, query, group, judgment)
+    train_df = read_data(train_path, fmt, query, group, judgment)
     if fair_p is not None:
         from fairltr.fair import fair_preprocess
 
@@ -97,7 +93,7 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
     metrics = None
     test_df = None
     if test_path:
-        test_df = _read(test_path, fmt, query, group, judgment)
+        test_df = read_data(test_path, fmt, query, group, judgment)
         metrics = evaluate_ranking(test_df, model.predict(test_df), query=query, group=group, judgment=judgment)
         write_table(model.rank(test_df, query=query), out / "predictions.csv")
         (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
@@ -116,7 +112,7 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="write metrics JSON here")
 @click.option("--predictions", type=click.Path(dir_okay=False), help="write the ranked data here (CSV/Parquet)")
 @click.option("--k", "ks", default="1,5,10,20,100", show_default=True, help="cut-offs for ndcg/precision")
-@common_options
+@data_options()
 def evaluate_cmd(model_path, data_path, out_path, predictions, ks, fmt, query, group, judgment):
     """Score a ranking file with a saved DELTR model and print SPEC's metrics."""
     from fairltr.deltr import DELTR
@@ -124,7 +120,7 @@ def evaluate_cmd(model_path, data_path, out_path, predictions, ks, fmt, query, g
     from fairltr.metrics import evaluate_ranking
 
     model = DELTR.load(model_path)
-    df = _read(data_path, fmt, query, group, judgment)
+    df = read_data(data_path, fmt, query, group, judgment)
     try:
         k = tuple(int(x) for x in ks.split(","))
     except ValueError:

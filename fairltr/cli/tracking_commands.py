@@ -12,9 +12,6 @@ import click
 from fairltr.cli.app import cli
 from fairltr.cli.options import data_options, read_data
 
-_with_data_options = data_options("format of --data")
-
-
 def _mlflow_errors():
     """Turn MLflow's errors (unknown model/version, unreachable server) into one-line CLI errors."""
     from contextlib import contextmanager
@@ -31,9 +28,6 @@ def _mlflow_errors():
     return guard()
 
 
-_read = read_data
-
-
 @cli.command("promote")
 @click.option("--model", "model_name", required=True, help="registered model name")
 @click.option("--version", required=True, help="candidate version")
@@ -47,7 +41,7 @@ _read = read_data
 @click.option("--no-champion", type=click.Choice(["pass", "fail"]), default="pass", show_default=True,
               help="relative gates when no model holds the alias yet")
 @click.option("--experiment", default="fairltr-promotion", show_default=True, help="MLflow experiment of the evaluations")
-@_with_data_options
+@data_options("format of --data")
 def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_champion, experiment, fmt, query, group, judgment):
     """Check fairness/relevance gates on a model version and move the alias only if all pass.
 
@@ -61,7 +55,7 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
     if not texts:
         raise click.UsageError("give at least one --gate (or --gates 'a;b')")
     parsed = [parse_gate(g) for g in texts]  # fail on a typo before any evaluation
-    data = _read(data_path, fmt, query, group, judgment) if data_path else None
+    data = read_data(data_path, fmt, query, group, judgment) if data_path else None
     with _mlflow_errors():
         decision = promote(model_name, version, parsed, data=data, query=query, group=group, judgment=judgment,
                            alias=alias, no_champion=no_champion, experiment=experiment)
@@ -81,7 +75,7 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
 @click.option("--k", "ks", default="1,5,10,20,100", show_default=True, help="cut-offs for ndcg/precision")
 @click.option("--experiment", default="fairltr-evaluation", show_default=True, help="MLflow experiment")
 @click.option("--run-name", default=None, help="name of the evaluation run")
-@_with_data_options
+@data_options("format of --data")
 def evaluate_model_cmd(model_uri, data_path, ks, experiment, run_name, fmt, query, group, judgment):
     """Evaluate a logged/registered ranker with MLflow's evaluate and the fair_ranking evaluator
     (metrics, exposure-by-position chart, HTML report logged to a new run)."""
@@ -95,7 +89,7 @@ def evaluate_model_cmd(model_uri, data_path, ks, experiment, run_name, fmt, quer
     except ValueError:
         raise click.BadParameter(f"--k must be comma-separated integers, got {ks!r}") from None
     configure(experiment)
-    df = _read(data_path, fmt, query, group, judgment)
+    df = read_data(data_path, fmt, query, group, judgment)
     with _mlflow_errors():
         metrics, run_id = evaluate_model_uri(model_uri, df, {"query": query, "group": group, "judgment": judgment,
                                                              "k": k}, run_name=run_name or f"evaluate {model_uri}")
