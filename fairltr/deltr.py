@@ -131,8 +131,6 @@ class DELTR:
         features = list(features)
         if self.colorblind:
             features = [f for f in features if f != self.protected]
-        elif self.protected not in features and self.protected in df.columns:
-            pass  # the user chose features without the group column: respected as given
         if not features:
             raise DataError("no feature columns to train on (after dropping the group column for colorblind)")
         return features

@@ -13,9 +13,9 @@ figures plot it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Literal
 
 import numpy as np
 import pandas as pd
@@ -83,10 +83,8 @@ class Setting:
     paper_setting: str
     gamma: float = 0.0
     colorblind: bool = False
-    fair_pre_p: float | None = None  # p offset key resolved per fold: see _resolve_p
-    fair_post_p: float | None = None
-    p_shift: float = 0.0
-    extras: dict = field(default_factory=dict)
+    fair: Literal["pre", "post"] | None = None  # FA*IR on the training lists or on the predictions
+    p_shift: float = 0.0  # FA*IR target p = the fold's protected share p* + p_shift
 
 
 def default_settings(spec: DatasetSpec, with_fair: bool = True) -> list[Setting]:
@@ -102,8 +100,8 @@ def default_settings(spec: DatasetSpec, with_fair: bool = True) -> list[Setting]
             ("p+", "FAIR_PPlus", "Gamma=PREPROCESSED_PPlus", 0.1),
             ("p-", "FAIR_PMinus", "Gamma=PREPROCESSED_PMinus", -0.1),
         ):
-            rows.append(Setting(f"FA*IR post {label}", paper_post, fair_post_p=0.0, p_shift=shift))
-            rows.append(Setting(f"FA*IR pre {label}", paper_pre, fair_pre_p=0.0, p_shift=shift))
+            rows.append(Setting(f"FA*IR post {label}", paper_post, fair="post", p_shift=shift))
+            rows.append(Setting(f"FA*IR pre {label}", paper_pre, fair="pre", p_shift=shift))
     return rows
 
 
@@ -140,22 +138,22 @@ def _fair_module():
         from fairltr import fair  # noqa: PLC0415
     except ImportError:
         return None
-    return fair if hasattr(fair, "fair_postprocess") and hasattr(fair, "fair_preprocess") else None
+    return fair if all(hasattr(fair, f) for f in ("fair_postprocess", "fair_preprocess", "protected_share")) else None
 
 
 def _score_setting(setting: Setting, train: pd.DataFrame, test: pd.DataFrame, seed: int,
                    fair_alpha: float, max_iter: int) -> dict[str, float] | None:
     fair = _fair_module()
     p = None
-    if setting.fair_pre_p is not None or setting.fair_post_p is not None:
+    if setting.fair is not None:
         if fair is None:
             return None
-        p = float((train["protected"] >= 1).mean()) + setting.p_shift
+        p = fair.protected_share(train) + setting.p_shift
         if not 0.0 < p < 1.0:
             return None  # the paper skips p- when it is <= 0
-    train_df = fair.fair_preprocess(train, p, fair_alpha) if setting.fair_pre_p is not None else train
+    train_df = fair.fair_preprocess(train, p, fair_alpha) if setting.fair == "pre" else train
     model = DELTR(setting.gamma, colorblind=setting.colorblind, seed=seed, max_iter=max_iter).fit(train_df)
-    if setting.fair_post_p is not None:
+    if setting.fair == "post":
         ranked = fair.fair_postprocess(model.rank(test), p, fair_alpha)
         metrics = evaluate_ranking(ranked, ranked["score"].to_numpy())
     else:
