@@ -24,21 +24,9 @@ import torch
 
 from fairltr.errors import ConfigError
 from fairltr.losses import get_loss
+from fairltr.retrieval.pooling import POOLINGS, pool
 
 __all__ = ["BiEncoderModule", "pool"]
-
-POOLINGS = ("cls", "mean")
-
-
-def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """(B, T, H) last hidden state -> (B, H): the first token (``cls``) or the masked mean (``mean``)."""
-    if pooling == "cls":
-        return hidden[:, 0]
-    if pooling == "mean":
-        m = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
-    raise ConfigError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-
 
 class BiEncoderModule(pl.LightningModule):
     """DPR with in-batch (and optional hard) negatives and ``fairness_loss`` in the registry's

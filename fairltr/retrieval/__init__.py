@@ -9,6 +9,7 @@ from fairltr.retrieval.evaluate import dense_run, evaluate_run
 from fairltr.retrieval.metrics import doc_language_share, rankings_by_item, retrieval_metrics, run_matrix
 from fairltr.retrieval.mrc import mrc_at_k, mrc_matrix, overlap_at_k, pair_scores, rank_correlation, rbo
 from fairltr.retrieval.parallel_data import ParallelRetrievalData, read_jsonl, read_parallel_data
+from fairltr.retrieval.pooling import POOLINGS, pool
 from fairltr.retrieval.search import encode_chunked, retrieve, topk_search
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "retrieval_metrics", "doc_language_share", "rankings_by_item", "run_matrix",
     "mrc_at_k", "mrc_matrix", "overlap_at_k", "rbo", "pair_scores", "rank_correlation",
     "bm25_search", "evaluate_run", "dense_run",
+    "pool", "POOLINGS",
 ]
