@@ -1,14 +1,20 @@
-"""Ranking metrics (SPEC §3): relevance, group exposure, and evaluate_ranking."""
+"""Ranking metrics: relevance, group exposure, parity (exposure disparity, selection ratio),
+the metric registry (directions, ideal values) and evaluate_ranking."""
 
 from fairltr.metrics.evaluate import DEFAULT_K, aggregate, evaluate_batch, evaluate_ranking, per_query_metrics
 from fairltr.metrics.exposure import exposure_per_query, position_bias
 from fairltr.metrics.ordering import order_by, ranks_by, ranks_from_order
-from fairltr.metrics.registry import METRICS, MetricInfo, higher_is_better, metric_info
+from fairltr.metrics.parity import exposure_disparity, exposure_shortfall, selection_ratio_at_k
+from fairltr.metrics.registry import (
+    DIRECTIONS, METRICS, MetricInfo, direction, direction_label, distance_from_ideal, higher_is_better, ideal,
+    is_better, is_metric_key, metric_info, optimisation_direction,
+)
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
 __all__ = [
-    "DEFAULT_K", "METRICS", "MetricInfo", "aggregate", "evaluate_batch", "evaluate_ranking",
-    "exposure_per_query", "higher_is_better", "kendall_tau", "metric_info", "mrr_at_k", "ndcg_at_k",
-    "order_by", "per_query_metrics", "position_bias", "precision_at_k", "ranks_by", "ranks_from_order",
-    "recall_at_k",
+    "DEFAULT_K", "DIRECTIONS", "METRICS", "MetricInfo", "aggregate", "direction", "direction_label",
+    "distance_from_ideal", "evaluate_batch", "evaluate_ranking", "exposure_disparity", "exposure_per_query",
+    "exposure_shortfall", "higher_is_better", "ideal", "is_better", "is_metric_key", "kendall_tau",
+    "metric_info", "mrr_at_k", "ndcg_at_k", "optimisation_direction", "order_by", "per_query_metrics",
+    "position_bias", "precision_at_k", "ranks_by", "ranks_from_order", "recall_at_k", "selection_ratio_at_k",
 ]

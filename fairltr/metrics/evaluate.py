@@ -12,6 +12,7 @@ from fairltr.data import RankingBatch, show_value, to_batch
 from fairltr.errors import DataError
 from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import ranks_by
+from fairltr.metrics.parity import RATIO_DERIVED, exposure_disparity, exposure_shortfall, selection_ratio_at_k
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
 __all__ = ["per_query_metrics", "aggregate", "evaluate_batch", "evaluate_ranking"]
@@ -26,7 +27,11 @@ def per_query_metrics(
     exposure_k: int | None = None,
     retrieval: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """Per-query metric tensors (Q,), NaN where undefined."""
+    """Per-query metric tensors (Q,), NaN where undefined.
+
+    ``exposure_disparity`` / ``exposure_shortfall`` here are each query's own value computed from
+    that query's exposure ratio; :func:`aggregate` reports them from the averaged ratio instead.
+    """
     mask = batch.mask.to(scores.device)
     judg = batch.judgments.to(scores.device)
     groups = batch.groups.to(scores.device)
@@ -36,16 +41,24 @@ def per_query_metrics(
     for kk in k:
         out[f"ndcg_at_{kk}"] = ndcg_at_k(pred, judg, mask, kk)
         out[f"precision_at_{kk}"] = precision_at_k(pred, true, mask, kk)
+        out[f"selection_ratio_at_{kk}"] = selection_ratio_at_k(pred, groups, mask, kk)
         if retrieval:
             out[f"mrr_at_{kk}"] = mrr_at_k(pred, judg, mask, kk)
             out[f"recall_at_{kk}"] = recall_at_k(pred, judg, mask, kk)
     out["kendall_tau"] = kendall_tau(pred, judg, mask)
     out.update(exposure_per_query(pred, groups, mask, exposure_k))
+    out["exposure_disparity"] = exposure_disparity(out["exposure_ratio"])
+    out["exposure_shortfall"] = exposure_shortfall(out["exposure_ratio"])
     return out
 
 
 def aggregate(per_query: dict[str, torch.Tensor]) -> dict[str, float]:
-    """Mean over queries where defined, plus ``<metric>_n_queries`` for each metric."""
+    """Mean over queries where defined, plus ``<metric>_n_queries`` for each metric.
+
+    Exception: ``exposure_disparity`` = 1 - min(R, 1/R) and ``exposure_shortfall`` = max(0, 1 - R)
+    are computed from R = the reported (averaged) ``exposure_ratio``, not averaged per query, so
+    they always agree with the reported ratio; their count is the ratio's.
+    """
     result: dict[str, float] = {}
     for name, values in per_query.items():
         v = values.detach().cpu().to(torch.float64)
@@ -53,6 +66,11 @@ def aggregate(per_query: dict[str, torch.Tensor]) -> dict[str, float]:
         n = int(ok.sum())
         result[name] = float(v[ok].mean()) if n else float("nan")
         result[f"{name}_n_queries"] = n
+    if "exposure_ratio" in result:
+        for name, formula in RATIO_DERIVED.items():
+            if name in result:
+                result[name] = formula(result["exposure_ratio"])
+                result[f"{name}_n_queries"] = result["exposure_ratio_n_queries"]
     return result
 
 
@@ -73,9 +91,12 @@ def evaluate_ranking(
 ) -> dict[str, float]:
     """SPEC §3 metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries.
 
-    Keys: ``ndcg_at_<k>``, ``precision_at_<k>`` (and ``mrr_at_<k>``, ``recall_at_<k>`` with
-    ``retrieval=True``), ``kendall_tau``, ``exposure_protected``, ``exposure_nonprotected``,
-    ``exposure_ratio``, ``exposure_gap``; each with a ``<metric>_n_queries`` companion.
+    Keys: ``ndcg_at_<k>``, ``precision_at_<k>``, ``selection_ratio_at_<k>`` (and ``mrr_at_<k>``,
+    ``recall_at_<k>`` with ``retrieval=True``) for every k in ``k``, ``kendall_tau``,
+    ``exposure_protected``, ``exposure_nonprotected``, ``exposure_ratio`` (mean over queries of
+    the per-query ratio), ``exposure_gap``, ``exposure_disparity`` and ``exposure_shortfall``
+    (from that reported ``exposure_ratio`` R: 1 - min(R, 1/R) and max(0, 1 - R)); each with a
+    ``<metric>_n_queries`` companion.
     """
     missing = [c for c in dict.fromkeys([query, group, judgment]) if c not in df.columns]
     if missing:

@@ -1,49 +1,212 @@
-"""Declarations of every metric: direction and degenerate-query policy (SPEC §3, §6)."""
+"""Declarations of every metric: direction, ideal value and degenerate-query policy.
+
+A metric's direction is one of
+
+* ``"higher"``: larger values are better (``ndcg_at_10``, ``kendall_tau``);
+* ``"lower"``: smaller values are better (``exposure_disparity``, ``exposure_gap``);
+* ``"target"``: the metric has an ideal value and both sides of it are worse
+  (``exposure_ratio`` and ``selection_ratio_at_<k>``: 1.0 = parity). A target metric has no
+  "better" direction to optimise: optimise its lower-is-better distance instead
+  (``exposure_disparity``) or bound it from both sides (``0.8<=exposure_ratio<=1.25``).
+
+Metric keys are ``<name>``, ``<name>_at_<k>`` (k part of the name), optionally followed by a
+declared variant (``mrc_at_5_intersection``), a per-language suffix ``/<lang>``
+(``mrr_at_100/de``) or the ``_n_queries`` companion (the number of queries an average is over).
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
-__all__ = ["MetricInfo", "METRICS", "metric_info", "higher_is_better"]
+from fairltr.errors import ConfigError
+
+__all__ = [
+    "DIRECTIONS", "MetricInfo", "METRICS", "metric_info", "is_metric_key", "higher_is_better", "direction",
+    "ideal", "distance_from_ideal", "is_better", "optimisation_direction", "direction_label",
+]
+
+DIRECTIONS = ("higher", "lower", "target")
 
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """What a metric is: its base name (k appended as ``_at_<k>``), direction and degenerate policy."""
+    """What a metric is: its base name (k appended as ``_at_<k>``), direction, degenerate-query
+    policy, kind and, for ``"target"`` metrics, the ideal value.
+
+    ``direction`` also accepts the former boolean ``higher_is_better`` (True -> "higher",
+    False -> "lower"). ``distance`` says how far a value is from ``ideal``: ``"ratio"`` gives
+    ``1 - min(v / ideal, ideal / v)`` (0.8 and 1.25 are equally far from 1.0), ``"absolute"``
+    gives ``|v - ideal|``. ``variants`` are suffixes allowed after ``_at_<k>``.
+    """
 
     name: str
-    higher_is_better: bool
+    direction: str
     degenerate: str
     takes_k: bool = False
     kind: str = "relevance"  # "relevance" or "fairness"
+    ideal: float | None = None
+    distance: str = "absolute"
+    variants: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.direction, bool):
+            object.__setattr__(self, "direction", "higher" if self.direction else "lower")
+        if self.direction not in DIRECTIONS:
+            raise ConfigError(f"metric {self.name!r}: direction must be one of {DIRECTIONS}, got {self.direction!r}")
+        if self.direction == "target" and self.ideal is None:
+            raise ConfigError(f"metric {self.name!r}: a target metric needs its ideal value")
+        if self.distance not in ("absolute", "ratio"):
+            raise ConfigError(f"metric {self.name!r}: distance must be 'absolute' or 'ratio', got {self.distance!r}")
+        if self.distance == "ratio" and not (self.ideal is not None and self.ideal > 0):
+            raise ConfigError(f"metric {self.name!r}: a ratio distance needs a positive ideal value")
+
+    @property
+    def higher_is_better(self) -> bool:
+        """True for "higher", False for "lower"; a target metric raises :class:`ConfigError`."""
+        if self.direction == "target":
+            raise ConfigError(_target_message(self.name, self))
+        return self.direction == "higher"
 
 
 METRICS: dict[str, MetricInfo] = {m.name: m for m in [
-    MetricInfo("ndcg", True, "query left out when its ideal DCG is 0", True),
-    MetricInfo("precision", True, "never undefined for a non-empty query", True),
-    MetricInfo("mrr", True, "query left out when it has no item with judgment > 0", True),
-    MetricInfo("recall", True, "query left out when it has no item with judgment > 0", True),
-    MetricInfo("kendall_tau", True, "query left out with < 2 items or all-equal judgments"),
-    MetricInfo("exposure_protected", True, "query left out without a protected item", kind="fairness"),
-    MetricInfo("exposure_nonprotected", False, "query left out without a non-protected item", kind="fairness"),
-    MetricInfo("exposure_ratio", True, "query left out unless both groups are present", kind="fairness"),
-    MetricInfo("exposure_gap", False, "query left out unless both groups are present", kind="fairness"),
-    MetricInfo("mrc", True, "parallel group left out with fewer than 2 languages", True, kind="fairness"),
+    MetricInfo("ndcg", "higher", "query left out when its ideal DCG is 0", True),
+    MetricInfo("precision", "higher", "never undefined for a non-empty query", True),
+    MetricInfo("mrr", "higher", "query left out when it has no item with judgment > 0", True),
+    MetricInfo("recall", "higher", "query left out when it has no item with judgment > 0", True),
+    MetricInfo("kendall_tau", "higher", "query left out with < 2 items or all-equal judgments"),
+    MetricInfo("exposure_protected", "higher", "query left out without a protected item", kind="fairness"),
+    MetricInfo("exposure_nonprotected", "lower", "query left out without a non-protected item", kind="fairness"),
+    MetricInfo("exposure_ratio", "target", "query left out unless both groups are present", kind="fairness",
+               ideal=1.0, distance="ratio"),
+    MetricInfo("exposure_gap", "lower", "query left out unless both groups are present", kind="fairness"),
+    MetricInfo("exposure_disparity", "lower", "computed from exposure_ratio (same queries); NaN when it is",
+               kind="fairness", ideal=0.0),
+    MetricInfo("exposure_shortfall", "lower", "computed from exposure_ratio (same queries); NaN when it is",
+               kind="fairness", ideal=0.0),
+    MetricInfo("selection_ratio", "target", "query left out unless both groups are present and the "
+               "non-protected selection rate is > 0", True, kind="fairness", ideal=1.0, distance="ratio"),
+    MetricInfo("mrc", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness",
+               variants=("intersection",)),
+    MetricInfo("overlap", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness"),
+    MetricInfo("rbo", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness"),
 ]}
+
+_LANG = re.compile(r"^[A-Za-z][\w-]*$")
+
+
+def _base_info(base: str) -> MetricInfo | None:
+    if base in METRICS:
+        return METRICS[base]
+    if "_at_" not in base:
+        return None
+    head, _, tail = base.rpartition("_at_")
+    if tail.isdigit() and head in METRICS:
+        return METRICS[head]
+    # a declared variant after the cut-off: mrc_at_5_intersection
+    k, _, variant = tail.partition("_")
+    info = METRICS.get(head)
+    if info is not None and k.isdigit() and variant in info.variants:
+        return info
+    return None
 
 
 def metric_info(key: str) -> MetricInfo:
-    """Info for a full metric key such as ``ndcg_at_10`` or ``exposure_ratio_at_10``."""
+    """Info for a full metric key such as ``ndcg_at_10``, ``exposure_ratio``, ``mrr_at_100/de``,
+    ``mrc_at_5_intersection`` or ``kendall_tau_n_queries``; :class:`KeyError` for an unknown key."""
     base = key[: -len("_n_queries")] if key.endswith("_n_queries") else key
-    if base in METRICS:
-        return METRICS[base]
-    if "_at_" in base:
-        head, _, tail = base.rpartition("_at_")
-        if tail.isdigit() and head in METRICS:
-            return METRICS[head]
-    raise KeyError(f"unknown metric {key!r}; known: {sorted(METRICS)} (append _at_<k> where k applies)")
+    info = _base_info(base)
+    if info is None and "/" in base:  # per-language value: mrr_at_100/de
+        head, _, lang = base.partition("/")
+        if _LANG.match(lang):
+            info = _base_info(head)
+    if info is None:
+        raise KeyError(f"unknown metric {key!r}; known: {sorted(METRICS)} (append _at_<k> where k applies)")
+    return info
+
+
+def is_metric_key(key: str) -> bool:
+    """Whether :func:`metric_info` knows ``key``."""
+    try:
+        metric_info(key)
+    except KeyError:
+        return False
+    return True
+
+
+def _target_message(key: str, info: MetricInfo) -> str:
+    if info.name == "exposure_ratio":
+        hint = ("optimise exposure_disparity (1 - min(R, 1/R), 0 at parity) or exposure_shortfall "
+                f"(max(0, 1 - R)), or bound it from both sides, e.g. '0.8<={key}<=1.25'")
+    else:
+        hint = f"bound it instead, e.g. '{key}>=0.8' (the four-fifths rule) or '0.8<={key}<=1.25'"
+    return f"{key} has a target value of {info.ideal!r} (parity), not a better direction: {hint}"
 
 
 def higher_is_better(key: str) -> bool:
-    """Direction of a metric key (used by Optuna objectives and promotion gates)."""
-    return metric_info(key).higher_is_better
+    """Direction of a higher- or lower-is-better metric key. A target metric (``exposure_ratio``,
+    ``selection_ratio_at_<k>``) has none: :class:`ConfigError` says what to use instead.
+    ``<metric>_n_queries`` counts follow their metric."""
+    info = metric_info(key)
+    if info.direction == "target":
+        raise ConfigError(_target_message(key, info))
+    return info.direction == "higher"
+
+
+def direction(key: str) -> str:
+    """``"higher"``, ``"lower"`` or ``"target"``."""
+    return metric_info(key).direction
+
+
+def ideal(key: str) -> float | None:
+    """The ideal value (1.0 for the parity ratios, 0.0 for the disparities), None when there is none."""
+    return metric_info(key).ideal
+
+
+def distance_from_ideal(key: str, value: float) -> float:
+    """How far ``value`` is from the metric's ideal (0 = ideal; NaN stays NaN).
+
+    Ratio targets: ``1 - min(v / ideal, ideal / v)`` (for ``exposure_ratio`` this is
+    ``exposure_disparity``); absolute: ``|v - ideal|``. Metrics without an ideal raise
+    :class:`ConfigError`.
+    """
+    info = metric_info(key)
+    if info.ideal is None:
+        raise ConfigError(f"{key} has no ideal value ({info.direction} is better)")
+    v = float(value)
+    if math.isnan(v):
+        return math.nan
+    if info.distance == "ratio":
+        r = v / info.ideal
+        return 1.0 - (1.0 / r if r >= 1.0 else r)
+    return abs(v - info.ideal)
+
+
+def is_better(key: str, a: float, b: float) -> bool:
+    """Whether value ``a`` is strictly better than ``b`` for metric ``key`` (higher, lower, or
+    closer to the target). NaN is worse than any number and never better than anything."""
+    a, b = float(a), float(b)
+    if math.isnan(a):
+        return False
+    if math.isnan(b):
+        return True
+    d = direction(key)
+    if d == "higher":
+        return a > b
+    if d == "lower":
+        return a < b
+    return distance_from_ideal(key, a) < distance_from_ideal(key, b)
+
+
+def optimisation_direction(key: str) -> str:
+    """Optuna's ``"maximize"`` / ``"minimize"`` for a metric; a target metric raises :class:`ConfigError`."""
+    return "maximize" if higher_is_better(key) else "minimize"
+
+
+def direction_label(key: str) -> str:
+    """Human label: ``"higher is better"``, ``"lower is better"`` or ``"target 1.0 (parity)"``."""
+    info = metric_info(key)
+    if info.direction == "target":
+        return f"target {info.ideal:.1f} (parity)" if info.distance == "ratio" else f"target {info.ideal:g}"
+    return f"{info.direction} is better"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
-from fairltr.errors import DataError
+from fairltr.errors import ConfigError, DataError
 from fairltr.metrics import METRICS, evaluate_ranking, higher_is_better, metric_info
 
 
@@ -50,7 +50,8 @@ def test_names_values_and_n_queries():
     df = _frame()
     res = evaluate_ranking(df, df.score.to_numpy(), query="qid", group="grp", judgment="rel", k=(5, 10))
     expected = {"ndcg_at_5", "ndcg_at_10", "precision_at_5", "precision_at_10", "kendall_tau",
-                "exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap"}
+                "exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap",
+                "exposure_disparity", "exposure_shortfall", "selection_ratio_at_5", "selection_ratio_at_10"}
     assert expected | {f"{k}_n_queries" for k in expected} == set(res)
     loops = _loop_metrics(df)
     for name, values in loops.items():
@@ -107,8 +108,10 @@ def test_errors_name_the_problem():
 
 
 def test_metric_declarations():
-    assert higher_is_better("ndcg_at_10") and higher_is_better("exposure_ratio")
+    assert higher_is_better("ndcg_at_10") and not higher_is_better("exposure_disparity")
     assert not higher_is_better("exposure_gap") and not higher_is_better("exposure_gap_n_queries")
+    with pytest.raises(ConfigError, match="exposure_disparity"):  # parity is a target, not "higher"
+        higher_is_better("exposure_ratio")
     assert metric_info("precision_at_10").takes_k and metric_info("mrc_at_5").kind == "fairness"
     assert all(m.degenerate for m in METRICS.values())
     with pytest.raises(KeyError, match="unknown metric"):
