@@ -1,12 +1,17 @@
 """What a sweep optimises: objectives and constraints by SPEC §6 metric names, and the method
 runners (hyper-parameter values -> metric dictionary on the test set).
 
-* objectives: ``"kendall_tau:max,exposure_gap:min"``; the direction may be omitted and then comes
-  from :func:`fairltr.metrics.higher_is_better`; a direction contradicting the metric's
-  declaration is refused.
+* objectives: ``"kendall_tau:max,exposure_disparity:min"`` (the default: relevance up, distance
+  from exposure parity down); the direction may be omitted and then comes from the metric
+  registry (:func:`fairltr.metrics.direction`); a direction contradicting the metric's
+  declaration is refused, and so is a target metric (``exposure_ratio``, ideal 1.0: optimise
+  ``exposure_disparity`` or ``exposure_shortfall`` instead). ``exposure_gap:min`` stays
+  selectable (it rewards over-exposing the protected group).
 * constraints: ``"kendall_tau>=0.2"`` -> Optuna constraint value ``0.2 - kendall_tau``;
-  ``"exposure_gap<=0.01"`` -> ``exposure_gap - 0.01``; a trial is feasible when every value is
-  <= 0. An undefined (NaN) metric counts as infeasible (:data:`INFEASIBLE`).
+  ``"exposure_gap<=0.01"`` -> ``exposure_gap - 0.01``; two-sided ``"0.8<=exposure_ratio<=1.25"``
+  -> ``max(0.8 - R, R - 1.25)``; a gate preset such as ``"four_fifths"`` (``selection_ratio_at_10>=0.8``)
+  or ``"four_fifths@5"``. A trial is feasible when every value is <= 0. An undefined (NaN)
+  metric counts as infeasible (:data:`INFEASIBLE`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from fairltr.errors import ConfigError, DataError
-from fairltr.metrics import evaluate_ranking, higher_is_better, metric_info
+from fairltr.metrics import evaluate_ranking, metric_info, optimisation_direction
+from fairltr.tracking.gates import expand_preset
 from tuning.space import SearchSpace, method_space
 
 __all__ = [
@@ -42,7 +48,7 @@ __all__ = [
     "method_plugin",
 ]
 
-DEFAULT_OBJECTIVES = "kendall_tau:max,exposure_gap:min"
+DEFAULT_OBJECTIVES = "kendall_tau:max,exposure_disparity:min"
 INFEASIBLE = 1e10
 _DIR = {"max": "maximize", "maximize": "maximize", "min": "minimize", "minimize": "minimize"}
 
@@ -76,7 +82,10 @@ def parse_objectives(text: str | Sequence[str] = DEFAULT_OBJECTIVES) -> list[Obj
         name, _, d = item.partition(":")
         name = name.strip()
         _check_metric(name)
-        natural = "maximize" if higher_is_better(name) else "minimize"
+        try:
+            natural = optimisation_direction(name)
+        except ConfigError as exc:  # a target metric (exposure_ratio): says what to optimise instead
+            raise ConfigError(f"objective {item!r}: {exc}") from None
         if d:
             if d.strip().lower() not in _DIR:
                 raise ConfigError(f"objective {item!r}: direction must be 'max' or 'min'")
@@ -95,46 +104,72 @@ def parse_objectives(text: str | Sequence[str] = DEFAULT_OBJECTIVES) -> list[Obj
 
 
 _CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
+_BETWEEN_RE = re.compile(r"^\s*([-+0-9.eE]+)\s*(<=|<)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|<)\s*([-+0-9.eE]+)\s*$")
 
 
 @dataclass(frozen=True)
 class Constraint:
-    """``metric >= bound`` or ``metric <= bound``; ``value(metrics) <= 0`` means feasible."""
+    """``metric >= bound``, ``metric <= bound``, or two-sided ``bound <= metric <= high``
+    (``op`` is then ``">="`` and ``high`` is set); ``value(metrics) <= 0`` means feasible."""
 
     metric: str
     op: str  # ">=" | "<="
     bound: float
+    high: float | None = None
 
     @property
     def key(self) -> str:
+        if self.high is not None:
+            return f"{self.bound:g}<={self.metric}<={self.high:g}"
         return f"{self.metric}{self.op}{self.bound:g}"
 
     def value(self, metrics: Mapping[str, float]) -> float:
-        """Violation: ``bound - m`` for ``>=``, ``m - bound`` for ``<=``; INFEASIBLE when m is NaN."""
+        """Violation: ``bound - m`` for ``>=``, ``m - bound`` for ``<=``, ``max(bound - m, m - high)``
+        for two-sided; INFEASIBLE when m is NaN."""
         if self.metric not in metrics:
             raise ConfigError(f"constraint {self.key!r}: metric {self.metric!r} was not computed; "
                               f"available: {sorted(k for k in metrics if not k.endswith('_n_queries'))}")
         m = float(metrics[self.metric])
         if not math.isfinite(m):
             return INFEASIBLE
+        if self.high is not None:
+            return max(self.bound - m, m - self.high)
         return self.bound - m if self.op == ">=" else m - self.bound
 
     def __str__(self) -> str:
         return self.key
 
 
-def parse_constraint(text: str) -> Constraint:
-    """Parse ``"kendall_tau>=0.2"`` (``>`` and ``<`` are read as ``>=`` and ``<=``)."""
-    m = _CONSTRAINT_RE.match(text)
-    if not m:
-        raise ConfigError(f"constraint {text!r} must look like 'metric>=number' or 'metric<=number'")
-    name, op, num = m.groups()
-    _check_metric(name)
+def _number(text: str, num: str) -> float:
     try:
-        bound = float(num)
+        value = float(num)
     except ValueError:
         raise ConfigError(f"constraint {text!r}: {num!r} is not a number") from None
-    return Constraint(name, ">=" if op.startswith(">") else "<=", bound)
+    if not math.isfinite(value):
+        raise ConfigError(f"constraint {text!r}: {num!r} must be finite")
+    return value
+
+
+def parse_constraint(text: str) -> Constraint:
+    """Parse ``"kendall_tau>=0.2"`` (``>`` and ``<`` are read as ``>=`` and ``<=``), two-sided
+    ``"0.8<=exposure_ratio<=1.25"``, or a gate preset (``"four_fifths"``, ``"four_fifths@5"``)."""
+    preset = expand_preset(text)
+    expr = preset[1] if preset else text
+    between = _BETWEEN_RE.match(expr)
+    if between:
+        low, _, name, _, high = between.groups()
+        _check_metric(name)
+        lo, hi = _number(text, low), _number(text, high)
+        if lo > hi:
+            raise ConfigError(f"constraint {text!r}: the interval is empty ({low} > {high})")
+        return Constraint(name, ">=", lo, hi)
+    m = _CONSTRAINT_RE.match(expr)
+    if not m:
+        raise ConfigError(f"constraint {text!r} must look like 'metric>=number', 'metric<=number', "
+                          "'low<=metric<=high' or a preset such as 'four_fifths' / 'four_fifths@5'")
+    name, op, num = m.groups()
+    _check_metric(name)
+    return Constraint(name, ">=" if op.startswith(">") else "<=", _number(text, num))
 
 
 # ---------------------------------------------------------------------------------- runners

@@ -98,7 +98,7 @@ _LANG = re.compile(r"^[A-Za-z][\w-]*$")
 
 def _base_info(base: str) -> MetricInfo | None:
     if base in METRICS:
-        return METRICS[base]
+        return None if METRICS[base].takes_k else METRICS[base]  # ndcg needs its k: ndcg_at_10
     if "_at_" not in base:
         return None
     head, _, tail = base.rpartition("_at_")

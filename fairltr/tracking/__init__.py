@@ -23,9 +23,11 @@ _EXPORTS = {
     "ranker_pip_requirements": "pyfunc",
     # evaluator
     "FairRankingEvaluator": "evaluator", "evaluate_frame": "evaluator",
-    # promotion
-    "Gate": "promotion", "GateResult": "promotion", "PromotionDecision": "promotion", "parse_gate": "promotion",
-    "check_gates": "promotion", "promote": "promotion", "current_champion": "promotion",
+    # gates (the gate language) and promotion
+    "Gate": "gates", "GateResult": "gates", "parse_gate": "gates", "check_gates": "gates",
+    "Bound": "gates", "GatePreset": "gates", "GATE_PRESETS": "gates", "expand_preset": "gates",
+    "gate_cutoffs": "gates",
+    "PromotionDecision": "promotion", "promote": "promotion", "current_champion": "promotion",
     "evaluate_model_uri": "promotion",
     # comparison of runs (DELTR Figure 1)
     "runs_table": "compare", "log_runs_comparison": "compare",

@@ -24,135 +24,23 @@ Policies:
 from __future__ import annotations
 
 import json
-import math
-import operator
-import re
 import uuid
 import warnings
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from fairltr.errors import ConfigError
+from fairltr.tracking.gates import Gate, GateResult, check_gates, parse_gate
+from fairltr.tracking.gates import is_finite_number as _finite
 
 __all__ = ["Gate", "GateResult", "PromotionDecision", "parse_gate", "check_gates", "evaluate_model_uri",
            "version_metrics", "current_champion", "promote", "TAG_PREFIX"]
 
 TAG_PREFIX = "fairltr.promotion."
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
-}
-_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_GATE_RE = re.compile(rf"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|>|<)\s*(.+?)\s*$")
-_REL_RE = re.compile(rf"^champion\s*(?:([-+*])\s*({_NUM}))?$")
-
-
-@dataclass(frozen=True)
-class Gate:
-    """``metric op bound``; ``relative`` bounds are ``champion <rel_op> amount``."""
-
-    text: str
-    metric: str
-    op: str
-    value: float | None = None
-    relative: bool = False
-    rel_op: str = "+"
-    amount: float = 0.0
-
-    def bound(self, champion: Mapping[str, float] | None) -> float | None:
-        """The threshold: the number, or the champion's value combined with the amount."""
-        if not self.relative:
-            return self.value
-        if champion is None or not _finite(champion.get(self.metric)):
-            return None
-        base = float(champion[self.metric])
-        return base * self.amount if self.rel_op == "*" else base + (self.amount if self.rel_op == "+" else -self.amount)
-
-
-def parse_gate(text: str) -> Gate:
-    """Parse ``"exposure_ratio>=0.9"`` / ``"ndcg_at_10>=champion-0.01"``; :class:`ConfigError` otherwise."""
-    m = _GATE_RE.match(text or "")
-    if not m:
-        raise ConfigError(
-            f"cannot parse gate {text!r}: expected '<metric> <op> <bound>' with op one of >=, <=, >, < "
-            "and bound a number or champion[+-*]<number>, e.g. 'exposure_ratio>=0.9' or 'ndcg_at_10>=champion-0.01'"
-        )
-    metric, op, rhs = m.groups()
-    rel = _REL_RE.match(rhs)
-    if rel:
-        sign, amount = rel.groups()
-        return Gate(text.strip(), metric, op, relative=True, rel_op=sign or "+", amount=float(amount) if amount else (1.0 if sign == "*" else 0.0))
-    try:
-        value = float(rhs)
-    except ValueError:
-        raise ConfigError(f"gate {text!r}: bound {rhs!r} is neither a number nor champion[+-*]<number>") from None
-    if not math.isfinite(value):
-        raise ConfigError(f"gate {text!r}: bound must be finite")
-    return Gate(text.strip(), metric, op, value=value)
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
-
-
-@dataclass
-class GateResult:
-    """Outcome of one gate: candidate value, threshold, pass, and the signed margin
-    (how far on the passing side; negative = failed by that much)."""
-
-    gate: str
-    metric: str
-    value: float | None
-    threshold: float | None
-    passed: bool
-    margin: float | None
-    note: str = ""
-
-    def describe(self) -> str:
-        """One line: ``FAIL ndcg_at_10>=champion-0.01: ndcg_at_10=0.71, threshold 0.74, short by 0.03``."""
-        status = "PASS" if self.passed else "FAIL"
-        if self.value is None:
-            return f"{status} {self.gate}: {self.note}"
-        if self.threshold is None:
-            return f"{status} {self.gate}: {self.metric}={self.value:.6g}; {self.note}"
-        how = f"margin {self.margin:.6g}" if self.passed else f"short by {-self.margin:.6g}"
-        return f"{status} {self.gate}: {self.metric}={self.value:.6g}, threshold {self.threshold:.6g}, {how}"
-
-
-def check_gates(
-    gates: Sequence[Gate],
-    candidate: Mapping[str, float],
-    champion: Mapping[str, float] | None,
-    no_champion: str = "pass",
-) -> list[GateResult]:
-    """Check every gate (no short-circuit) under the module's fail-closed policy."""
-    if no_champion not in ("pass", "fail"):
-        raise ConfigError(f"no_champion must be 'pass' or 'fail', got {no_champion!r}")
-    results = []
-    for g in gates:
-        value = candidate.get(g.metric)
-        if not _finite(value):
-            results.append(GateResult(g.text, g.metric, None, None, False, None,
-                                      f"candidate has no finite {g.metric!r} (fail closed)"))
-            continue
-        value = float(value)
-        if g.relative and champion is None:
-            ok = no_champion == "pass"
-            results.append(GateResult(g.text, g.metric, value, None, ok, None,
-                                      f"no champion yet: relative gate {'skipped' if ok else 'failed'} (policy {no_champion})"))
-            continue
-        threshold = g.bound(champion)
-        if threshold is None:
-            results.append(GateResult(g.text, g.metric, value, None, False, None,
-                                      f"champion has no finite {g.metric!r} (fail closed)"))
-            continue
-        passed = _OPS[g.op](value, threshold)
-        margin = value - threshold if g.op in (">=", ">") else threshold - value
-        results.append(GateResult(g.text, g.metric, value, threshold, bool(passed), margin))
-    return results
 
 
 @dataclass

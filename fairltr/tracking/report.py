@@ -10,7 +10,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from fairltr.metrics import metric_info
+from fairltr.metrics import direction_label, metric_info
 
 __all__ = ["figure_to_png", "fairness_report_html"]
 
@@ -44,8 +44,7 @@ def _metric_rows(metrics: Mapping[str, float]) -> str:
     rows = []
     for key in sorted(k for k in metrics if not k.endswith("_n_queries")):
         try:
-            info = metric_info(key)
-            kind, arrow = info.kind, ("higher is better" if info.higher_is_better else "lower is better")
+            kind, arrow = metric_info(key).kind, direction_label(key)
         except KeyError:
             kind, arrow = "other", ""
         n = metrics.get(f"{key}_n_queries", "")

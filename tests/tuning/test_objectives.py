@@ -12,10 +12,18 @@ from tuning.objectives import INFEASIBLE, make_runner, parse_constraint, parse_o
 
 
 def test_parse_objectives_defaults_and_directions():
-    a, b = parse_objectives()
-    assert (a.name, a.direction, b.name, b.direction) == ("kendall_tau", "maximize", "exposure_gap", "minimize")
-    a, b = parse_objectives("ndcg_at_10, exposure_ratio")  # directions from the metric declarations
-    assert (a.direction, b.direction) == ("maximize", "maximize")
+    a, b = parse_objectives()  # parity: the distance from exposure_ratio = 1, not the signed gap
+    assert (a.name, a.direction, b.name, b.direction) == ("kendall_tau", "maximize", "exposure_disparity", "minimize")
+    a, b = parse_objectives("ndcg_at_10, exposure_shortfall")  # directions from the metric declarations
+    assert (a.direction, b.direction) == ("maximize", "minimize")
+    a, b = parse_objectives("kendall_tau:max,exposure_gap:min")  # the former default stays selectable
+    assert (b.name, b.direction) == ("exposure_gap", "minimize")
+    for target in ("exposure_ratio", "exposure_ratio:max", "selection_ratio_at_10:max"):
+        with pytest.raises(ConfigError, match="target value of 1.0") as err:
+            parse_objectives(f"kendall_tau,{target}")
+        assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="exposure_disparity"):
+        parse_objectives("kendall_tau,exposure_ratio")
     with pytest.raises(ConfigError, match="exposure_gap:min"):
         parse_objectives("kendall_tau,exposure_gap:max")
     with pytest.raises(ConfigError, match="unknown metric"):
@@ -36,13 +44,29 @@ def test_parse_constraint_values():
     assert c.value({"kendall_tau": math.nan}) == INFEASIBLE
     d = parse_constraint(" exposure_gap < 0.01 ")
     assert d.op == "<=" and d.value({"exposure_gap": 0.02}) == pytest.approx(0.01)
-    for bad in ("kendall_tau=0.2", "kendall_tau>=x", ">=0.2"):
+    for bad in ("kendall_tau=0.2", "kendall_tau>=x", ">=0.2", "0.8>=exposure_ratio>=1.2"):
         with pytest.raises(ConfigError, match="metric>=number"):
             parse_constraint(bad)
     with pytest.raises(ConfigError, match="unknown metric"):
         parse_constraint("tau>=0.1")
     with pytest.raises(ConfigError, match="was not computed"):
         parse_constraint("mrr_at_10>=0.1").value({"kendall_tau": 0.3})
+
+
+def test_two_sided_and_preset_constraints():
+    c = parse_constraint(" 0.8 <= exposure_ratio <= 1.25 ")
+    assert (c.metric, c.bound, c.high, c.key) == ("exposure_ratio", 0.8, 1.25, "0.8<=exposure_ratio<=1.25")
+    for r, want in ((1.0, -0.2), (0.7, 0.1), (1.3, 0.05), (0.8, 0.0)):  # max(low - R, R - high)
+        assert c.value({"exposure_ratio": r}) == pytest.approx(want)
+    assert c.value({"exposure_ratio": math.nan}) == INFEASIBLE
+    with pytest.raises(ConfigError, match="empty"):
+        parse_constraint("1.25<=exposure_ratio<=0.8")
+    f = parse_constraint("four_fifths")
+    assert (f.metric, f.op, f.bound, f.key) == ("selection_ratio_at_10", ">=", 0.8, "selection_ratio_at_10>=0.8")
+    assert f.value({"selection_ratio_at_10": 0.7}) == pytest.approx(0.1)
+    assert parse_constraint("four_fifths@5").metric == "selection_ratio_at_5"
+    with pytest.raises(ConfigError, match="positive integer"):
+        parse_constraint("four_fifths@0")
 
 
 def test_deltr_runner_equals_direct_training(small_rankings):

@@ -53,7 +53,7 @@ def test_sweep_logs_parent_and_nested_runs_and_resumes(ranking_files, tmp_path, 
     r0 = next(r for r in runs if r.data.tags["fairltr.sweep.trial"] == str(complete[0].number))
     assert float(r0.data.params["gamma"]) == pytest.approx(complete[0].user_attrs["gamma"])
     assert r0.data.metrics["kendall_tau"] == pytest.approx(complete[0].values[0])
-    assert r0.data.metrics["exposure_gap"] == pytest.approx(complete[0].values[1])
+    assert r0.data.metrics["exposure_disparity"] == pytest.approx(complete[0].values[1])  # the default objective
     assert "ndcg_at_10" in r0.data.metrics and "exposure_ratio" in r0.data.metrics
     arts = {a.path for a in client.list_artifacts(parent)}
     assert {"deltr-a_pareto_front.csv", "deltr-a_pareto.png", "deltr-a_sweep_summary.json"} <= arts
@@ -65,7 +65,7 @@ def test_sweep_logs_parent_and_nested_runs_and_resumes(ranking_files, tmp_path, 
     brute = {t.number for t, l in zip(complete, loss)
              if not any(np.all(m <= l) and np.any(m < l) for m in loss)}
     assert set(front["trial"]) == brute == set(summary["front_trials"])
-    ref = [summary["reference"]["kendall_tau"], summary["reference"]["exposure_gap"]]
+    ref = [summary["reference"]["kendall_tau"], summary["reference"]["exposure_disparity"]]
     assert summary["hypervolume"] == pytest.approx(hypervolume_2d(vals, ["maximize", "minimize"], ref))
     assert run.data.metrics["hypervolume"] == pytest.approx(summary["hypervolume"])
     assert summary["best_trial"] in brute
@@ -111,12 +111,12 @@ def test_compare_with_and_journal_storage(ranking_files, tmp_path):
     out = tmp_path / "out"
     journal = f"journal:{tmp_path / 'studies.log'}"
     for method, name in (("fair-pre", "pre"), ("deltr", "deltr")):
-        extra = ["--compare-with", "pre", "--reference", "kendall_tau=0,exposure_gap=0.5"] if name == "deltr" else []
+        extra = ["--compare-with", "pre", "--reference", "kendall_tau=0,exposure_disparity=0.5"] if name == "deltr" else []
         res = sweep(ranking_files, out, "--method", method, "--study", name, "--trials", "4",
                     "--storage", journal, "--sampler", "tpe", *extra)
         assert res.exit_code == 0, res.output
     comp = pd.read_csv(out / "deltr_comparison.csv")
-    assert list(comp["study"]) == ["deltr", "pre"] and (comp["reference_exposure_gap"] == 0.5).all()
+    assert list(comp["study"]) == ["deltr", "pre"] and (comp["reference_exposure_disparity"] == 0.5).all()
     assert (out / "deltr_pareto.png").stat().st_size > 5000
     res = sweep(ranking_files, out, "--method", "deltr", "--study", "x", "--trials", "1", "--storage", journal,
                 "--compare-with", "nope")
@@ -149,7 +149,7 @@ def test_study_opens_in_optuna_dashboard(ranking_files, tmp_path):
     assert status.startswith("200")
     detail = json.loads(body)
     assert detail["name"] == "dash" and len(detail["trials"]) == 2 and detail["best_trials"]
-    assert detail.get("objective_names", ["kendall_tau", "exposure_gap"]) == ["kendall_tau", "exposure_gap"]
+    assert detail.get("objective_names", ["kendall_tau", "exposure_disparity"]) == ["kendall_tau", "exposure_disparity"]
 
 
 def test_cli_errors_are_one_line(ranking_files, tmp_path):

@@ -67,7 +67,7 @@ def test_known_key_forms(key):
     assert is_metric_key(key)
 
 
-@pytest.mark.parametrize("key", ["accuracy", "ndcg_at_x", "mrr_at_100/", "mrr_at_100/1de", "ndcg_at_5_intersection",
+@pytest.mark.parametrize("key", ["accuracy", "ndcg", "selection_ratio", "ndcg_at_x", "mrr_at_100/", "mrr_at_100/1de", "ndcg_at_5_intersection",
                                  "train_seconds", "selection_ratio_at_10/de/x"])
 def test_unknown_key_forms(key):
     assert not is_metric_key(key)

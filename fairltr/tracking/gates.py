@@ -1,0 +1,342 @@
+"""The gate language of fairness-gated promotion (pure Python: no MLflow).
+
+A gate is one of
+
+* ``<metric> <op> <bound>`` with op in ``>=, <=, >, <``: ``exposure_disparity<=0.1``,
+  ``ndcg_at_10>=champion-0.01`` (``<bound> <op> <metric>`` is read the same way);
+* two-sided ``<low> <= <metric> <= <high>`` (either ``<=`` may be ``<``): ``0.8<=exposure_ratio<=1.25``
+  — the way to gate a target metric (ideal 1.0) from both sides;
+* a named preset: ``four_fifths`` = ``selection_ratio_at_10>=0.8`` (the four-fifths rule of hiring
+  audits: the protected group's selection rate in the top k is at least 80% of the non-protected
+  group's); ``four_fifths@<k>`` for another k.
+
+A bound is a number or ``champion``, ``champion+x``, ``champion-x``, ``champion*x`` (relative to the
+current champion's value of the same metric). Metric names must be known to the metric registry
+(:func:`fairltr.metrics.metric_info`), so a typo fails at parse time with one line.
+
+Checking (:func:`check_gates`) is fail-closed: a metric the candidate lacks (not computed, NaN)
+fails the gate; so does a relative bound whose metric the champion lacks. Without a champion, the
+relative bounds are skipped (``no_champion="pass"``, the first model that clears the absolute
+bounds becomes champion) or fail the gate (``no_champion="fail"``). Every result records the rule
+that was applied (the expanded expression, and the preset's name).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from fairltr.errors import ConfigError
+from fairltr.metrics import METRICS, is_metric_key
+
+__all__ = [
+    "OPS", "Bound", "Gate", "GatePreset", "GATE_PRESETS", "GateResult", "parse_gate", "check_gates",
+    "expand_preset", "gate_cutoffs", "is_finite_number",
+]
+
+OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
+}
+_FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">"}
+_SPLIT = re.compile(r"(>=|<=|>|<)")
+_NAME = re.compile(r"^[A-Za-z_][\w.]*(?:/[A-Za-z][\w-]*)?$")
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_REL = re.compile(rf"^champion\s*(?:([-+*])\s*({_NUM}))?$")
+_PRESET = re.compile(r"^([A-Za-z_]\w*)\s*(?:@\s*(\S*))?$")
+_SYNTAX = ("expected '<metric> <op> <bound>' (op one of >=, <=, >, <; bound a number or champion[+-*]<number>), "
+           "'<low> <= <metric> <= <high>', or a preset ({presets}); e.g. 'exposure_disparity<=0.1', "
+           "'0.8<=exposure_ratio<=1.25', 'ndcg_at_10>=champion-0.01', 'four_fifths@10'")
+
+
+def is_finite_number(v: Any) -> bool:
+    """True for a finite int or float (not a bool, not NaN or infinite)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def _num(v: float) -> str:
+    return repr(float(v))
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One side of a gate: the metric must satisfy ``metric <op> threshold`` (metric on the left).
+
+    The threshold is ``value``, or for a ``relative`` bound the champion's value combined with
+    ``amount`` by ``rel_op`` (``+``, ``-``, ``*``)."""
+
+    op: str
+    value: float | None = None
+    relative: bool = False
+    rel_op: str = "+"
+    amount: float = 0.0
+
+    @property
+    def text(self) -> str:
+        """The bound as written in a gate: ``0.8``, ``champion``, ``champion-0.01``, ``champion*1.1``."""
+        if not self.relative:
+            return _num(self.value)
+        if self.rel_op == "*":
+            return f"champion*{_num(self.amount)}"
+        return "champion" if self.amount == 0 else f"champion{self.rel_op}{_num(self.amount)}"
+
+    def threshold(self, metric: str, champion: Mapping[str, float] | None) -> float | None:
+        """The number to compare with; None for a relative bound without a finite champion value."""
+        if not self.relative:
+            return self.value
+        if champion is None or not is_finite_number(champion.get(metric)):
+            return None
+        base = float(champion[metric])
+        if self.rel_op == "*":
+            return base * self.amount
+        return base + self.amount if self.rel_op == "+" else base - self.amount
+
+    def margin(self, value: float, threshold: float) -> float:
+        """How far ``value`` is on the passing side of ``threshold`` (negative: failing)."""
+        return value - threshold if self.op in (">=", ">") else threshold - value
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A parsed gate: ``metric`` and one bound (``metric op bound``) or two (``low <= metric <= high``,
+    stored as ``metric >= low`` then ``metric <= high``). ``preset`` names the preset it came from.
+
+    ``op``, ``value``, ``rel_op`` and ``amount`` describe the first bound (the lower one of a
+    two-sided gate); ``relative`` is True when any bound is relative."""
+
+    text: str
+    metric: str
+    bounds: tuple[Bound, ...]
+    preset: str | None = None
+
+    @property
+    def op(self) -> str:
+        return self.bounds[0].op
+
+    @property
+    def value(self) -> float | None:
+        return self.bounds[0].value
+
+    @property
+    def rel_op(self) -> str:
+        return self.bounds[0].rel_op
+
+    @property
+    def amount(self) -> float:
+        return self.bounds[0].amount
+
+    @property
+    def relative(self) -> bool:
+        return any(b.relative for b in self.bounds)
+
+    @property
+    def two_sided(self) -> bool:
+        return len(self.bounds) == 2
+
+    @property
+    def rule(self) -> str:
+        """The canonical expression checked: ``exposure_ratio>=0.9``, ``0.8<=exposure_ratio<=1.25``."""
+        if self.two_sided:
+            low, high = self.bounds
+            return f"{low.text}{_FLIP[low.op]}{self.metric}{high.op}{high.text}"
+        b = self.bounds[0]
+        return f"{self.metric}{b.op}{b.text}"
+
+    def bound(self, champion: Mapping[str, float] | None) -> float | None:
+        """Threshold of the first bound (see :meth:`Bound.threshold`)."""
+        return self.bounds[0].threshold(self.metric, champion)
+
+
+@dataclass(frozen=True)
+class GatePreset:
+    """A named gate: ``<metric template with {k}> <op> <value>``, k defaulting to ``default_k``."""
+
+    name: str
+    metric: str
+    op: str
+    value: float
+    default_k: int
+    description: str
+
+    def expand(self, k: int | None = None) -> str:
+        return f"{self.metric.format(k=self.default_k if k is None else k)}{self.op}{_num(self.value)}"
+
+
+GATE_PRESETS: dict[str, GatePreset] = {p.name: p for p in [
+    GatePreset("four_fifths", "selection_ratio_at_{k}", ">=", 0.8, 10,
+               "four-fifths rule of hiring audits: the protected group's selection rate in the top k "
+               "(protected items in the top k / protected items) is at least 80% of the non-protected group's"),
+]}
+
+
+def _preset_list() -> str:
+    return ", ".join(f"{n}, {n}@<k>" for n in GATE_PRESETS)
+
+
+def expand_preset(text: str) -> tuple[str, str] | None:
+    """``"four_fifths@5"`` -> ``("four_fifths@5", "selection_ratio_at_5>=0.8")``; None when ``text``
+    names no preset; :class:`ConfigError` for a bad ``@k``."""
+    m = _PRESET.match((text or "").strip())
+    if not m or m.group(1) not in GATE_PRESETS:
+        return None
+    preset, k_text = GATE_PRESETS[m.group(1)], m.group(2)
+    if k_text is None:
+        return f"{preset.name}@{preset.default_k}", preset.expand()
+    if not k_text.isdigit() or int(k_text) < 1:
+        raise ConfigError(f"gate {text.strip()!r}: preset {preset.name} takes @<k> with k a positive integer "
+                          f"(e.g. {preset.name}@5)")
+    k = int(k_text)
+    return f"{preset.name}@{k}", preset.expand(k)
+
+
+def _parse_bound(text: str, op: str, rhs: str) -> Bound:
+    rel = _REL.match(rhs)
+    if rel:
+        sign, amount = rel.groups()
+        return Bound(op, relative=True, rel_op=sign or "+",
+                     amount=float(amount) if amount else (1.0 if sign == "*" else 0.0))
+    try:
+        value = float(rhs)
+    except ValueError:
+        raise ConfigError(f"gate {text!r}: bound {rhs!r} is neither a number nor champion[+-*]<number>") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"gate {text!r}: bound {rhs!r} must be finite")
+    return Bound(op, value=value)
+
+
+def _is_bound(text: str) -> bool:
+    if _REL.match(text):
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_name(text: str, name: str) -> None:
+    if not _NAME.match(name):
+        raise ConfigError(f"cannot parse gate {text!r}: {name!r} is not a metric name; "
+                          + _SYNTAX.format(presets=_preset_list()))
+    if not is_metric_key(name):
+        raise ConfigError(f"gate {text!r}: unknown metric {name!r}; known: {sorted(METRICS)} "
+                          "(append _at_<k> where k applies, /<lang> for one query language)")
+
+
+def parse_gate(text: str) -> Gate:
+    """Parse one gate (see the module docstring); :class:`ConfigError` with a one-line message otherwise."""
+    raw = (text or "").strip()
+    preset = expand_preset(raw)
+    expr = preset[1] if preset else raw
+    parts = [p.strip() for p in _SPLIT.split(expr)]
+    if len(parts) == 3:
+        lhs, op, rhs = parts
+        if _is_bound(lhs) and not _is_bound(rhs):  # '0.9 <= exposure_ratio' reads 'exposure_ratio >= 0.9'
+            lhs, op, rhs = rhs, _FLIP[op], lhs
+        if not lhs:
+            raise ConfigError(f"cannot parse gate {raw!r}: the metric is missing; "
+                              + _SYNTAX.format(presets=_preset_list()))
+        _check_name(raw, lhs)
+        return Gate(raw, lhs, (_parse_bound(raw, op, rhs),), preset[0] if preset else None)
+    if len(parts) == 5:
+        low, op1, metric, op2, high = parts
+        if op1 not in ("<=", "<") or op2 not in ("<=", "<"):
+            raise ConfigError(f"gate {raw!r}: a two-sided gate reads '<low> <= <metric> <= <high>' "
+                              "(each <= may be <), e.g. '0.8<=exposure_ratio<=1.25'")
+        _check_name(raw, metric)
+        lower, upper = _parse_bound(raw, _FLIP[op1], low), _parse_bound(raw, op2, high)
+        if not lower.relative and not upper.relative and (
+                lower.value > upper.value or (lower.value == upper.value and "<" in (op1, op2))):
+            raise ConfigError(f"gate {raw!r}: the interval is empty (low {low} is not below high {high})")
+        return Gate(raw, metric, (lower, upper), preset[0] if preset else None)
+    raise ConfigError(f"cannot parse gate {raw!r}: " + _SYNTAX.format(presets=_preset_list()))
+
+
+def gate_cutoffs(gates: Iterable[Gate]) -> list[int]:
+    """The cut-offs k of the ``_at_<k>`` metrics the gates read (sorted, distinct), e.g. to make
+    sure the evaluation computes ``selection_ratio_at_<k>`` for a ``four_fifths@<k>`` gate."""
+    ks = {int(m.group(1)) for g in gates for m in [re.search(r"_at_(\d+)", g.metric)] if m}
+    return sorted(ks)
+
+
+@dataclass
+class GateResult:
+    """Outcome of one gate: candidate value, the binding threshold, pass, and the signed margin
+    (how far on the passing side; negative = failed by that much; for a two-sided gate the
+    smaller of the two). ``rule`` is the expression checked, ``preset`` the preset's name
+    (``four_fifths@10``) or empty; ``lower`` / ``upper`` are the thresholds of each side."""
+
+    gate: str
+    metric: str
+    value: float | None
+    threshold: float | None
+    passed: bool
+    margin: float | None
+    note: str = ""
+    rule: str = ""
+    preset: str = ""
+    lower: float | None = None
+    upper: float | None = None
+
+    def describe(self) -> str:
+        """One line: ``FAIL ndcg_at_10>=champion-0.01: ndcg_at_10=0.71, threshold 0.74, short by 0.03``."""
+        status = "PASS" if self.passed else "FAIL"
+        head = f"{status} {self.gate}" + (f" [{self.rule}]" if self.rule and self.rule != self.gate else "")
+        if self.value is None:
+            return f"{head}: {self.note}"
+        if self.threshold is None:
+            return f"{head}: {self.metric}={self.value:.6g}; {self.note}"
+        how = f"margin {self.margin:.6g}" if self.passed else f"short by {-self.margin:.6g}"
+        if self.lower is not None and self.upper is not None:
+            where = f"interval [{self.lower:.6g}, {self.upper:.6g}]"
+        else:
+            where = f"threshold {self.threshold:.6g}"
+        extra = f"; {self.note}" if self.note else ""
+        return f"{head}: {self.metric}={self.value:.6g}, {where}, {how}{extra}"
+
+
+def check_gates(
+    gates: Sequence[Gate],
+    candidate: Mapping[str, float],
+    champion: Mapping[str, float] | None,
+    no_champion: str = "pass",
+) -> list[GateResult]:
+    """Check every gate (no short-circuit) under the fail-closed policy of the module docstring."""
+    if no_champion not in ("pass", "fail"):
+        raise ConfigError(f"no_champion must be 'pass' or 'fail', got {no_champion!r}")
+    return [_check_one(g, candidate, champion, no_champion) for g in gates]
+
+
+def _check_one(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, float] | None,
+               no_champion: str) -> GateResult:
+    base = dict(gate=g.text, metric=g.metric, rule=g.rule, preset=g.preset or "")
+    value = candidate.get(g.metric)
+    if not is_finite_number(value):
+        return GateResult(**base, value=None, threshold=None, passed=False, margin=None,
+                          note=f"candidate has no finite {g.metric!r} (fail closed)")
+    value = float(value)
+    checked: list[tuple[Bound, float]] = []
+    notes: list[str] = []
+    for b in g.bounds:
+        if b.relative and champion is None:
+            if no_champion == "fail":
+                return GateResult(**base, value=value, threshold=None, passed=False, margin=None,
+                                  note="no champion yet: relative gate failed (policy fail)")
+            notes.append("no champion yet: relative gate skipped (policy pass)" if len(g.bounds) == 1
+                         else f"no champion yet: bound {b.text} skipped (policy pass)")
+            continue
+        threshold = b.threshold(g.metric, champion)
+        if threshold is None:
+            return GateResult(**base, value=value, threshold=None, passed=False, margin=None,
+                              note=f"champion has no finite {g.metric!r} (fail closed)")
+        checked.append((b, threshold))
+    sides = {("lower" if b.op in (">=", ">") else "upper"): t for b, t in checked}
+    if not checked:
+        return GateResult(**base, value=value, threshold=None, passed=True, margin=None, note="; ".join(notes))
+    passed = all(OPS[b.op](value, t) for b, t in checked)
+    binding, threshold = min(checked, key=lambda bt: bt[0].margin(value, bt[1]))
+    return GateResult(**base, value=value, threshold=threshold, passed=bool(passed),
+                      margin=binding.margin(value, threshold), note="; ".join(notes),
+                      lower=sides.get("lower"), upper=sides.get("upper"))
