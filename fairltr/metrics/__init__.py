@@ -4,7 +4,7 @@ the metric registry (directions, ideal values) and evaluate_ranking."""
 from fairltr.metrics.evaluate import DEFAULT_K, aggregate, evaluate_batch, evaluate_ranking, per_query_metrics
 from fairltr.metrics.exposure import exposure_per_query, position_bias
 from fairltr.metrics.ordering import order_by, ranks_by, ranks_from_order
-from fairltr.metrics.parity import exposure_disparity, exposure_shortfall, selection_ratio_at_k
+from fairltr.metrics.parity import derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k
 from fairltr.metrics.registry import (
     DIRECTIONS, METRICS, MetricInfo, direction, direction_label, distance_from_ideal, higher_is_better, ideal,
     is_better, is_metric_key, metric_info, optimisation_direction,
@@ -12,9 +12,10 @@ from fairltr.metrics.registry import (
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
 __all__ = [
-    "DEFAULT_K", "DIRECTIONS", "METRICS", "MetricInfo", "aggregate", "direction", "direction_label",
-    "distance_from_ideal", "evaluate_batch", "evaluate_ranking", "exposure_disparity", "exposure_per_query",
-    "exposure_shortfall", "higher_is_better", "ideal", "is_better", "is_metric_key", "kendall_tau",
-    "metric_info", "mrr_at_k", "ndcg_at_k", "optimisation_direction", "order_by", "per_query_metrics",
-    "position_bias", "precision_at_k", "ranks_by", "ranks_from_order", "recall_at_k", "selection_ratio_at_k",
+    "DEFAULT_K", "DIRECTIONS", "METRICS", "MetricInfo", "aggregate", "derive_from_ratio", "direction",
+    "direction_label", "distance_from_ideal", "evaluate_batch", "evaluate_ranking", "exposure_disparity",
+    "exposure_per_query", "exposure_shortfall", "higher_is_better", "ideal", "is_better", "is_metric_key",
+    "kendall_tau", "metric_info", "mrr_at_k", "ndcg_at_k", "optimisation_direction", "order_by",
+    "per_query_metrics", "position_bias", "precision_at_k", "ranks_by", "ranks_from_order", "recall_at_k",
+    "selection_ratio_at_k",
 ]

@@ -12,7 +12,9 @@ from fairltr.data import RankingBatch, show_value, to_batch
 from fairltr.errors import DataError
 from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import ranks_by
-from fairltr.metrics.parity import RATIO_DERIVED, exposure_disparity, exposure_shortfall, selection_ratio_at_k
+from fairltr.metrics.parity import (
+    RATIO_DERIVED, derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k,
+)
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
 __all__ = ["per_query_metrics", "aggregate", "evaluate_batch", "evaluate_ranking"]
@@ -66,11 +68,8 @@ def aggregate(per_query: dict[str, torch.Tensor]) -> dict[str, float]:
         n = int(ok.sum())
         result[name] = float(v[ok].mean()) if n else float("nan")
         result[f"{name}_n_queries"] = n
-    if "exposure_ratio" in result:
-        for name, formula in RATIO_DERIVED.items():
-            if name in result:
-                result[name] = formula(result["exposure_ratio"])
-                result[f"{name}_n_queries"] = result["exposure_ratio_n_queries"]
+    if all(name in result for name in RATIO_DERIVED):
+        derive_from_ratio(result)
     return result
 
 

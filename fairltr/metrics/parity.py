@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 
-__all__ = ["exposure_disparity", "exposure_shortfall", "selection_ratio_at_k", "RATIO_DERIVED"]
+__all__ = ["exposure_disparity", "exposure_shortfall", "selection_ratio_at_k", "RATIO_DERIVED", "derive_from_ratio"]
 
 
 def exposure_disparity(ratio: float | torch.Tensor) -> float | torch.Tensor:
@@ -50,6 +50,20 @@ RATIO_DERIVED: dict[str, Callable] = {
     "exposure_disparity": exposure_disparity,
     "exposure_shortfall": exposure_shortfall,
 }
+
+
+def derive_from_ratio(metrics: dict[str, float]) -> dict[str, float]:
+    """Set ``exposure_disparity`` and ``exposure_shortfall`` (and their ``_n_queries``) of an
+    averaged metric dictionary from its ``exposure_ratio``, in place; returns ``metrics``.
+
+    Use it after any further averaging (over folds, seeds, ...) so the two stay functions of the
+    reported ratio; a dictionary without ``exposure_ratio`` is returned unchanged."""
+    if "exposure_ratio" in metrics:
+        for name, formula in RATIO_DERIVED.items():
+            metrics[name] = formula(metrics["exposure_ratio"])
+            if "exposure_ratio_n_queries" in metrics:
+                metrics[f"{name}_n_queries"] = metrics["exposure_ratio_n_queries"]
+    return metrics
 
 
 def selection_ratio_at_k(

@@ -12,7 +12,7 @@ import torch
 
 from fairltr.data import to_batch
 from fairltr.metrics import (
-    aggregate, evaluate_ranking, exposure_disparity, exposure_shortfall, per_query_metrics, selection_ratio_at_k,
+    aggregate, derive_from_ratio, evaluate_ranking, exposure_disparity, exposure_shortfall, per_query_metrics, selection_ratio_at_k,
 )
 
 
@@ -128,3 +128,17 @@ def test_selection_ratio_degenerate_queries():
     assert float(k2[2]) == pytest.approx((1 / 2) / (1 / 1))  # padded slot 3 is not a non-protected item
     k9 = selection_ratio_at_k(ranks, groups, mask, 9)  # k beyond the list: everyone selected
     assert float(k9[0]) == 1.0 and float(k9[2]) == 1.0
+
+
+def test_derive_from_ratio_after_further_averaging():
+    # averaging two folds' dictionaries: the derived values must follow the averaged ratio again
+    folds = [evaluate_ranking(_frame(s, t), "score", query="qid", group="grp", judgment="rel", k=(3,))
+             for s, t in ((5, 2.0), (6, -2.0))]
+    mean = {k: float(np.mean([f[k] for f in folds])) for k in folds[0]}
+    derive_from_ratio(mean)
+    R = mean["exposure_ratio"]
+    assert mean["exposure_disparity"] == pytest.approx(1 - min(R, 1 / R))
+    assert mean["exposure_shortfall"] == pytest.approx(max(0.0, 1 - R), abs=1e-15)
+    naive = float(np.mean([f["exposure_disparity"] for f in folds]))
+    assert abs(naive - mean["exposure_disparity"]) > 1e-2
+    assert derive_from_ratio({"ndcg_at_10": 0.5}) == {"ndcg_at_10": 0.5}
