@@ -9,6 +9,7 @@ appearance in the table, and candidates keep their row order inside each query.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -16,9 +17,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fairltr.errors import DataError
+from fairltr.errors import ConfigError, DataError
 
-__all__ = ["RankingBatch", "to_batch", "validate_ranking_frame", "query_codes", "scatter_back", "show_value"]
+__all__ = [
+    "RankingBatch", "to_batch", "validate_ranking_frame", "select_features", "check_column_roles",
+    "numeric_column", "numeric_matrix", "query_codes", "scatter_back", "show_value",
+    "ORIGIN_KEY", "set_origin", "frame_source", "row_place", "locate_row",
+]
 
 
 @dataclass
@@ -71,84 +76,284 @@ class RankingBatch:
         )
 
 
-def _where(source: str | None) -> str:
-    return f" in {source}" if source else ""
+# ---------------------------------------------------------------------------- origins
+ORIGIN_KEY = "fairltr_origin"
+"""Key in ``DataFrame.attrs`` under which the readers record where a frame came from."""
 
 
-def show_value(value: object) -> str:
-    """repr of a cell for error messages, with numpy scalars shown as plain Python values."""
+def set_origin(df: pd.DataFrame, path: str | os.PathLike, lines: int | Sequence[int] | None) -> pd.DataFrame:
+    """Record in ``df.attrs`` that ``df`` was read from ``path`` (in place; returns ``df``).
+
+    ``lines``: the 1-based file line of data row 0 when rows occupy consecutive lines (an int),
+    the line of every row (a sequence: blank or comment lines in between, multi-line records),
+    or None for a file without lines (Parquet: rows are then named 1-based). Rows are found by
+    index label, so a filtered, sampled or re-sorted frame still names the right line; a frame
+    whose index was reset after re-ordering must drop the origin (``df.attrs.pop(ORIGIN_KEY)``).
+    The record is a small JSON-able dict (pandas deep-copies ``attrs`` on every operation).
+    """
+    n = len(df)
+    by_label = isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1
+    rows: list[int] | None
+    starts: list[int] | None
+    if lines is None:
+        rows = starts = None
+    elif isinstance(lines, (int, np.integer)):
+        rows, starts = [0], [int(lines)]
+    else:
+        arr = np.asarray(lines, dtype=np.int64)
+        if len(arr) != n:
+            raise ValueError(f"set_origin: {len(arr)} line numbers for {n} rows")
+        # keep only the rows where the numbering jumps: line(r) = starts[i] + (r - rows[i])
+        jump = np.flatnonzero(np.diff(arr) != 1) + 1
+        keep = np.concatenate([[0], jump]).astype(np.int64) if n else np.zeros(0, np.int64)
+        rows, starts = keep.tolist(), arr[keep].tolist()
+    df.attrs[ORIGIN_KEY] = {"path": str(path), "n_rows": n, "by_label": bool(by_label),
+                            "rows": rows, "lines": starts}
+    return df
+
+
+def frame_source(df: pd.DataFrame, source: str | None = None) -> str | None:
+    """The file ``df`` was read from (its recorded origin), else ``source``."""
+    origin = df.attrs.get(ORIGIN_KEY)
+    if isinstance(origin, dict) and isinstance(origin.get("path"), str):
+        return origin["path"]
+    return source
+
+
+def _prefix(df: pd.DataFrame, source: str | None) -> str:
+    name = frame_source(df, source)
+    return f"{name}: " if name else ""
+
+
+def row_place(df: pd.DataFrame, pos: int, source: str | None = None) -> tuple[str | None, str]:
+    """(file or None, place) of the row at position ``pos``: place is ``"line 5"`` (1-based file
+    line), ``"row 3 (1-based)"`` (a file without lines) or ``"row 2 (0-based)"`` (a frame
+    without a recorded origin, or a row the origin cannot map)."""
+    origin = df.attrs.get(ORIGIN_KEY)
+    if isinstance(origin, dict) and isinstance(origin.get("path"), str):
+        path = origin["path"]
+        row: int | None = pos
+        if origin.get("by_label", True):
+            label = df.index[pos]
+            row = int(label) if isinstance(label, (int, np.integer)) and not isinstance(label, bool) else None
+        if row is not None and 0 <= row < int(origin.get("n_rows", 0)):
+            rows, starts = origin.get("rows"), origin.get("lines")
+            if rows is None or starts is None:
+                return path, f"row {row + 1} (1-based)"
+            i = int(np.searchsorted(np.asarray(rows), row, side="right")) - 1
+            return path, f"line {int(starts[i]) + row - int(rows[i])}"
+        return path, f"row {pos} (0-based)"
+    return source, f"row {pos} (0-based)"
+
+
+def locate_row(df: pd.DataFrame, pos: int, source: str | None = None) -> str:
+    """Where the row at position ``pos`` is, for the start of an error message:
+    ``train.csv:5`` (file and 1-based line), ``t.parquet, row 3 (1-based)``, or, for a frame
+    not read from a file, ``[source, ]row 2 (0-based)``."""
+    path, place = row_place(df, pos, source)
+    if path is None:
+        return place
+    if place.startswith("line "):
+        return f"{path}:{place[5:]}"
+    return f"{path}, {place}"
+
+
+def show_value(value: object, limit: int = 80) -> str:
+    """repr of a cell for error messages (numpy scalars as plain Python values, long reprs cut)."""
     item = getattr(value, "item", None)
     if isinstance(value, np.generic) and callable(item):
         value = item()
-    return repr(value)
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------- column contract
+def check_column_roles(
+    *, query: str | None = None, group: str | None = None, judgment: str | None = None, item: str | None = None
+) -> None:
+    """Raise :class:`ConfigError` when two of the query, group, judgment and item columns are
+    the same column (e.g. ``judgment="protected"`` would make the group the label)."""
+    seen: dict[object, str] = {}
+    for role, name in (("query", query), ("group", group), ("judgment", judgment), ("item", item)):
+        if name is None:
+            continue
+        if name in seen:
+            raise ConfigError(f"the {seen[name]} and {role} columns must differ, both are {name!r}")
+        seen[name] = role
+
+
+def _cell_problem(df: pd.DataFrame, pos: int, col: object, query: str | None, source: str | None, what: str) -> str:
+    q = f" (query {show_value(df[query].iloc[pos])})" if query is not None and query in df.columns else ""
+    return f"{locate_row(df, pos, source)}: {what} in column {col!r}{q}"
+
+
+def numeric_column(
+    df: pd.DataFrame, col: object, *, query: str | None = None, source: str | None = None, hint: str = ""
+) -> np.ndarray:
+    """Column ``col`` as finite float64, or a :class:`DataError` naming the file, line, column,
+    query and value of its first bad cell. Numbers, booleans and strings that parse as numbers
+    are accepted; ``hint`` is appended to the message of a non-numeric cell."""
+    values = df[col]
+    if pd.api.types.is_bool_dtype(values) or (
+        pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_complex_dtype(values)
+    ):
+        arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    elif pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values):
+        converted = pd.to_numeric(values, errors="coerce")
+        bad = (converted.isna() & values.notna()).to_numpy()
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise DataError(_cell_problem(df, pos, col, query, source,
+                                          f"non-numeric value {show_value(values.iloc[pos])}") + hint)
+        arr = converted.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:  # datetimes, categories, intervals, complex numbers: not a number
+        present = values.notna().to_numpy()
+        pos = int(np.flatnonzero(present)[0]) if present.any() else 0
+        raise DataError(_cell_problem(df, pos, col, query, source,
+                                      f"non-numeric value {show_value(values.iloc[pos])} (dtype {values.dtype})") + hint)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        what = "missing value (NaN or empty cell)" if np.isnan(arr[pos]) else f"infinite value {show_value(values.iloc[pos])}"
+        raise DataError(_cell_problem(df, pos, col, query, source, what)
+                        + f"; {int(bad.sum())} bad value(s) in that column")
+    return arr
+
+
+def numeric_matrix(
+    df: pd.DataFrame, columns: Sequence[object], *, query: str | None = None, source: str | None = None
+) -> np.ndarray:
+    """``df[columns]`` as a finite float64 ``(rows, len(columns))`` array (see :func:`numeric_column`);
+    a missing column is a :class:`DataError` listing the available ones."""
+    columns = list(columns)
+    missing = [c for c in dict.fromkeys(columns) if c not in df.columns]
+    if missing:
+        raise DataError(f"{_prefix(df, source)}missing column(s) {missing}; available columns: {list(df.columns)}")
+    if not columns:
+        return np.zeros((len(df), 0))
+    plain = all(pd.api.types.is_float_dtype(df[c]) for c in columns)
+    if plain:  # fast path: one conversion, then locate the first bad cell only if there is one
+        x = df[columns].to_numpy(dtype=np.float64)
+        if np.isfinite(x).all():
+            return x
+    return np.column_stack([numeric_column(df, c, query=query, source=source) for c in columns])
+
+
+AUTO_FEATURES_HINT = (
+    "; every column except the query, judgment and item columns is a feature: fix the value, or list "
+    "the features (--features) or name the item column (--item)"
+)
+
+
+def select_features(
+    df: pd.DataFrame,
+    *,
+    query: str,
+    judgment: str | None = None,
+    item: str | None = None,
+    group: str | None = None,
+    features: Sequence[str] | None = None,
+    source: str | None = None,
+) -> list[str]:
+    """The feature columns of a ranking table.
+
+    ``features=None`` (automatic): every column except query, judgment and item, in table order.
+    The group column stays a feature (DELTR's "standard" ranker sees the protected attribute; a
+    colorblind ranker drops it). Every selected column must be numeric: a cell that is not a
+    number is a :class:`DataError` naming the file, 1-based line, column, query and value, never
+    a silently dropped feature. Explicit ``features`` must exist, be distinct and not be the
+    query, judgment or item column. No feature at all is a :class:`DataError`.
+    """
+    check_column_roles(query=query, group=group, judgment=judgment, item=item)
+    prefix = _prefix(df, source)
+    if features is None:
+        special = {c for c in (query, judgment, item) if c is not None}
+        chosen = [c for c in df.columns if c not in special]
+        if not chosen:
+            raise DataError(f"{prefix}no feature columns: the table has only {list(df.columns)} "
+                            f"(query {query!r}, judgment {judgment!r}, item {item!r})")
+        for c in chosen:
+            if not (pd.api.types.is_bool_dtype(df[c]) or (pd.api.types.is_numeric_dtype(df[c])
+                                                          and not pd.api.types.is_complex_dtype(df[c]))):
+                numeric_column(df, c, query=query if query in df.columns else None, source=source,
+                               hint=AUTO_FEATURES_HINT)
+        return chosen
+    if isinstance(features, str):
+        raise ConfigError(f"features must be a list of column names, got the string {features!r}")
+    chosen = list(features)
+    if not chosen:
+        raise DataError(f"{prefix}no feature columns: the feature list is empty")
+    dup = [c for c in dict.fromkeys(chosen) if chosen.count(c) > 1]
+    if dup:
+        raise ConfigError(f"feature column(s) {dup} listed more than once")
+    for role, name in (("query", query), ("judgment", judgment), ("item", item)):
+        if name is not None and name in chosen:
+            raise ConfigError(f"feature column {name!r} is the {role} column; a feature cannot be the query, "
+                              "judgment or item column")
+    missing = [c for c in chosen if c not in df.columns]
+    if missing:
+        raise DataError(f"{prefix}missing column(s) {missing}; available columns: {list(df.columns)}")
+    return chosen
 
 
 def validate_ranking_frame(
     df: pd.DataFrame,
     *,
     query: str,
-    columns: Sequence[str],
+    columns: Sequence[str] = (),
     group: str | None = None,
     item: str | None = None,
+    judgment: str | None = None,
     source: str | None = None,
 ) -> None:
-    """Raise :class:`DataError` naming the file/column/row/query of the first problem.
+    """Raise :class:`DataError` naming the file, 1-based line, column, query and value of the
+    first problem (see :func:`locate_row` for how rows are named).
 
-    Checks: non-empty, required columns present, numeric finite values in ``columns``,
-    integer non-negative ``group``, no duplicate (query, item) pair when ``item`` is given.
+    Checks: the query, group, judgment and item columns are distinct (else :class:`ConfigError`),
+    the table is non-empty, the columns are present, no query id is missing, ``columns`` and
+    ``judgment`` hold finite numbers, ``group`` holds integers >= 0, and no (query, item) pair
+    occurs twice when ``item`` is given. ``source`` names a frame without a recorded origin.
     """
-    where = _where(source)
+    check_column_roles(query=query, group=group, judgment=judgment, item=item)
+    prefix = _prefix(df, source)
     if len(df) == 0:
-        raise DataError(f"empty ranking table{where}: no rows")
-    needed = [query, *columns] + ([group] if group else []) + ([item] if item else [])
+        raise DataError(f"{prefix}empty ranking table: no rows")
+    numeric = list(dict.fromkeys([*columns, *([judgment] if judgment else [])]))
+    needed = [query, *numeric] + ([group] if group else []) + ([item] if item else [])
     missing = [c for c in dict.fromkeys(needed) if c not in df.columns]
     if missing:
-        raise DataError(
-            f"missing column(s) {missing}{where}; available columns: {list(df.columns)}"
-        )
-    if df[query].isna().any():
-        row = int(np.flatnonzero(df[query].isna().to_numpy())[0])
-        raise DataError(f"missing query id{where} at row {row} (column {query!r})")
-    for col in dict.fromkeys(list(columns) + ([group] if group else [])):
-        values = df[col]
-        if not (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)):
-            converted = pd.to_numeric(values, errors="coerce")
-            bad = converted.isna() & values.notna()
+        raise DataError(f"{prefix}missing column(s) {missing}; available columns: {list(df.columns)}")
+    qna = df[query].isna().to_numpy()
+    if qna.any():
+        pos = int(np.flatnonzero(qna)[0])
+        raise DataError(f"{locate_row(df, pos, source)}: missing query id in column {query!r}")
+    for col in numeric:
+        if col != group:
+            numeric_column(df, col, query=query, source=source)
+    if group:
+        arr = numeric_column(df, group, query=query, source=source)
+        for bad, rule in ((arr != np.round(arr), "must hold integers"), (arr < 0, "must be >= 0")):
             if bad.any():
-                row = int(np.flatnonzero(bad.to_numpy())[0])
+                pos = int(np.flatnonzero(bad)[0])
                 raise DataError(
-                    f"non-numeric value {show_value(values.iloc[row])}{where} in column {col!r} at row {row} "
-                    f"(query {show_value(df[query].iloc[row])})"
-                )
-            values = converted
-        arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise DataError(
-                f"{'NaN' if np.isnan(arr[row]) else 'infinite'} value{where} in column {col!r} "
-                f"at row {row} (query {show_value(df[query].iloc[row])}); {int(bad.sum())} bad value(s) in that column"
-            )
-        if col == group:
-            nonint = arr != np.round(arr)
-            if nonint.any():
-                row = int(np.flatnonzero(nonint)[0])
-                raise DataError(
-                    f"group column {col!r}{where} must hold integers (0 = non-protected, >= 1 protected); "
-                    f"row {row} has {show_value(arr[row])}"
-                )
-            if (arr < 0).any():
-                row = int(np.flatnonzero(arr < 0)[0])
-                raise DataError(
-                    f"group column {col!r}{where} must be >= 0; row {row} has {show_value(arr[row])}"
+                    f"{locate_row(df, pos, source)}: group column {group!r} {rule} (0 = non-protected, "
+                    f">= 1 protected), got {show_value(df[group].iloc[pos])} (query {show_value(df[query].iloc[pos])})"
                 )
     if item is not None:
-        dup = df.duplicated(subset=[query, item], keep="first")
+        ina = df[item].isna().to_numpy()
+        if ina.any():
+            pos = int(np.flatnonzero(ina)[0])
+            raise DataError(f"{locate_row(df, pos, source)}: missing item id in column {item!r} "
+                            f"(query {show_value(df[query].iloc[pos])})")
+        dup = df.duplicated(subset=[query, item], keep="first").to_numpy()
         if dup.any():
-            row = int(np.flatnonzero(dup.to_numpy())[0])
+            pos = int(np.flatnonzero(dup)[0])
+            q, it = df[query].iloc[pos], df[item].iloc[pos]
+            same = ((df[query] == q) & (df[item] == it)).to_numpy()
+            first = int(np.flatnonzero(same)[0])
             raise DataError(
-                f"duplicate (query, item) pair{where}: query {show_value(df[query].iloc[row])}, "
-                f"item {show_value(df[item].iloc[row])} at row {row}"
+                f"{locate_row(df, pos, source)}: duplicate (query, item) pair: query {show_value(q)}, "
+                f"item {show_value(it)}; first seen at {row_place(df, first, source)[1]}"
             )
 
 
@@ -182,19 +387,17 @@ def to_batch(
 ) -> RankingBatch:
     """Validate ``df`` and pad it into a :class:`RankingBatch`.
 
-    ``features=None`` takes every numeric column except query, judgment and item (the group
-    column is kept as a feature: DELTR's "standard" ranker sees it; drop it for colorblind).
+    ``features=None`` takes every column except query, judgment and item (the group column is
+    kept as a feature: DELTR's "standard" ranker sees it; drop it for colorblind); each of them
+    must be numeric, a non-numeric cell is an error (see :func:`select_features`).
     ``group=None`` puts every candidate in group 0; ``judgment=None`` gives zero judgments.
     Rows of one query need not be adjacent: they are grouped, keeping their relative order.
+    Errors name the file and line recorded by the reader (``df.attrs``), else ``source``.
     """
-    if features is None:
-        excluded = {query, judgment, item}
-        features = [
-            c for c in df.columns if c not in excluded and pd.api.types.is_numeric_dtype(df[c])
-        ]
-    features = list(features)
-    cols = features + ([judgment] if judgment else [])
-    validate_ranking_frame(df, query=query, columns=cols, group=group, item=item, source=source)
+    features = select_features(df, query=query, judgment=judgment, item=item, group=group,
+                               features=features, source=source)
+    validate_ranking_frame(df, query=query, columns=features, group=group, item=item, judgment=judgment,
+                           source=source)
 
     codes, qids = query_codes(df, query)
     slots, sizes, n_max = _positions(codes, len(qids))
@@ -205,9 +408,9 @@ def to_batch(
         out[codes, slots] = values
         return out
 
-    feat = df[features].to_numpy(dtype=np.float64) if features else np.zeros((len(df), 0))
-    jud = df[judgment].to_numpy(dtype=np.float64) if judgment else np.zeros(len(df))
-    grp = df[group].to_numpy(dtype=np.float64).astype(np.int64) if group else np.zeros(len(df), np.int64)
+    feat = numeric_matrix(df, features, query=query, source=source)
+    jud = numeric_column(df, judgment, query=query, source=source) if judgment else np.zeros(len(df))
+    grp = numeric_column(df, group, query=query, source=source).astype(np.int64) if group else np.zeros(len(df), np.int64)
     mask = np.zeros((n_q, n_max), dtype=bool)
     mask[codes, slots] = True
     return RankingBatch(

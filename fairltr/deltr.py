@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import struct
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -16,8 +17,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fairltr.data import RankingBatch, query_codes, to_batch
-from fairltr.errors import ConfigError, DataError
+from fairltr.data import (RankingBatch, check_column_roles, frame_source, numeric_matrix, query_codes,
+                          select_features, show_value, to_batch)
+from fairltr.errors import ConfigError, DataError, one_line
+from fairltr.files import atomic_write_bytes, atomic_write_text, check_writable
 from fairltr.losses.linear import LinearDELTRObjective, fused_variant
 from fairltr.losses.objective import deltr_objective
 from fairltr.losses.registry import get_loss
@@ -124,27 +127,50 @@ class DELTR:
         return f"DELTR({args})"
 
     # ------------------------------------------------------------------ features
-    def _select_features(self, df: pd.DataFrame, query: str, judgment: str, features: Sequence[str] | None) -> list[str]:
-        if features is None:
-            skip = {query, judgment}
-            features = [c for c in df.columns if c not in skip and pd.api.types.is_numeric_dtype(df[c])]
-        features = list(features)
+    def _select_features(
+        self, df: pd.DataFrame, query: str, judgment: str, features: Sequence[str] | None, item: str | None = None
+    ) -> list[str]:
+        """:func:`fairltr.data.select_features`, minus the group column when colorblind."""
+        chosen = select_features(df, query=query, judgment=judgment, item=item, group=self.protected,
+                                 features=features)
         if self.colorblind:
-            features = [f for f in features if f != self.protected]
-        if not features:
-            raise DataError("no feature columns to train on (after dropping the group column for colorblind)")
-        return features
+            chosen = [f for f in chosen if f != self.protected]
+        if not chosen:
+            raise DataError(f"{frame_source(df) or 'the training table'}: no feature columns to train on "
+                            f"(colorblind drops the group column {self.protected!r})")
+        return chosen
 
     def _design(self, df: pd.DataFrame) -> np.ndarray:
+        """The model's feature columns of ``df`` as finite float64; errors name file, line, column,
+        query and value."""
         missing = [f for f in self.feature_names_ if f not in df.columns]
         if missing:
-            raise DataError(f"missing feature column(s) {missing}; the model was trained on {self.feature_names_}")
-        x = df[self.feature_names_].to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(x)
-        if bad.any():
-            r, c = np.argwhere(bad)[0]
-            raise DataError(f"non-finite value in column {self.feature_names_[c]!r} at row {r}")
-        return x
+            where = frame_source(df)
+            raise DataError(f"{where + ': ' if where else ''}missing feature column(s) {missing}; "
+                            f"the model was trained on {self.feature_names_}")
+        query = self.query_ if self.query_ in df.columns else None
+        return numeric_matrix(df, self.feature_names_, query=query)
+
+    def _check_fairness_signal(self, batch: RankingBatch, where: str | None) -> None:
+        """With gamma > 0 the fairness term needs protected (group >= 1) and non-protected
+        candidates, and the exposure losses a query holding both; else it is 0 everywhere."""
+        if self.gamma == 0 or self.fairness_loss == "none":
+            return
+        m = batch.mask.cpu()
+        protected = batch.groups.cpu() >= 1
+        prefix = f"{where}: " if where else ""
+        advice = f"use gamma 0 or a different group column (--group; now {self.protected!r})"
+        useless = f"so the fairness term would be 0 everywhere and gamma={self.gamma:g} would do nothing; {advice}"
+        if not bool((protected & m).any()):
+            raise DataError(f"{prefix}no protected candidate (group column {self.protected!r} >= 1) in the "
+                            f"training data, {useless}")
+        if not bool((~protected & m).any()):
+            raise DataError(f"{prefix}every candidate is protected (group column {self.protected!r} >= 1) in the "
+                            f"training data, {useless}")
+        mixed = (protected & m).any(dim=1) & (~protected & m).any(dim=1)
+        if fused_variant(self.fairness_loss)[0] and not bool(mixed.any()):
+            raise DataError(f"{prefix}no query has both protected and non-protected candidates (group column "
+                            f"{self.protected!r}), {useless}")
 
     # ------------------------------------------------------------------ training
     def _device(self) -> torch.device:
@@ -158,14 +184,27 @@ class DELTR:
         features: Sequence[str] | None = None,
         callback: Callable[[int, dict[str, float]], None] | None = None,
         progress: bool = False,
+        item: str | None = None,
     ) -> "DELTR":
-        """Train on a ranking table; ``callback(iteration, terms)`` sees every iteration."""
+        """Train on a ranking table; ``callback(iteration, terms)`` sees every iteration.
+
+        ``features=None`` takes every column except query, judgment and ``item`` (an optional
+        document id column, unique within a query); the group column is a feature too unless
+        ``colorblind``. Every feature must be numeric: a non-numeric cell is a DataError naming
+        the file, line, column, query and value. The query, judgment, group and item columns
+        must be distinct; gamma > 0 needs protected and non-protected candidates.
+        """
+        check_column_roles(query=query, group=self.protected, judgment=judgment, item=item)
         if self.protected not in df.columns:
-            raise DataError(f"group column {self.protected!r} not in the training table; columns: {list(df.columns)}")
+            where = frame_source(df)
+            raise DataError(f"{where + ': ' if where else ''}group column {self.protected!r} not in the training "
+                            f"table; columns: {list(df.columns)}")
+        feature_names = self._select_features(df, query, judgment, features, item)
+        batch = to_batch(df, query=query, group=self.protected, judgment=judgment, item=item,
+                         features=feature_names, dtype=self.dtype)
+        self._check_fairness_signal(batch, frame_source(df))
         self.query_, self.judgment_ = query, judgment
-        self.feature_names_ = self._select_features(df, query, judgment, features)
-        batch = to_batch(df, query=query, group=self.protected, judgment=judgment,
-                         features=self.feature_names_, dtype=self.dtype)
+        self.feature_names_ = feature_names
         return self.fit_batch(batch, callback=callback, progress=progress)
 
     def fit_batch(
@@ -186,8 +225,11 @@ class DELTR:
             if not keep:
                 raise DataError("no feature columns to train on after dropping the group column (colorblind)")
             x, names = x[..., keep], [names[i] for i in keep]
-        self.feature_names_ = names
         m = batch.mask
+        if not names or x.shape[-1] != len(names):
+            raise DataError(f"the batch has {x.shape[-1]} feature(s) but {len(names)} feature name(s)")
+        self._check_fairness_signal(batch, None)
+        self.feature_names_ = names
         if self.standardize:
             real = x[m]
             mean = real.mean(0)
@@ -325,49 +367,262 @@ class DELTR:
         }
 
     def save(self, path: str | Path) -> Path:
-        """Write ``.json`` (everything as text) or ``.safetensors`` (tensors + JSON metadata)."""
+        """Write ``.json`` (everything as text) or ``.safetensors`` (tensors + JSON metadata),
+        atomically: a failure or Ctrl-C midway leaves the previous file intact. Another suffix
+        is a :class:`ConfigError`."""
         p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
         state = self._state()
+        if p.suffix not in MODEL_SUFFIXES:
+            raise ConfigError(f"cannot save a DELTR model as {p}: unsupported file type {p.suffix or '(none)'!r}; "
+                              f"use one of {list(MODEL_SUFFIXES)}")
+        check_writable(p)
         if p.suffix == ".safetensors":
-            from safetensors.numpy import save_file
-            save_file(
-                {"weights": self.weights_, "mean": self.mean_, "scale": self.scale_},
-                str(p), metadata={"fairltr": json.dumps(state)},
-            )
+            from safetensors.numpy import save as to_bytes
+
+            tensors = {k: np.ascontiguousarray(v, dtype=np.float64)
+                       for k, v in (("weights", self.weights_), ("mean", self.mean_), ("scale", self.scale_))}
+            atomic_write_bytes(p, to_bytes(tensors, metadata={"fairltr": json.dumps(state)}))
         else:
             state.update(weights=self.weights_.tolist(), mean=self.mean_.tolist(), scale=self.scale_.tolist())
-            p.write_text(json.dumps(state, indent=1))
+            atomic_write_text(p, json.dumps(state, indent=1))
         return p
 
     @classmethod
     def load(cls, path: str | Path) -> "DELTR":
-        """Read a model written by :meth:`save` (format chosen by suffix)."""
+        """Read a model written by :meth:`save` (format chosen by suffix), validating every field:
+        known keys only, the format marker and version, parameter types (``dtype`` from
+        {float32, float64}), distinct feature names, weights/mean/scale as finite float32/float64
+        vectors of one value per feature, scale > 0, the history records. Any defect is a
+        :class:`DataError` naming the file and the field."""
         p = Path(path)
         if not p.exists():
             raise DataError(f"model file not found: {p}")
+        if not p.is_file():
+            raise DataError(f"{p}: not a fairltr DELTR model file: not a regular file")
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise DataError(f"{p}: cannot read the model file: {exc.strerror or exc}") from None
         try:
             if p.suffix == ".safetensors":
-                from safetensors import safe_open
-                with safe_open(str(p), framework="numpy") as fh:
-                    state = json.loads(fh.metadata()["fairltr"])
-                    arrays = {k: fh.get_tensor(k) for k in ("weights", "mean", "scale")}
+                state, arrays = _read_safetensors(p, data)
+                _check_state(p, state, STATE_KEYS, "the 'fairltr' metadata")
             else:
-                state = json.loads(p.read_text())
-                arrays = {k: np.asarray(state[k], dtype=np.float64) for k in ("weights", "mean", "scale")}
-        except (KeyError, ValueError, json.JSONDecodeError) as exc:
-            raise DataError(f"{p} is not a fairltr DELTR model file: {exc}") from None
-        if state.get("format") != "fairltr.DELTR":
-            raise DataError(f"{p} is not a fairltr DELTR model file")
-        params = dict(state["params"])
-        params["dtype"] = getattr(torch, params.get("dtype", "float64"))
-        model = cls(**params)
-        model.feature_names_ = list(state["feature_names"])
-        model.query_ = state.get("query", "query_id")
-        model.judgment_ = state.get("judgment", "judgment")
-        model.n_iter_ = int(state.get("n_iter", 0))
-        model.history = list(state.get("history", []))
-        model.weights_ = np.asarray(arrays["weights"], dtype=np.float64)
-        model.mean_ = np.asarray(arrays["mean"], dtype=np.float64)
-        model.scale_ = np.asarray(arrays["scale"], dtype=np.float64)
+                state = _json_object(p, data, "the file")
+                _check_state(p, state, STATE_KEYS | set(ARRAY_KEYS), "the file")
+                arrays = {k: _json_vector(p, k, state[k]) for k in ARRAY_KEYS}
+            params = _params(p, state["params"])
+            names = state["feature_names"]
+            if (not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names)
+                    or len(set(names)) != len(names)):
+                raise _bad(p, "feature_names", "must be a non-empty list of distinct non-empty strings")
+            for key in ("query", "judgment"):
+                if not isinstance(state[key], str) or not state[key]:
+                    raise _bad(p, key, f"must be a non-empty string, got {show_value(state[key])}")
+                if state[key] in names:
+                    raise _bad(p, key, f"{state[key]!r} is also a feature in 'feature_names'")
+            if state["query"] == state["judgment"]:
+                raise _bad(p, "judgment", f"the query and judgment columns must differ, both are {state['query']!r}")
+            if params["colorblind"] and params["protected"] in names:
+                raise _bad(p, "feature_names", f"a colorblind model cannot use the group column {params['protected']!r}")
+            for key, arr in arrays.items():
+                if arr.shape != (len(names),):
+                    raise _bad(p, key, f"shape {tuple(arr.shape)}, expected ({len(names)},): one value per feature "
+                                       f"in 'feature_names'")
+                if not np.all(np.isfinite(arr)):
+                    raise _bad(p, key, "holds a non-finite value (NaN or infinity)")
+            if not np.all(arrays["scale"] > 0):
+                raise _bad(p, "scale", f"must be > 0, got {show_value(float(arrays['scale'].min()))}")
+            n_iter = state["n_iter"]
+            if not _is_int(n_iter) or n_iter < 0:
+                raise _bad(p, "n_iter", f"must be an integer >= 0, got {show_value(n_iter)}")
+            history = _history(p, state["history"])
+            try:
+                model = cls(**params)
+            except ConfigError as exc:
+                raise _bad(p, "params", str(exc)) from None
+        except DataError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
+            raise DataError(f"{p}: not a fairltr DELTR model file: {one_line(exc)}") from None
+        model.feature_names_ = list(names)
+        model.query_ = state["query"]
+        model.judgment_ = state["judgment"]
+        model.n_iter_ = int(n_iter)
+        model.history = history
+        model.weights_ = arrays["weights"].astype(np.float64)
+        model.mean_ = arrays["mean"].astype(np.float64)
+        model.scale_ = arrays["scale"].astype(np.float64)
         return model
+
+
+# ---------------------------------------------------------------------------- model file checks
+MODEL_SUFFIXES = (".json", ".safetensors")
+STATE_KEYS = frozenset({"format", "format_version", "params", "feature_names", "query", "judgment", "n_iter",
+                        "history"})
+ARRAY_KEYS = ("weights", "mean", "scale")
+HISTORY_KEYS = frozenset({"iteration", "total", "listnet", "exposure"})
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+_PARAM_KINDS = {
+    "gamma": "number", "protected": "str", "colorblind": "bool", "standardize": "bool", "l2": "number",
+    "optimizer": "str", "max_iter": "int", "lr": "number", "tol": "number", "seed": "int", "device": "str",
+    "fairness_loss": "str", "reduce": "str", "dtype": "str",
+}
+# safetensors dtype codes accepted in a model file (little-endian floats only)
+_SAFETENSORS_DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
+
+
+def _bad(p: Path, field: str, problem: str) -> DataError:
+    return DataError(f"{p}: not a fairltr DELTR model file: field {field!r}: {problem}")
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    """A finite JSON number (not a boolean; integers beyond float range are not numbers here)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return _is_int(v) and abs(v) < 2 ** 1023
+
+
+def _json_object(p: Path, data: bytes, what: str) -> dict:
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{p}: not a fairltr DELTR model file: {what} is not UTF-8 text "
+                        f"(byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{p}: not a fairltr DELTR model file: {what} is not valid JSON "
+                        f"(line {exc.lineno} column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise DataError(f"{p}: not a fairltr DELTR model file: {what} is nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise DataError(f"{p}: not a fairltr DELTR model file: {what} holds a JSON {type(obj).__name__}, "
+                        "not an object")
+    return obj
+
+
+def _check_state(p: Path, state: dict, expected: frozenset | set, what: str) -> None:
+    """The format marker and version first (another program's JSON says so), then the keys."""
+    if "format" not in state:
+        raise _bad(p, "format", f"missing from {what}; expected 'fairltr.DELTR'")
+    _check_format(p, state)
+    _check_keys(p, state, expected, what)
+
+
+def _check_keys(p: Path, state: dict, expected: frozenset | set, what: str) -> None:
+    missing = sorted(set(expected) - set(state))
+    extra = sorted(str(k) for k in set(state) - set(expected))
+    if missing:
+        raise _bad(p, missing[0], f"missing from {what} (missing: {missing})")
+    if extra:
+        raise _bad(p, extra[0], f"unknown field in {what} (unknown: {extra})")
+
+
+def _check_format(p: Path, state: dict) -> None:
+    if state.get("format") != "fairltr.DELTR":
+        raise _bad(p, "format", f"{show_value(state.get('format'))}, expected 'fairltr.DELTR'")
+    version = state.get("format_version")
+    if not _is_int(version) or version != FORMAT_VERSION:
+        raise _bad(p, "format_version", f"unsupported version {show_value(version)}; this fairltr reads "
+                                        f"version {FORMAT_VERSION}")
+
+
+def _json_vector(p: Path, field: str, value: object) -> np.ndarray:
+    # NaN / infinity (Python's json reads them) pass here and are reported as non-finite later
+    if not isinstance(value, list) or not all(_is_number(v) or isinstance(v, float) for v in value):
+        raise _bad(p, field, "must be a flat list of numbers")
+    return np.asarray(value, dtype=np.float64)
+
+
+def _params(p: Path, params: object) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        raise _bad(p, "params", f"must be an object, got {type(params).__name__}")
+    missing = sorted(set(_PARAM_KINDS) - set(params))
+    extra = sorted(str(k) for k in set(params) - set(_PARAM_KINDS))
+    if missing or extra:
+        raise _bad(p, "params", f"missing {missing}, unknown {extra}" if missing and extra
+                   else f"missing {missing}" if missing else f"unknown key(s) {extra}")
+    out: dict[str, Any] = {}
+    for key, kind in _PARAM_KINDS.items():
+        v = params[key]
+        ok = {"number": _is_number, "int": _is_int, "bool": lambda x: isinstance(x, bool),
+              "str": lambda x: isinstance(x, str)}[kind](v)
+        if not ok:
+            raise _bad(p, f"params.{key}", f"must be a {'finite number' if kind == 'number' else kind}, "
+                                           f"got {show_value(v)}")
+        out[key] = v
+    if out["dtype"] not in DTYPES:  # never getattr(torch, <text from the file>)
+        raise _bad(p, "params.dtype", f"{out['dtype']!r} is not one of {sorted(DTYPES)}")
+    out["dtype"] = DTYPES[out["dtype"]]
+    if out["device"] != "auto":
+        try:
+            torch.device(out["device"])
+        except (RuntimeError, ValueError):
+            raise _bad(p, "params.device", f"{out['device']!r} is not a torch device") from None
+    return out
+
+
+def _history(p: Path, history: object) -> list[dict[str, float]]:
+    if not isinstance(history, list):
+        raise _bad(p, "history", f"must be a list of records, got {type(history).__name__}")
+    out = []
+    for i, rec in enumerate(history):
+        if not isinstance(rec, dict) or set(rec) != HISTORY_KEYS:
+            raise _bad(p, "history", f"record {i} must have exactly the keys {sorted(HISTORY_KEYS)}")
+        if not _is_int(rec["iteration"]) or not all(_is_number(rec[k]) for k in ("total", "listnet", "exposure")):
+            raise _bad(p, "history", f"record {i} must hold an integer iteration and finite numbers")
+        out.append(dict(rec))
+    return out
+
+
+def _read_safetensors(p: Path, data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+    """Parse and check a safetensors file by its published layout (8-byte little-endian header
+    length, JSON header, contiguous little-endian buffers). Done here rather than by the
+    safetensors package so that every defect becomes a DataError naming the field (the package
+    raises SafetensorError or panics on some malformed files)."""
+    if len(data) < 8:
+        raise DataError(f"{p}: not a fairltr DELTR model file: truncated ({len(data)} bytes; a safetensors file "
+                        "starts with an 8-byte header length)")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8:
+        raise DataError(f"{p}: not a fairltr DELTR model file: truncated (the header needs {n} bytes, "
+                        f"{len(data) - 8} follow)")
+    header = _json_object(p, data[8:8 + n], "the safetensors header")
+    body = memoryview(data)[8 + n:]
+    meta = header.pop("__metadata__", None)
+    if not isinstance(meta, dict) or set(meta) != {"fairltr"} or not isinstance(meta["fairltr"], str):
+        raise _bad(p, "__metadata__", "must hold exactly one entry, 'fairltr' (the model state as JSON text)")
+    _check_keys(p, header, set(ARRAY_KEYS), "the tensors")
+    arrays: dict[str, np.ndarray] = {}
+    spans = []
+    for name in ARRAY_KEYS:
+        info = header[name]
+        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
+            raise _bad(p, name, "tensor entry must have exactly 'dtype', 'shape' and 'data_offsets'")
+        dtype = _SAFETENSORS_DTYPES.get(info["dtype"]) if isinstance(info["dtype"], str) else None
+        if dtype is None:
+            raise _bad(p, name, f"dtype {show_value(info['dtype'])}; only F32 and F64 (float32, float64) are accepted")
+        shape, offsets = info["shape"], info["data_offsets"]
+        if not isinstance(shape, list) or len(shape) != 1 or not _is_int(shape[0]) or shape[0] < 0:
+            raise _bad(p, name, f"shape {show_value(shape)}; expected a vector [n]")
+        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)
+                or not 0 <= offsets[0] <= offsets[1] <= len(body)):
+            raise _bad(p, name, f"data_offsets {show_value(offsets)} lie outside the {len(body)}-byte data "
+                                "(truncated file?)")
+        if offsets[1] - offsets[0] != shape[0] * dtype.itemsize:
+            raise _bad(p, name, f"data_offsets {offsets} do not hold {shape[0]} {info['dtype']} value(s)")
+        arrays[name] = np.frombuffer(body, dtype=dtype, count=shape[0], offset=offsets[0]).astype(np.float64)
+        spans.append(tuple(offsets))
+    end = 0
+    for begin, stop in sorted(spans):
+        if begin != end:
+            raise DataError(f"{p}: not a fairltr DELTR model file: tensor data overlap or leave a gap at byte {end}")
+        end = stop
+    if end != len(body):
+        raise DataError(f"{p}: not a fairltr DELTR model file: {len(body) - end} unexpected byte(s) after the tensor "
+                        "data")
+    state = _json_object(p, meta["fairltr"].encode("utf-8"), "the 'fairltr' metadata")
+    return state, arrays

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["FairltrError", "DataError", "ConfigError"]
+__all__ = ["FairltrError", "DataError", "ConfigError", "one_line"]
 
 
 class FairltrError(Exception):
@@ -15,3 +15,12 @@ class DataError(FairltrError, ValueError):
 
 class ConfigError(FairltrError, ValueError):
     """A parameter outside its domain; the message states the allowed range."""
+
+
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """A third-party exception as one short sentence for a DataError: its first non-empty line
+    (pandas and pyarrow put C-parser details and schema dumps on the following lines), with
+    whitespace collapsed and at most ``limit`` characters."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    text = " ".join(lines[0].split()) if lines else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

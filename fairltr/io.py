@@ -1,22 +1,31 @@
 """Readers for ranking files: the DELTR paper's CSVs, LETOR/SVMlight, CSV/Parquet with names.
 
-Every reader returns a ranking table (see :mod:`fairltr.data`) and raises
-:class:`~fairltr.errors.DataError` naming the file, line, column or query of a problem.
+Every reader returns a ranking table (see :mod:`fairltr.data`) whose ``attrs`` record the
+file and the 1-based line of every row, and raises :class:`~fairltr.errors.DataError` naming
+the file, line, column, query and value of a problem; later errors on the frame (feature
+selection, training, scoring) name the same file and line.
 """
 
 from __future__ import annotations
 
+import bz2
+import csv
+import gzip
+import io
+import lzma
 import os
+import re
 from pathlib import Path
-from typing import Sequence
+from typing import BinaryIO, Sequence
 
 import numpy as np
 import pandas as pd
 
-from fairltr.data import validate_ranking_frame
-from fairltr.errors import DataError
+from fairltr.data import ORIGIN_KEY, check_column_roles, select_features, set_origin, validate_ranking_frame
+from fairltr.errors import ConfigError, DataError, one_line
+from fairltr.files import atomic_path, check_writable
 
-__all__ = ["read_deltr_csv", "read_letor", "read_table", "read_ranking", "write_table"]
+__all__ = ["read_deltr_csv", "read_letor", "read_table", "read_ranking", "write_table", "table_format"]
 
 PathLike = str | os.PathLike
 
@@ -32,18 +41,139 @@ def _check_file(path: PathLike) -> Path:
     return p
 
 
+# Compressed CSVs pandas infers from the suffix; the line bookkeeping reads them the same way.
+_DECOMPRESS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+_OPAQUE = (".zip", ".zst", ".tar")  # pandas reads these; their lines are not counted
+
+
+def _open_raw(p: Path) -> BinaryIO | None:
+    """The file's (decompressed) bytes, or None for archive formats."""
+    suffix = p.suffix.lower()
+    if suffix in _OPAQUE:
+        return None
+    opener = _DECOMPRESS.get(suffix)
+    return opener(p, "rb") if opener else open(p, "rb")
+
+
+def _line_of_offset(data: bytes, offset: int) -> int:
+    """1-based line of byte ``offset`` (lines end in \\n, \\r\\n or, in old Mac files, \\r)."""
+    if b"\n" in data:
+        return data.count(b"\n", 0, offset) + 1
+    return data.count(b"\r", 0, offset) + 1
+
+
+def _encoding_error(p: Path) -> DataError:
+    """DataError naming the 1-based line and the value of the first byte that is not UTF-8."""
+    fh = _open_raw(p)
+    if fh is None:
+        return DataError(f"{p}: not valid UTF-8; the file must be UTF-8 encoded")
+    with fh:
+        data = fh.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = _line_of_offset(data, exc.start)
+        return DataError(f"{p}:{line}: byte 0x{data[exc.start]:02x} is not valid UTF-8; "
+                         "the file must be UTF-8 encoded (re-save it as UTF-8)")
+    return DataError(f"{p}: not valid UTF-8; the file must be UTF-8 encoded")
+
+
+def _content_lines(fh: BinaryIO) -> int:
+    """Number of lines up to the last non-blank byte (trailing blank lines are not counted)."""
+    total = trailing = 0
+    seen = False
+    for chunk in iter(lambda: fh.read(1 << 20), b""):
+        total += chunk.count(b"\n")
+        body = chunk.rstrip(b" \t\r\n\x0b\x0c")
+        if body:
+            seen = True
+            trailing = chunk.count(b"\n", len(body))
+        else:
+            trailing += chunk.count(b"\n")
+    return total - trailing + 1 if seen else 0
+
+
+def _csv_row_lines(p: Path, n_rows: int, header: bool) -> int | np.ndarray | None:
+    """The 1-based line of every data row pandas read from ``p`` (defaults of ``read_csv``:
+    blank and whitespace-only lines skipped, quoted fields may span lines).
+
+    Fast path: when the file has exactly one line per record, row r is line r + 1 + header.
+    Otherwise the records are re-scanned with :mod:`csv` (same quoting rules) to find where
+    each starts. None when that cannot be established (archives, disagreeing counts)."""
+    fh = _open_raw(p)
+    if fh is None:
+        return None
+    with fh:
+        if _content_lines(fh) == n_rows + int(header):
+            return 1 + int(header)
+    fh = _open_raw(p)
+    with fh:
+        text = fh.read().decode("utf-8-sig")
+    starts: list[int] = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    end = 0
+    try:
+        for rec in reader:
+            begin, end = end + 1, reader.line_num
+            if rec and not (len(rec) == 1 and not rec[0].strip()):
+                starts.append(begin)
+    except csv.Error:
+        return None
+    starts = starts[int(header):]
+    return np.asarray(starts, dtype=np.int64) if len(starts) == n_rows else None
+
+
+_FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+
+
+def _read_csv(p: Path, header: bool) -> pd.DataFrame:
+    """pandas.read_csv with every failure turned into a one-line DataError naming the file
+    (and the line where pandas or the codec says it is)."""
+    try:
+        df = pd.read_csv(p, header=0 if header else None)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"empty file: {p}") from None
+    except UnicodeDecodeError:
+        raise _encoding_error(p) from None
+    except pd.errors.ParserError as exc:
+        m = _FIELDS.search(str(exc))
+        if m:
+            expected, line, saw = m.groups()
+            raise DataError(f"{p}:{line}: cannot parse as CSV: {saw} fields where the "
+                            f"{'header' if header else 'first line'} has {expected}") from None
+        raise DataError(f"{p}: cannot parse as CSV: {one_line(exc)}") from None
+    except Exception as exc:  # OSError, ValueError, codec errors of compressed files ...
+        raise DataError(f"{p}: cannot read as CSV: {one_line(exc)}") from None
+    set_origin(df, p, _csv_row_lines(p, len(df), header))
+    return df
+
+
+def _check_header(p: Path, df: pd.DataFrame) -> None:
+    """pandas renames a repeated header name ``x`` to ``x.1``: make that an error instead."""
+    suspects = [c for c in df.columns if isinstance(c, str) and re.fullmatch(r".+\.\d+", c)
+                and c.rsplit(".", 1)[0] in df.columns]
+    if not suspects:
+        return
+    fh = _open_raw(p)
+    if fh is None:
+        return
+    with fh:
+        first = fh.readline().decode("utf-8-sig", errors="replace")
+    names = next(csv.reader([first]), [])
+    dup = [n for n in dict.fromkeys(names) if names.count(n) > 1]
+    if dup:
+        raise DataError(f"{p}:1: column name(s) {dup} occur more than once in the header")
+
+
 def read_deltr_csv(path: PathLike, *, feature_prefix: str = "x") -> pd.DataFrame:
     """The DELTR paper's header-less CSV: ``query_id, protected, x1..xk, judgment``.
 
-    Returns columns ``query_id`` (int), ``protected`` (int), ``x1..xk`` (float), ``judgment`` (float).
+    Returns columns ``query_id`` (int), ``protected`` (int), ``x1..xk`` (float), ``judgment``
+    (float); ``df.attrs`` records the file and the line of every row (data row r is line r+1
+    unless blank lines intervene) for later error messages.
     """
     p = _check_file(path)
-    try:
-        raw = pd.read_csv(p, header=None)
-    except pd.errors.EmptyDataError:
-        raise DataError(f"empty file: {p}") from None
-    except pd.errors.ParserError as exc:
-        raise DataError(f"cannot parse {p} as CSV: {exc}") from None
+    raw = _read_csv(p, header=False)
     if raw.shape[1] < 3:
         raise DataError(
             f"{p}: expected at least 3 columns (query_id, protected, [features...], judgment), got {raw.shape[1]}"
@@ -52,10 +182,10 @@ def read_deltr_csv(path: PathLike, *, feature_prefix: str = "x") -> pd.DataFrame
     names = ["query_id", "protected", *[f"{feature_prefix}{i}" for i in range(1, k + 1)], "judgment"]
     raw.columns = names
     validate_ranking_frame(
-        raw, query="query_id", columns=names[2:], group="protected", source=str(p)
+        raw, query="query_id", columns=names[2:-1], judgment="judgment", group="protected", source=str(p)
     )
-    q = raw["query_id"].to_numpy(dtype=np.float64)
-    if np.all(q == np.round(q)):
+    q = raw["query_id"].to_numpy(dtype=np.float64) if pd.api.types.is_numeric_dtype(raw["query_id"]) else None
+    if q is not None and np.all(q == np.round(q)):
         raw["query_id"] = q.astype(np.int64)
     raw["protected"] = raw["protected"].to_numpy(dtype=np.float64).astype(np.int64)
     return raw
@@ -65,43 +195,51 @@ def read_letor(path: PathLike, *, group_feature: int | None = None) -> pd.DataFr
     """LETOR / SVMlight: ``<label> qid:<id> <fid>:<value> ... [# comment]``.
 
     Columns: ``query_id``, ``judgment``, ``f<fid>`` per feature id (missing ids = 0). With
-    ``group_feature=j``, feature ``j`` becomes the integer ``protected`` column.
+    ``group_feature=j``, feature ``j`` becomes the integer ``protected`` column. ``df.attrs``
+    records the file and the line of every row.
     """
     p = _check_file(path)
     labels: list[float] = []
     qids: list[str] = []
     rows: list[dict[int, float]] = []
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            parts = line.split()
-            try:
-                label = float(parts[0])
-            except ValueError:
-                raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not a number") from None
-            if not np.isfinite(label):
-                raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not finite")
-            if len(parts) < 2 or not parts[1].startswith("qid:"):
-                raise DataError(f"{p}:{lineno}: second field must be 'qid:<id>', got {parts[1:2]}")
-            feats: dict[int, float] = {}
-            for tok in parts[2:]:
-                fid, sep, val = tok.partition(":")
-                if not sep:
-                    raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<id>:<value>'")
+    linenos: list[int] = []
+    try:
+        with open(p, encoding="utf-8-sig") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                line = line.split("#", 1)[0].strip()
+                if not line:
+                    continue
+                parts = line.split()
                 try:
-                    fid_i, val_f = int(fid), float(val)
+                    label = float(parts[0])
                 except ValueError:
-                    raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<int>:<number>'") from None
-                if not np.isfinite(val_f):
-                    raise DataError(f"{p}:{lineno}: non-finite value in {tok!r}")
-                if fid_i in feats:
-                    raise DataError(f"{p}:{lineno}: feature id {fid_i} given twice")
-                feats[fid_i] = val_f
-            labels.append(label)
-            qids.append(parts[1][4:])
-            rows.append(feats)
+                    raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not a number") from None
+                if not np.isfinite(label):
+                    raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not finite")
+                if len(parts) < 2 or not parts[1].startswith("qid:"):
+                    raise DataError(f"{p}:{lineno}: second field must be 'qid:<id>', got {parts[1:2]}")
+                if not parts[1][4:]:
+                    raise DataError(f"{p}:{lineno}: empty query id in {parts[1]!r}")
+                feats: dict[int, float] = {}
+                for tok in parts[2:]:
+                    fid, sep, val = tok.partition(":")
+                    if not sep:
+                        raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<id>:<value>'")
+                    try:
+                        fid_i, val_f = int(fid), float(val)
+                    except ValueError:
+                        raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<int>:<number>'") from None
+                    if not np.isfinite(val_f):
+                        raise DataError(f"{p}:{lineno}: non-finite value in {tok!r}")
+                    if fid_i in feats:
+                        raise DataError(f"{p}:{lineno}: feature id {fid_i} given twice")
+                    feats[fid_i] = val_f
+                labels.append(label)
+                qids.append(parts[1][4:])
+                rows.append(feats)
+                linenos.append(lineno)
+    except UnicodeDecodeError:
+        raise _encoding_error(p) from None
     if not rows:
         raise DataError(f"empty file: {p} (no data lines)")
     fids = sorted({f for r in rows for f in r})
@@ -113,14 +251,30 @@ def read_letor(path: PathLike, *, group_feature: int | None = None) -> pd.DataFr
     df = pd.DataFrame(mat, columns=[f"f{f}" for f in fids])
     df.insert(0, "query_id", qids)
     df["judgment"] = labels
+    set_origin(df, p, linenos)
     if group_feature is not None:
         name = f"f{group_feature}"
         if name not in df.columns:
             raise DataError(f"{p}: group feature {group_feature} does not occur; feature ids: {fids}")
         df = df.rename(columns={name: "protected"})
-        validate_ranking_frame(df, query="query_id", columns=[], group="protected", source=str(p))
+        validate_ranking_frame(df, query="query_id", group="protected", source=str(p))
         df["protected"] = df["protected"].astype(np.int64)
     return df
+
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def _is_parquet(p: Path) -> bool:
+    return p.suffix.lower() in PARQUET_SUFFIXES
+
+
+def _read_parquet(p: Path) -> pd.DataFrame:
+    try:
+        df = pd.read_parquet(p)
+    except Exception as exc:  # pyarrow's ArrowInvalid / ArrowIOError / schema errors
+        raise DataError(f"{p}: cannot read as Parquet: {one_line(exc)}") from None
+    return set_origin(df, p, None)
 
 
 def read_table(
@@ -132,19 +286,25 @@ def read_table(
     features: Sequence[str] | None = None,
     item: str | None = None,
 ) -> pd.DataFrame:
-    """CSV (with header) or Parquet with named columns, validated for ranking use."""
+    """CSV (with header) or Parquet with named columns, validated for ranking use.
+
+    The query, group, judgment and item columns must be distinct; ``features`` (when given)
+    must exist and hold finite numbers; a repeated (query, item) pair is an error. Columns
+    that are not named are not checked here: feature selection checks them (see
+    :func:`fairltr.data.select_features`), with messages naming this file and line through
+    the origin recorded in ``df.attrs``.
+    """
+    check_column_roles(query=query, group=group, judgment=judgment, item=item)
     p = _check_file(path)
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            df = pd.read_parquet(p)
-        else:
-            df = pd.read_csv(p)
-    except pd.errors.EmptyDataError:
-        raise DataError(f"empty file: {p}") from None
-    except (pd.errors.ParserError, ValueError, OSError) as exc:
-        raise DataError(f"cannot read {p}: {exc}") from None
-    cols = list(features or []) + ([judgment] if judgment else [])
-    validate_ranking_frame(df, query=query, columns=cols, group=group, item=item, source=str(p))
+    if _is_parquet(p):
+        df = _read_parquet(p)
+    else:
+        df = _read_csv(p, header=True)
+        _check_header(p, df)
+    if features is not None:
+        select_features(df, query=query, judgment=judgment, item=item, group=group, features=features)
+    validate_ranking_frame(df, query=query, columns=list(features or []), judgment=judgment, group=group,
+                           item=item, source=str(p))
     return df
 
 
@@ -153,13 +313,20 @@ def read_ranking(path: PathLike, fmt: str = "auto", **kw) -> pd.DataFrame:
 
     ``auto``: ``.parquet`` -> parquet; ``.svm/.letor/.txt`` whose first line has ``qid:`` -> LETOR;
     a CSV whose first line parses as numbers -> DELTR layout; else a CSV with a header.
+    Keywords: ``query``, ``group``, ``judgment``, ``features``, ``item`` (csv, parquet) and
+    ``group_feature`` (letor). The DELTR and LETOR layouts have fixed column names and no item
+    column: an ``item`` there is a :class:`ConfigError`.
     """
+    check_column_roles(query=kw.get("query", "query_id"), group=kw.get("group", "protected"),
+                       judgment=kw.get("judgment", "judgment"), item=kw.get("item"))
+    if fmt not in ("auto", "deltr", "letor", "csv", "parquet"):
+        raise DataError(f"unknown format {fmt!r}; use auto, deltr, letor, csv or parquet")
     p = _check_file(path)
     if fmt == "auto":
-        if p.suffix.lower() in (".parquet", ".pq"):
+        if _is_parquet(p):
             fmt = "parquet"
         else:
-            with open(p, encoding="utf-8", errors="replace") as fh:
+            with open(p, encoding="utf-8-sig", errors="replace") as fh:
                 first = fh.readline()
             if "qid:" in first:
                 fmt = "letor"
@@ -169,21 +336,46 @@ def read_ranking(path: PathLike, fmt: str = "auto", **kw) -> pd.DataFrame:
                     fmt = "deltr"
                 except ValueError:
                     fmt = "csv"
+    if fmt in ("deltr", "letor") and kw.get("item") is not None:
+        raise ConfigError(f"{p}: the {fmt.upper()} layout has no item column (got item={kw['item']!r}); "
+                          "use a CSV with a header or Parquet for item ids")
     if fmt == "deltr":
         return read_deltr_csv(p)
     if fmt == "letor":
         return read_letor(p, **{k: v for k, v in kw.items() if k == "group_feature"})
-    if fmt in ("csv", "parquet"):
-        return read_table(p, **{k: v for k, v in kw.items() if k != "group_feature"})
-    raise DataError(f"unknown format {fmt!r}; use auto, deltr, letor, csv or parquet")
+    return read_table(p, **{k: v for k, v in kw.items() if k != "group_feature"})
+
+
+CSV_SUFFIXES = {".csv": None, ".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
+
+
+def table_format(path: PathLike) -> str:
+    """``"parquet"`` (``.parquet``, ``.pq``) or ``"csv"`` (``.csv``, ``.csv.gz``, ``.csv.bz2``,
+    ``.csv.xz``) by the file's suffix; anything else is a :class:`ConfigError`."""
+    p = Path(path)
+    suffixes = [s.lower() for s in p.suffixes]
+    if suffixes and suffixes[-1] in PARQUET_SUFFIXES:
+        return "parquet"
+    if suffixes and (suffixes[-1] == ".csv" or (len(suffixes) > 1 and suffixes[-2] == ".csv"
+                                                 and suffixes[-1] in CSV_SUFFIXES)):
+        return "csv"
+    raise ConfigError(f"cannot write {p}: unsupported file type {''.join(p.suffixes[-2:]) or '(none)'!r}; "
+                      "use .csv, .csv.gz, .csv.bz2, .csv.xz, .parquet or .pq")
 
 
 def write_table(df: pd.DataFrame, path: PathLike) -> Path:
-    """Write CSV or Parquet by suffix, creating parent folders."""
+    """Write CSV or Parquet chosen by the suffix (see :func:`table_format`), atomically: the
+    file is either the complete new table or the previous file (a failure or Ctrl-C midway
+    leaves no partial table). Parent folders are created; the origin recorded by a reader is
+    not written into Parquet metadata."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if p.suffix.lower() in (".parquet", ".pq"):
-        df.to_parquet(p, index=False)
-    else:
-        df.to_csv(p, index=False)
+    fmt = table_format(p)
+    check_writable(p)
+    out = df.copy(deep=False)
+    out.attrs = {k: v for k, v in df.attrs.items() if k != ORIGIN_KEY}
+    with atomic_path(p) as tmp:
+        if fmt == "parquet":
+            out.to_parquet(tmp, index=False)
+        else:
+            out.to_csv(tmp, index=False, compression=CSV_SUFFIXES[p.suffix.lower()])
     return p

@@ -83,14 +83,14 @@ def test_one_item_queries_are_legal():
 @pytest.mark.parametrize("mutate,pattern", [
     (lambda d: d.iloc[0:0], "empty ranking table"),
     (lambda d: d.drop(columns=["x2"]), r"missing column\(s\) \['x2'\]"),
-    (lambda d: d.assign(x1=[1.0, np.nan, 3, 4, 5, 6]), r"NaN value in train.csv in column 'x1' at row 1 \(query 'a'\)"),
+    (lambda d: d.assign(x1=[1.0, np.nan, 3, 4, 5, 6]), r"^train.csv, row 1 \(0-based\): missing value \(NaN or empty cell\) in column 'x1' \(query 'a'\)"),
     (lambda d: d.assign(judgment=[1.0, 2, 3, np.inf, 5, 6]),
-     r"infinite value in train.csv in column 'judgment' at row 3 \(query 'a'\)"),
-    (lambda d: d.assign(protected=[0, 0.5, 1, 0, 0, 1]), r"must hold integers.*row 1 has 0.5"),
-    (lambda d: d.assign(protected=[0, 1, -1, 0, 0, 1]), r"must be >= 0; row 2"),
+     r"^train.csv, row 3 \(0-based\): infinite value inf in column 'judgment' \(query 'a'\)"),
+    (lambda d: d.assign(protected=[0, 0.5, 1, 0, 0, 1]), r"^train.csv, row 1 \(0-based\): group column 'protected' must hold integers.*got 0.5"),
+    (lambda d: d.assign(protected=[0, 1, -1, 0, 0, 1]), r"^train.csv, row 2 \(0-based\): group column 'protected' must be >= 0 .*got -1"),
     (lambda d: d.assign(x2=["0.1", "0.2", "abc", "0.4", "0.5", "0.6"]),
-     r"non-numeric value 'abc' in train.csv in column 'x2' at row 2 \(query 'b'\)"),
-    (lambda d: d.assign(query_id=["b", None, "b", "a", "c", "a"]), r"missing query id in train.csv at row 1"),
+     r"^train.csv, row 2 \(0-based\): non-numeric value 'abc' in column 'x2' \(query 'b'\)$"),
+    (lambda d: d.assign(query_id=["b", None, "b", "a", "c", "a"]), r"^train.csv, row 1 \(0-based\): missing query id in column 'query_id'"),
 ])
 def test_validation_errors_name_row_column_query(mutate, pattern):
     with pytest.raises(DataError, match=pattern):
@@ -98,13 +98,13 @@ def test_validation_errors_name_row_column_query(mutate, pattern):
 
 
 def test_validation_error_names_the_source():
-    with pytest.raises(DataError, match="in train.csv"):
+    with pytest.raises(DataError, match="^train.csv: missing column"):
         to_batch(_frame().drop(columns=["x1"]), features=["x1"], source="train.csv")
 
 
 def test_duplicate_query_item_pairs():
     df = _frame().assign(doc=[1, 1, 2, 2, 1, 1])
-    with pytest.raises(DataError, match=r"duplicate \(query, item\) pair.*query 'a', item 1 at row 5"):
+    with pytest.raises(DataError, match=r"^row 5 \(0-based\): duplicate \(query, item\) pair: query 'a', item 1; first seen at row 1 \(0-based\)"):
         validate_ranking_frame(df, query="query_id", columns=["x1"], item="doc")
     validate_ranking_frame(df.assign(doc=range(6)), query="query_id", columns=["x1"], item="doc")
 
