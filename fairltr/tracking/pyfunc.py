@@ -28,7 +28,7 @@ from fairltr.deltr import DELTR
 from fairltr.errors import DataError
 from fairltr.tracking.ranks import aligned_ranks
 
-__all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "MODEL_CODE"]
+__all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package", "MODEL_CODE"]
 
 MODEL_CODE = Path(__file__).with_name("ranker_code.py")
 WEIGHTS_FILE = "deltr.safetensors"
@@ -66,14 +66,17 @@ def ranker_pip_requirements() -> list[str]:
     return [f"{name}=={md.version(name).split('+')[0]}" for name in _REQUIREMENTS]
 
 
-def _stage_package(dest: Path) -> Path:
-    """Copy the importable ``fairltr`` package (no bytecode) to ``dest/fairltr``."""
+def stage_package(dest: Path) -> Path:
+    """Copy the importable ``fairltr`` package (no bytecode) to ``dest/fairltr`` (a model's ``code/``)."""
     import fairltr
 
     src = Path(fairltr.__file__).resolve().parent
     out = dest / "fairltr"
     shutil.copytree(src, out, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.db"))
     return out
+
+
+_stage_package = stage_package  # the former private name
 
 
 def _default_example(model: DELTR, n: int = 3) -> pd.DataFrame:
@@ -108,7 +111,7 @@ def log_ranker_model(
         with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
             warnings.simplefilter("ignore", UserWarning)
             signature = infer_signature(input_example, predict_frame(model, input_example))
-        code = _stage_package(tmp_path / "code")
+        code = stage_package(tmp_path / "code")
         return mlflow.pyfunc.log_model(
             name=name,
             python_model=str(MODEL_CODE),
@@ -118,6 +121,6 @@ def log_ranker_model(
             signature=signature,
             input_example=input_example,
             registered_model_name=register or None,
-            model_config={"query": model.query_},
+            model_config={"query": model.query_, "kind": "ranker"},
             **log_kwargs,
         )
