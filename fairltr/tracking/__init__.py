@@ -21,8 +21,13 @@ _EXPORTS = {
     # model
     "FairltrRanker": "pyfunc", "log_ranker_model": "pyfunc", "predict_frame": "pyfunc",
     "ranker_pip_requirements": "pyfunc",
+    # retriever model
+    "FairltrRetriever": "retriever", "RetrieverEncoder": "retriever", "build_retriever_package": "retriever",
+    "log_retriever_model": "retriever", "model_kind": "retriever", "retriever_pip_requirements": "retriever",
+    "read_retriever_settings": "retriever", "read_retriever_index": "retriever",
     # evaluator
     "FairRankingEvaluator": "evaluator", "evaluate_frame": "evaluator",
+    "FairRetrievalEvaluator": "retrieval_evaluator", "evaluate_retriever": "retrieval_evaluator",
     # gates (the gate language) and promotion
     "Gate": "gates", "GateResult": "gates", "parse_gate": "gates", "check_gates": "gates",
     "Bound": "gates", "GatePreset": "gates", "GATE_PRESETS": "gates", "expand_preset": "gates",
