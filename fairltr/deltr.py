@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fairltr.data import (RankingBatch, check_column_roles, frame_source, numeric_matrix, query_codes,
+from fairltr.data import (ORIGIN_KEY, RankingBatch, check_column_roles, frame_source, numeric_matrix, query_codes,
                           select_features, show_value, to_batch)
 from fairltr.errors import ConfigError, DataError, one_line
 from fairltr.files import atomic_write_bytes, atomic_write_text, check_writable
@@ -45,6 +45,7 @@ def rank_frame(df: pd.DataFrame, scores: np.ndarray, query: str, score_col: str 
     out = df.iloc[order].copy()
     out[score_col] = np.asarray(scores, dtype=np.float64)[order]
     out["rank"] = out.groupby(codes[order], sort=False).cumcount().to_numpy() + 1
+    out.attrs.pop(ORIGIN_KEY, None)  # rows are re-ordered and re-indexed: the reader's line map no longer applies
     return out.reset_index(drop=True)
 
 

@@ -98,8 +98,9 @@ def _csv_row_lines(p: Path, n_rows: int, header: bool) -> int | np.ndarray | Non
     blank and whitespace-only lines skipped, quoted fields may span lines).
 
     Fast path: when the file has exactly one line per record, row r is line r + 1 + header.
-    Otherwise the records are re-scanned with :mod:`csv` (same quoting rules) to find where
-    each starts. None when that cannot be established (archives, disagreeing counts)."""
+    Otherwise the non-blank lines are found with numpy (no quote character in the file) or the
+    records re-scanned with :mod:`csv` (same quoting rules). None when that cannot be
+    established (archives, counts that disagree with pandas)."""
     fh = _open_raw(p)
     if fh is None:
         return None
@@ -108,19 +109,38 @@ def _csv_row_lines(p: Path, n_rows: int, header: bool) -> int | np.ndarray | Non
             return 1 + int(header)
     fh = _open_raw(p)
     with fh:
-        text = fh.read().decode("utf-8-sig")
-    starts: list[int] = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    end = 0
-    try:
-        for rec in reader:
-            begin, end = end + 1, reader.line_num
-            if rec and not (len(rec) == 1 and not rec[0].strip()):
-                starts.append(begin)
-    except csv.Error:
-        return None
+        data = fh.read()
+    if b'"' not in data:
+        starts = _nonblank_lines(data)
+    else:
+        starts = []
+        reader = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""))
+        end = 0
+        try:
+            for rec in reader:
+                begin, end = end + 1, reader.line_num
+                if rec and not (len(rec) == 1 and not rec[0].strip()):
+                    starts.append(begin)
+        except csv.Error:
+            return None
+        starts = np.asarray(starts, dtype=np.int64)
     starts = starts[int(header):]
-    return np.asarray(starts, dtype=np.int64) if len(starts) == n_rows else None
+    return starts if len(starts) == n_rows else None
+
+
+def _nonblank_lines(data: bytes) -> np.ndarray:
+    """1-based numbers of the lines holding something other than whitespace. Vectorised: only
+    lines that start with whitespace are inspected one by one."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    sep = ord("\n") if b"\n" in data else ord("\r")
+    begins = np.concatenate([[0], np.flatnonzero(arr == sep) + 1])
+    begins = begins[begins < len(arr)]
+    ends = np.append(begins[1:], len(arr))
+    keep = np.ones(len(begins), dtype=bool)
+    maybe = np.flatnonzero(np.isin(arr[begins], np.frombuffer(b" \t\r\n\x0b\x0c", dtype=np.uint8)))
+    for i in maybe.tolist():
+        keep[i] = bool(data[begins[i]:ends[i]].strip())
+    return np.flatnonzero(keep).astype(np.int64) + 1
 
 
 _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
