@@ -1,0 +1,518 @@
+"""Ranking tables streamed from Parquet in query-aligned batches, never materialised whole.
+
+* :func:`scan_parquet` makes ONE pass over a Parquet file (or a folder of ``*.parquet`` files,
+  read in sorted name order) in record batches of ``chunk_rows`` rows. It validates the columns
+  (numeric, finite; the group column integer >= 0), checks that the rows of each query are
+  contiguous (a query id that re-appears after another one is a :class:`DataError`), and returns
+  a :class:`ParquetLayout`: where every query starts and how long it is, which row group ("unit")
+  it starts in, and the per-feature mean / population std of the real candidates computed with
+  :class:`RunningMoments` (Chan, Golub & LeVeque's pairwise merge). Memory: one record batch plus
+  O(number of queries) for the layout.
+* :func:`iter_query_batches` reads the queries that START in a given list of units (a query
+  that runs over a row-group boundary is finished by reading the next row group's leading rows)
+  and yields padded :class:`~fairltr.data.RankingBatch` es of ``batch_queries`` whole queries,
+  standardised with the layout's statistics. Memory: one batch plus one record batch.
+* :func:`split_units` deals contiguous blocks of row groups to the processes of a data-parallel
+  run, balanced by the number of queries that start in them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from fairltr.data import RankingBatch, show_value
+from fairltr.errors import ConfigError, DataError
+
+__all__ = [
+    "RunningMoments", "ParquetLayout", "parquet_files", "scan_parquet", "split_units",
+    "iter_query_batches", "pad_rows",
+]
+
+PathLike = str | os.PathLike
+DEFAULT_CHUNK_ROWS = 1 << 16
+
+
+# --------------------------------------------------------------------------- statistics
+class RunningMoments:
+    """Count, mean and M2 = sum (x - mean)^2 per column, merged chunk by chunk.
+
+    Chan et al.: for parts A and B with delta = mean_B - mean_A and n = n_A + n_B,
+    mean = mean_A + delta * n_B / n and M2 = M2_A + M2_B + delta^2 * n_A * n_B / n.
+    Each chunk's own mean and M2 are computed in two passes, so nothing is squared before
+    centring (no catastrophic cancellation). Population variance = M2 / n.
+    """
+
+    def __init__(self, n_columns: int) -> None:
+        self.n = 0
+        self.mean = np.zeros(n_columns, dtype=np.float64)
+        self.m2 = np.zeros(n_columns, dtype=np.float64)
+
+    def update(self, x: np.ndarray) -> "RunningMoments":
+        """Add the rows of ``x`` (rows, columns)."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.mean.shape[0]:
+            raise ValueError(f"expected (rows, {self.mean.shape[0]}) values, got shape {x.shape}")
+        if len(x) == 0:
+            return self
+        part = RunningMoments(x.shape[1])
+        part.n = len(x)
+        part.mean = x.mean(axis=0)
+        part.m2 = ((x - part.mean) ** 2).sum(axis=0)
+        return self.merge(part)
+
+    def merge(self, other: "RunningMoments") -> "RunningMoments":
+        """Fold ``other`` into this one (in place) and return self."""
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            self.n, self.mean, self.m2 = other.n, other.mean.copy(), other.m2.copy()
+            return self
+        n = self.n + other.n
+        delta = other.mean - self.mean
+        self.mean = self.mean + delta * (other.n / n)
+        self.m2 = self.m2 + other.m2 + delta * delta * (self.n * other.n / n)
+        self.n = n
+        return self
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Population variance M2 / n."""
+        return self.m2 / max(self.n, 1)
+
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(self.variance)
+
+    @property
+    def scale(self) -> np.ndarray:
+        """Population std with 1 where it is 0 (the estimator's convention)."""
+        s = self.std
+        return np.where(s > 0, s, 1.0)
+
+
+# --------------------------------------------------------------------------- layout
+@dataclass
+class ParquetLayout:
+    """What one streaming pass learnt about a ranking table stored as Parquet.
+
+    A *unit* is one row group of one file; units are numbered in reading order and
+    ``unit_start[u]`` is the global row (over all files) of unit ``u``'s first row.
+    Query ``k`` occupies the global rows ``query_start[k] .. query_start[k] + query_size[k] - 1``;
+    the queries that start in unit ``u`` are ``unit_queries[u] .. unit_queries[u + 1] - 1``.
+    ``mean`` / ``scale`` are the standardisation statistics of ``feature_names`` over all rows
+    (0 / 1 when ``standardize`` is False).
+    """
+
+    files: list[str]
+    query: str
+    group: str
+    judgment: str
+    feature_names: list[str]
+    unit_file: np.ndarray
+    unit_row_group: np.ndarray
+    unit_start: np.ndarray
+    unit_rows: np.ndarray
+    query_ids: list
+    query_start: np.ndarray
+    query_size: np.ndarray
+    unit_queries: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+    n_groups: int
+    standardize: bool = True
+    file_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.unit_start[-1] + self.unit_rows[-1]) if len(self.unit_rows) else 0
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_start)
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_rows)
+
+    @property
+    def max_query_size(self) -> int:
+        return int(self.query_size.max()) if len(self.query_size) else 0
+
+    @property
+    def columns(self) -> list[str]:
+        """Columns read per record batch: group, judgment, then the features."""
+        return list(dict.fromkeys([self.group, self.judgment, *self.feature_names]))
+
+    def queries_of(self, units: Sequence[int]) -> np.ndarray:
+        """Positions of the queries that start in ``units``, in the order of ``units``."""
+        units = np.asarray(units, dtype=np.int64)
+        if len(units) == 0:
+            return np.zeros(0, dtype=np.int64)
+        lo, hi = self.unit_queries[units], self.unit_queries[units + 1]
+        sizes = hi - lo
+        return np.repeat(lo - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(sizes.sum())
+
+    def where(self, global_row: int) -> tuple[str, int]:
+        """(file, 0-based row in that file) of a global row."""
+        f = int(np.searchsorted(self.file_start, global_row, side="right") - 1)
+        return self.files[f], int(global_row - self.file_start[f])
+
+
+def parquet_files(path: PathLike) -> list[Path]:
+    """The file itself, or a folder's ``*.parquet`` files (recursively) in sorted path order."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"Parquet path not found: {p}")
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*.parquet") if f.is_file())
+        if not files:
+            raise DataError(f"no *.parquet files in folder {p}")
+        return files
+    return [p]
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"cannot read {path} as Parquet: {exc}") from None
+
+
+def _choose_features(
+    schema: pa.Schema, where: Path, *, query: str, group: str, judgment: str,
+    features: Sequence[str] | None, colorblind: bool,
+) -> list[str]:
+    names = schema.names
+    for role, col in (("query", query), ("group", group), ("judgment", judgment)):
+        if col not in names:
+            raise DataError(f"{role} column {col!r} not found in {where}; columns: {names}")
+    for role, col in (("group", group), ("judgment", judgment)):
+        t = schema.field(col).type
+        if not _numeric(t):
+            raise DataError(f"{role} column {col!r} in {where} is not numeric (type {t})")
+    if features is None:
+        feats = [c for c in names if c not in (query, judgment) and _numeric(schema.field(c).type)]
+    else:
+        feats = list(features)
+        missing = [c for c in feats if c not in names]
+        if missing:
+            raise DataError(f"feature column(s) {missing} not found in {where}; columns: {names}")
+        for c in feats:
+            t = schema.field(c).type
+            if not _numeric(t):
+                raise DataError(f"feature column {c!r} in {where} is not numeric (type {t})")
+    if colorblind:
+        feats = [c for c in feats if c != group]
+    if not feats:
+        raise DataError(f"no feature columns to train on in {where} (after dropping the group column for colorblind)")
+    return feats
+
+
+def _as_float(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """float64 copy of a numeric column; nulls become NaN."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_boolean(col.type) or pa.types.is_integer(col.type):
+        col = col.cast(pa.float64())
+    return col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+
+
+def _matrix(rb: pa.RecordBatch | pa.Table, names: Sequence[str]) -> np.ndarray:
+    out = np.empty((rb.num_rows, len(names)), dtype=np.float64)
+    for j, name in enumerate(names):
+        out[:, j] = _as_float(rb.column(name))
+    return out
+
+
+def _check_finite(values: np.ndarray, names: Sequence[str], qids: np.ndarray, where: Path, row0: int) -> None:
+    bad = ~np.isfinite(values)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        kind = "NaN or missing" if np.isnan(values[r, c]) else "infinite"
+        raise DataError(
+            f"{kind} value in {where}, column {names[c]!r}, row {row0 + int(r)} (0-based), "
+            f"query {show_value(qids[r])}"
+        )
+
+
+def scan_parquet(
+    path: PathLike,
+    *,
+    query: str = "query_id",
+    group: str = "protected",
+    judgment: str = "judgment",
+    features: Sequence[str] | None = None,
+    colorblind: bool = False,
+    standardize: bool = True,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+) -> ParquetLayout:
+    """One streaming pass: validate, locate every query, and compute mean / population std.
+
+    ``features=None`` takes every numeric column except query and judgment (the group column
+    included unless ``colorblind``), as the DELTR estimator does for a DataFrame. Rows of a query
+    must be contiguous (the table sorted or grouped by query id).
+    """
+    if chunk_rows < 1:
+        raise ConfigError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    files = parquet_files(path)
+    feats: list[str] | None = None
+    moments: RunningMoments | None = None
+    unit_file, unit_rg, unit_rows = [], [], []
+    starts: list[np.ndarray] = []
+    ids: list = []
+    seen: set = set()
+    open_id, have_open = None, False
+    max_group = 0
+    file_start = []
+    row = 0
+    for fi, f in enumerate(files):
+        pf = _open(f)
+        file_start.append(row)
+        schema = pf.schema_arrow
+        chosen = _choose_features(schema, f, query=query, group=group, judgment=judgment,
+                                  features=features, colorblind=colorblind)
+        if feats is None:
+            feats = chosen
+            moments = RunningMoments(len(feats))
+        elif features is None and chosen != feats:
+            raise DataError(f"{f} has feature columns {chosen}, but {files[0]} has {feats}")
+        stat_cols = [group, judgment, *feats]
+        for rg in range(pf.num_row_groups):
+            n_rg = pf.metadata.row_group(rg).num_rows
+            unit_file.append(fi)
+            unit_rg.append(rg)
+            unit_rows.append(n_rg)
+            file_row = row - file_start[-1]
+            for rb in pf.iter_batches(batch_size=chunk_rows, row_groups=[rg],
+                                      columns=list(dict.fromkeys([query, *stat_cols]))):
+                n = rb.num_rows
+                if n == 0:
+                    continue
+                qcol = rb.column(query)
+                if qcol.null_count:
+                    r = int(np.flatnonzero(qcol.is_null().to_numpy(zero_copy_only=False))[0])
+                    raise DataError(f"missing query id in {f}, column {query!r}, row {file_row + r} (0-based)")
+                q = qcol.to_numpy(zero_copy_only=False)
+                cut = np.flatnonzero(q[1:] != q[:-1]) + 1
+                run_starts = np.concatenate([[0], cut])
+                run_ids = q[run_starts]
+                if have_open and run_ids[0] == open_id:
+                    run_starts, run_ids = run_starts[1:], run_ids[1:]
+                for r0, qid in zip(run_starts.tolist(), run_ids.tolist()):
+                    if qid in seen:
+                        raise DataError(
+                            f"{f} is not grouped by query: query {show_value(qid)} re-appears at row "
+                            f"{file_row + r0} (0-based) after other queries; sort or group the table by "
+                            f"{query!r} (e.g. ORDER BY {query}) before streaming it"
+                        )
+                    seen.add(qid)
+                starts.append(run_starts.astype(np.int64) + row)
+                ids.extend(run_ids.tolist())
+                if len(q):
+                    open_id, have_open = q[-1], True
+                values = _matrix(rb, stat_cols)
+                _check_finite(values, stat_cols, q, f, file_row)
+                g = values[:, 0]
+                nonint = g != np.round(g)
+                if nonint.any() or (g < 0).any():
+                    r = int(np.flatnonzero(nonint | (g < 0))[0])
+                    raise DataError(
+                        f"group column {group!r} in {f} must hold integers >= 0 (0 = non-protected, >= 1 "
+                        f"protected); row {file_row + r} (0-based, query {show_value(q[r])}) has {show_value(g[r])}"
+                    )
+                max_group = max(max_group, int(g.max()))
+                if standardize:
+                    moments.update(values[:, 2:])
+                row += n
+                file_row += n
+    if row == 0:
+        raise DataError(f"empty Parquet data: {path} has no rows")
+    query_start = np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)
+    query_size = np.diff(np.concatenate([query_start, [row]]))
+    unit_rows_a = np.asarray(unit_rows, dtype=np.int64)
+    unit_start = np.concatenate([[0], np.cumsum(unit_rows_a)[:-1]]).astype(np.int64)
+    unit_queries = np.searchsorted(query_start, np.concatenate([unit_start, [row]]), side="left").astype(np.int64)
+    if standardize:
+        mean, scale = moments.mean, moments.scale
+    else:
+        mean, scale = np.zeros(len(feats)), np.ones(len(feats))
+    return ParquetLayout(
+        files=[str(f) for f in files], query=query, group=group, judgment=judgment, feature_names=list(feats),
+        unit_file=np.asarray(unit_file, dtype=np.int64), unit_row_group=np.asarray(unit_rg, dtype=np.int64),
+        unit_start=unit_start, unit_rows=unit_rows_a, query_ids=ids, query_start=query_start.astype(np.int64),
+        query_size=query_size.astype(np.int64), unit_queries=unit_queries, mean=mean, scale=scale,
+        n_groups=max(2, max_group + 1), standardize=standardize, file_start=np.asarray(file_start, dtype=np.int64),
+    )
+
+
+# --------------------------------------------------------------------------- sharding
+def split_units(layout: ParquetLayout, parts: int) -> list[np.ndarray]:
+    """``parts`` contiguous blocks of units, balanced by the number of queries starting in them."""
+    if parts < 1:
+        raise ConfigError(f"parts must be >= 1, got {parts}")
+    owned = np.diff(layout.unit_queries)
+    cum = np.concatenate([[0], np.cumsum(owned)])
+    targets = np.arange(1, parts) * (cum[-1] / parts)
+    cuts = np.searchsorted(cum, targets, side="left")
+    # a cut at unit c means units [prev, c) go to the earlier part; keep cuts monotone
+    bounds = np.concatenate([[0], np.clip(cuts, 0, layout.n_units), [layout.n_units]])
+    bounds = np.maximum.accumulate(bounds)
+    return [np.arange(bounds[i], bounds[i + 1], dtype=np.int64) for i in range(parts)]
+
+
+# --------------------------------------------------------------------------- reading
+class _RowCursor:
+    """Global rows [lo, hi) of the layout's files, read record batch by record batch.
+
+    Requests that move forward continue the open reader; a request before the open position
+    (or in another unit) reopens the unit that holds it. Holds one record batch.
+    """
+
+    def __init__(self, layout: ParquetLayout, chunk_rows: int) -> None:
+        self.layout = layout
+        self.chunk_rows = chunk_rows
+        self.columns = layout.columns
+        self._files: dict[int, pq.ParquetFile] = {}
+        self._unit = -1
+        self._reader: Iterator[pa.RecordBatch] | None = None
+        self._buf: pa.RecordBatch | None = None
+        self._buf_start = 0  # global row of self._buf's first row
+        self._next = 0  # global row after the last row handed out by the reader
+
+    def _file(self, fi: int) -> pq.ParquetFile:
+        if fi not in self._files:
+            self._files = {fi: _open(Path(self.layout.files[fi]))}  # one open file at a time
+        return self._files[fi]
+
+    def _open_unit(self, u: int) -> None:
+        lay = self.layout
+        pf = self._file(int(lay.unit_file[u]))
+        self._reader = iter(pf.iter_batches(batch_size=self.chunk_rows, row_groups=[int(lay.unit_row_group[u])],
+                                            columns=self.columns))
+        self._unit = u
+        self._buf = None
+        self._buf_start = self._next = int(lay.unit_start[u])
+
+    def _advance(self) -> None:
+        lay = self.layout
+        while True:
+            rb = next(self._reader, None) if self._reader is not None else None
+            if rb is not None and rb.num_rows:
+                self._buf, self._buf_start = rb, self._next
+                self._next += rb.num_rows
+                return
+            if rb is None:
+                end = int(lay.unit_start[self._unit] + lay.unit_rows[self._unit])
+                if self._next != end:
+                    f, r = lay.where(self._next)
+                    raise DataError(f"{f} changed while streaming it: row group ended at row {r}")
+                if self._unit + 1 >= lay.n_units:
+                    raise DataError(f"{lay.files[-1]} ended early while streaming it (the file changed?)")
+                self._open_unit(self._unit + 1)
+
+    def take(self, lo: int, hi: int) -> list[pa.RecordBatch]:
+        """Record-batch slices covering global rows [lo, hi)."""
+        lay = self.layout
+        unit = int(np.searchsorted(lay.unit_start, lo, side="right") - 1)
+        behind = lo < self._buf_start if self._buf is not None else lo < self._next
+        if self._reader is None or unit != self._unit or behind:
+            self._open_unit(unit)  # skip ahead to (or back to) the unit holding lo
+        out: list[pa.RecordBatch] = []
+        pos = lo
+        while pos < hi:
+            end = self._buf_start + (self._buf.num_rows if self._buf is not None else 0)
+            if self._buf is None or pos >= end:
+                self._advance()  # the next record batch, continuing into the next unit
+                continue
+            stop = min(hi, end)
+            out.append(self._buf.slice(pos - self._buf_start, stop - pos))
+            pos = stop
+        return out
+
+
+def pad_rows(
+    features: np.ndarray, judgments: np.ndarray, groups: np.ndarray, sizes: np.ndarray,
+    *, rows: np.ndarray | None = None, query_ids: list | None = None, feature_names: Sequence[str] = (),
+    dtype: torch.dtype = torch.float64,
+) -> RankingBatch:
+    """Pad the rows of consecutive whole queries (``sizes[k]`` rows each, in order) into a batch.
+
+    ``rows`` (optional) are the source row numbers kept in ``row_index``; padding holds 0
+    (-1 in ``row_index``) exactly as :func:`fairltr.data.to_batch` pads.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    nq, n_max = len(sizes), int(sizes.max()) if len(sizes) else 0
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    codes = np.repeat(np.arange(nq), sizes)
+    slots = np.arange(int(sizes.sum())) - np.repeat(starts, sizes)
+    x = np.zeros((nq, n_max, features.shape[1]), dtype=np.float64)
+    x[codes, slots] = features
+    y = np.zeros((nq, n_max), dtype=np.float64)
+    y[codes, slots] = judgments
+    g = np.zeros((nq, n_max), dtype=np.int64)
+    g[codes, slots] = groups
+    m = np.zeros((nq, n_max), dtype=bool)
+    m[codes, slots] = True
+    idx = np.full((nq, n_max), -1, dtype=np.int64)
+    idx[codes, slots] = rows if rows is not None else np.arange(len(codes))
+    return RankingBatch(
+        features=torch.from_numpy(x).to(dtype), judgments=torch.from_numpy(y).to(dtype),
+        groups=torch.from_numpy(g), mask=torch.from_numpy(m), row_index=torch.from_numpy(idx),
+        query_ids=list(query_ids) if query_ids is not None else list(range(nq)), feature_names=list(feature_names),
+    )
+
+
+def iter_query_batches(
+    layout: ParquetLayout,
+    units: Sequence[int] | None = None,
+    *,
+    batch_queries: int,
+    dtype: torch.dtype = torch.float64,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+) -> Iterator[RankingBatch]:
+    """Padded, standardised batches of ``batch_queries`` whole queries (the last may be smaller).
+
+    The queries are those that start in ``units`` (default: all), in the order of ``units`` and
+    of the file inside a unit. ``row_index`` holds each candidate's global row (over all files).
+    """
+    if batch_queries < 1:
+        raise ConfigError(f"batch_queries must be >= 1, got {batch_queries}")
+    units = np.arange(layout.n_units) if units is None else np.asarray(units, dtype=np.int64)
+    queries = layout.queries_of(units)
+    cursor = _RowCursor(layout, chunk_rows)
+    names = layout.columns
+    fpos = [names.index(c) for c in layout.feature_names]
+    for b0 in range(0, len(queries), batch_queries):
+        qs = queries[b0:b0 + batch_queries]
+        starts, sizes = layout.query_start[qs], layout.query_size[qs]
+        # contiguous runs of rows (consecutive queries of the file form one run)
+        brk = np.flatnonzero(starts[1:] != starts[:-1] + sizes[:-1]) + 1
+        run_lo = starts[np.concatenate([[0], brk])]
+        run_hi = (starts + sizes)[np.concatenate([brk - 1, [len(qs) - 1]])]
+        pieces: list[pa.RecordBatch] = []
+        for lo, hi in zip(run_lo.tolist(), run_hi.tolist()):
+            pieces.extend(cursor.take(lo, hi))
+        table = pa.Table.from_batches(pieces)
+        values = _matrix(table, names)
+        del table, pieces
+        x = values[:, fpos]
+        if layout.standardize:
+            x = (x - layout.mean) / layout.scale
+        rows = np.concatenate([np.arange(lo, hi) for lo, hi in zip(run_lo.tolist(), run_hi.tolist())])
+        yield pad_rows(
+            x, values[:, names.index(layout.judgment)], values[:, names.index(layout.group)].astype(np.int64),
+            sizes, rows=rows, query_ids=[layout.query_ids[k] for k in qs.tolist()],
+            feature_names=layout.feature_names, dtype=dtype,
+        )

@@ -1,0 +1,366 @@
+"""DELTR trained by Lightning: in memory (a DataFrame) or streamed from Parquet, on 1..N processes.
+
+:func:`train_deltr_lightning` returns a fitted :class:`fairltr.DELTR` (weights in standardised
+units, ``mean_`` / ``scale_``, history, ...) set exactly as the estimator sets them, so
+``DELTR.save`` / ``DELTR.load`` and the ranker pyfunc work unchanged.
+
+Objective (the estimator's): sum over queries of ListNet_q + gamma * U_q, plus l2 * ||w||^2.
+A step on a batch B of whole queries minimises sum_{q in B} (ListNet_q + gamma * U_q)
++ l2 * (|B| / Q) * ||w||^2, so one epoch's steps add up to the whole objective.
+
+Defaults (measured on Law race and synthetic data, see ``benchmarks/results/streaming.md``):
+
+* ``optimizer="auto"``: L-BFGS (the estimator's settings: strong-Wolfe line search, history 20,
+  lr 1, stop when the epoch objective changes by <= tol relative) when one batch holds every
+  training query; Adam (lr 0.01) for true mini-batches. With L-BFGS one epoch is one optimizer
+  step on the whole table, so the result is the estimator's model.
+* ``batch_queries=None``: all queries (in memory) or :data:`STREAM_BATCH_QUERIES` (streamed).
+* ``epochs=None``: 200 for L-BFGS (it stops at ``tol`` long before), :data:`ADAM_EPOCHS` for Adam.
+
+DDP: ``devices > 1`` uses Lightning's ``ddp_spawn`` strategy (gloo on CPU, NCCL on GPU): the
+calling process spawns ``devices`` fresh workers (multiprocessing "spawn"), each re-imports this
+module and gets a pickled copy of the module and data module; rank 0 sends the final state dict
+(weights plus the history buffers) back and the caller builds the DELTR from it. This works from
+a library call, a console script and a test because nothing re-executes the caller's command
+line; Lightning's subprocess launcher (``strategy="ddp"``) re-runs ``sys.argv`` in every worker,
+which would repeat a CLI command's other work (or the whole pytest session), so it is not used.
+The caller's script needs the usual ``if __name__ == "__main__":`` guard (spawn imports it).
+Each step's loss is the global objective of the global batch (all-reduced) with the gradient of
+``world * local`` objective, so DDP's gradient mean is the gradient of the global sum and
+L-BFGS's line search sees the same value on every process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from fairltr.data import RankingBatch
+from fairltr.deltr import DELTR
+from fairltr.errors import ConfigError, DataError
+from fairltr.losses.registry import get_loss
+from fairltr.parquet_stream import DEFAULT_CHUNK_ROWS, iter_query_batches, scan_parquet
+from lightning_modules.deltr_module import DELTRModule
+
+__all__ = ["DELTRTrainingModule", "train_deltr_lightning", "STREAM_BATCH_QUERIES", "ADAM_EPOCHS", "LBFGS_EPOCHS"]
+
+STREAM_BATCH_QUERIES = 32
+ADAM_EPOCHS = 30
+LBFGS_EPOCHS = 200
+ADAM_LR = 0.01
+LBFGS_LR = 1.0
+
+Callback = Callable[[int, dict[str, float]], None]
+
+
+class DELTRTrainingModule(DELTRModule):
+    """:class:`DELTRModule` with the estimator's optimizer settings, DDP-exact sums and a history.
+
+    ``n_queries``: training queries (the l2 share of a batch is ``|B| / n_queries``);
+    ``max_epochs`` sizes the history buffer; ``tol``: stop when the epoch objective changes by
+    <= ``tol * max(1, |objective|)`` (the estimator's rule). ``history_terms[e]`` holds
+    (total, listnet, exposure) summed over the batches of epoch ``e``, each batch at the weights
+    it was trained from (for one full batch: the objective after ``e`` steps, as the estimator
+    records it). ``epoch_callback(epoch, record)`` sees every record (single process only).
+    """
+
+    def __init__(self, n_features: int, *, n_queries: int, max_epochs: int, tol: float = 1e-10, **kw: Any) -> None:
+        super().__init__(n_features, **kw)
+        self.n_queries = int(n_queries)
+        self.tol = float(tol)
+        self.register_buffer("history_terms", torch.full((max_epochs, 3), float("nan"), dtype=torch.float64))
+        self.register_buffer("epochs_done", torch.zeros((), dtype=torch.long))
+        self.epoch_callback: Callback | None = None
+        self._first_call = True
+        self._epoch_sum = torch.zeros(3, dtype=torch.float64)
+
+    # ---- objective -------------------------------------------------------------------------
+    def local_objective(self, batch: RankingBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(this process's share of the objective, detached (total, listnet, exposure))."""
+        if not bool(batch.mask.any()):  # padding step of a process with no data left
+            zero = (self.weight * 0.0).sum()
+            return zero, torch.zeros(3, dtype=torch.float64, device=zero.device)
+        t = self.objective(batch)
+        total = t.total
+        l2 = self.hparams.l2
+        if l2:
+            share = float(batch.mask.any(dim=1).sum()) / self.n_queries
+            total = total + l2 * share * (self.weight * self.weight).sum()
+        terms = torch.stack([total.detach(), t.listnet.detach(), t.exposure.detach()]).to(torch.float64)
+        return total, terms
+
+    def training_step(self, batch: RankingBatch, batch_idx: int) -> torch.Tensor:
+        local, terms = self.local_objective(batch)
+        world = self.trainer.world_size
+        loss = local
+        if world > 1:
+            terms = self.trainer.strategy.reduce(terms.clone(), reduce_op="sum")
+            # value: the global batch's objective; gradient: world * local, averaged by DDP to the sum
+            loss = local * world + (terms[0].to(local.dtype) - local.detach() * world)
+        if self._first_call:  # L-BFGS calls this again in its line search: count the first call only
+            self._epoch_sum += terms.detach().cpu()
+            self._first_call = False
+        self.log("train/loss", terms[0], prog_bar=True, batch_size=max(batch.n_queries, 1), logger=False)
+        return loss
+
+    # ---- bookkeeping -----------------------------------------------------------------------
+    def on_train_epoch_start(self) -> None:
+        self._epoch_sum = torch.zeros(3, dtype=torch.float64)
+        loader = self.trainer.train_dataloader
+        dataset = getattr(loader, "dataset", None)
+        if hasattr(dataset, "set_epoch"):
+            dataset.set_epoch(self.current_epoch)
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        self._first_call = True
+
+    def on_train_epoch_end(self) -> None:
+        e = self.current_epoch
+        self.history_terms[e] = self._epoch_sum.to(self.history_terms.device)
+        self.epochs_done.fill_(e + 1)
+        total = float(self._epoch_sum[0])
+        if not math.isfinite(total):
+            raise FloatingPointError(f"DELTR objective became {total} in epoch {e}; try a smaller lr or gamma")
+        if self.epoch_callback is not None:
+            self.epoch_callback(e, record(e, self._epoch_sum))
+        if e > 0:
+            prev = float(self.history_terms[e - 1, 0])
+            if abs(prev - total) <= self.tol * max(1.0, abs(total)):
+                self.trainer.should_stop = True
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        if self.hparams.optimizer == "lbfgs":  # exactly the estimator's L-BFGS
+            return torch.optim.LBFGS(
+                self.parameters(), lr=self.hparams.lr, max_iter=1, max_eval=25, history_size=20,
+                line_search_fn="strong_wolfe", tolerance_grad=0.0, tolerance_change=0.0,
+            )
+        return super().configure_optimizers()
+
+
+def record(iteration: int, terms: torch.Tensor | Sequence[float]) -> dict[str, float]:
+    """A history entry as the estimator writes it."""
+    t = [float(v) for v in terms]
+    return {"iteration": int(iteration), "total": t[0], "listnet": t[1], "exposure": t[2]}
+
+
+@torch.no_grad()
+def objective_over(module: DELTRModule, batches: Iterable[RankingBatch], l2: float = 0.0) -> torch.Tensor:
+    """(total, listnet, exposure) of the whole training set at the module's weights."""
+    acc = torch.zeros(3, dtype=torch.float64)
+    for b in batches:
+        t = module.objective(b.to(module.weight.device))
+        acc += torch.stack([t.total, t.listnet, t.exposure]).double().cpu()
+    if l2:
+        acc[0] += l2 * float((module.weight.double() ** 2).sum())
+    return acc
+
+
+_QUIET_ENV = "FAIRLTR_QUIET_LIGHTNING"
+_LOGGERS = ("lightning.pytorch", "lightning.fabric", "pytorch_lightning")
+_NOISE = (".*validation_step.*val_dataloader.*", ".*IterableDataset.*__len__.*", ".*LeafSpec.*",
+          ".*does not have many workers.*", ".*smaller than the logging interval.*")
+
+
+def _silence() -> None:
+    for name in _LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for msg in _NOISE:
+        warnings.filterwarnings("ignore", message=msg)
+
+
+@contextlib.contextmanager
+def quiet_lightning(enabled: bool = True):
+    """Silence Lightning's banners (GPU/TPU available, tips, DDP set-up, "stopped" notes) and its
+    warnings that do not apply here (no validation loader, an IterableDataset with a length).
+    Spawned DDP workers inherit the request through an environment variable."""
+    if not enabled:
+        yield
+        return
+    levels = [logging.getLogger(n).level for n in _LOGGERS]
+    before = os.environ.get(_QUIET_ENV)
+    with warnings.catch_warnings():
+        try:
+            _silence()
+            os.environ[_QUIET_ENV] = "1"
+            yield
+        finally:
+            for name, level in zip(_LOGGERS, levels):
+                logging.getLogger(name).setLevel(level)
+            if before is None:
+                os.environ.pop(_QUIET_ENV, None)
+            else:
+                os.environ[_QUIET_ENV] = before
+
+
+if os.environ.get(_QUIET_ENV) == "1":  # imported while unpickling a DDP worker of a quiet call
+    _silence()
+
+
+def _is_parquet(train: Any) -> bool:
+    return isinstance(train, (str, os.PathLike))
+
+
+def _device_name(accelerator: str) -> str:
+    return {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}.get(str(accelerator), "auto")
+
+
+def train_deltr_lightning(
+    train: pd.DataFrame | str | os.PathLike,
+    *,
+    gamma: float,
+    fairness_loss: str = "exposure_hinge",
+    reduce: str = "max",
+    colorblind: bool = False,
+    features: Sequence[str] | None = None,
+    query: str = "query_id",
+    group: str = "protected",
+    judgment: str = "judgment",
+    epochs: int | None = None,
+    batch_queries: int | None = None,
+    optimizer: str = "auto",
+    lr: float | None = None,
+    l2: float = 0.0,
+    tol: float = 1e-10,
+    shuffle: bool = True,
+    accelerator: str = "auto",
+    devices: int = 1,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: bool = False,
+    callback: Callback | None = None,
+) -> DELTR:
+    """Train DELTR with Lightning on a DataFrame (in memory) or a Parquet file / folder (streamed).
+
+    ``batch_queries`` whole queries per optimizer step over all processes; ``optimizer`` "auto",
+    "lbfgs" (full batches only) or "adam". History: ``history[e]`` for e < ``n_iter_`` is epoch
+    e's objective summed over its batches (see :class:`DELTRTrainingModule`); the last entry,
+    ``history[n_iter_]``, is the exact objective of the whole training set at the returned
+    weights. ``n_iter_`` = epochs run. ``callback(iteration, record)`` is called for every
+    history entry: live with one process, after training with several (the workers are other
+    processes). With several processes only this (the calling) process returns the model.
+    A Parquet table must be grouped by query id; it is read twice per epoch at most (once to
+    train, once at the end for the final objective) plus one scan for validation and statistics.
+    """
+    import lightning.pytorch as pl
+
+    from lightning_modules.parquet_datamodule import ParquetRankingDataModule
+    from lightning_modules.query_batches import ShardedRankingDataModule
+
+    probe = DELTR(gamma, protected=group, colorblind=colorblind, l2=l2, tol=tol, seed=seed,
+                  fairness_loss=fairness_loss, reduce=reduce, dtype=dtype)  # validates the shared settings
+    if get_loss(fairness_loss).kind != "ranking":
+        raise ConfigError(f"fairness_loss {fairness_loss!r} is not a ranking loss")
+    if optimizer not in ("auto", "lbfgs", "adam"):
+        raise ConfigError(f"optimizer must be 'auto', 'lbfgs' or 'adam', got {optimizer!r}")
+    if epochs is not None and (isinstance(epochs, bool) or int(epochs) != epochs or epochs < 1):
+        raise ConfigError(f"epochs must be an integer >= 1, got {epochs!r}")
+    if batch_queries is not None and (isinstance(batch_queries, bool) or int(batch_queries) != batch_queries
+                                      or batch_queries < 1):
+        raise ConfigError(f"batch_queries must be an integer >= 1 (or None), got {batch_queries!r}")
+    if isinstance(devices, bool) or int(devices) != devices or devices < 1:
+        raise ConfigError(f"devices must be an integer >= 1, got {devices!r}")
+    if lr is not None and not lr > 0:
+        raise ConfigError(f"lr must be > 0, got {lr}")
+    devices = int(devices)
+
+    # ---- data ------------------------------------------------------------------------------
+    streamed = _is_parquet(train)
+    if streamed:
+        layout = scan_parquet(train, query=query, group=group, judgment=judgment, features=features,
+                              colorblind=colorblind, chunk_rows=chunk_rows)
+        n_queries = layout.n_queries
+        size = batch_queries or min(STREAM_BATCH_QUERIES, n_queries)
+        dm: pl.LightningDataModule = ParquetRankingDataModule(
+            train, query=query, group=group, judgment=judgment, features=features, colorblind=colorblind,
+            batch_queries=size, shuffle=shuffle and size < n_queries, seed=seed, dtype=dtype,
+            chunk_rows=chunk_rows, layout=layout,
+        )
+        names, mean, scale, n_groups = layout.feature_names, layout.mean, layout.scale, layout.n_groups
+    else:
+        if not isinstance(train, pd.DataFrame):
+            raise ConfigError(f"train must be a DataFrame or a path to Parquet data, got {type(train).__name__}")
+        if group not in train.columns:
+            raise DataError(f"group column {group!r} not in the training table; columns: {list(train.columns)}")
+        dm = ShardedRankingDataModule(train, query=query, group=group, judgment=judgment, features=features,
+                                      colorblind=colorblind, batch_size=batch_queries, shuffle=shuffle,
+                                      seed=seed, dtype=dtype)
+        dm.setup("fit")
+        full = dm.batches["train"]
+        n_queries = full.n_queries
+        size = min(batch_queries or n_queries, n_queries)
+        dm.batch_size, dm.shuffle = size, shuffle and size < n_queries
+        names = dm.feature_names
+        mean, scale = dm.feature_mean.double().numpy(), dm.feature_scale.double().numpy()
+        n_groups = max(2, int(full.groups[full.mask].max()) + 1)
+
+    full_batch = size >= n_queries
+    if optimizer == "auto":
+        optimizer = "lbfgs" if full_batch else "adam"
+    if optimizer == "lbfgs" and not full_batch:
+        raise ConfigError(
+            f"optimizer 'lbfgs' needs full batches (batch_queries >= {n_queries} training queries); "
+            f"use 'adam' for mini-batches of {size} queries"
+        )
+    lr = lr if lr is not None else (LBFGS_LR if optimizer == "lbfgs" else ADAM_LR)
+    epochs = int(epochs) if epochs is not None else (LBFGS_EPOCHS if optimizer == "lbfgs" else ADAM_EPOCHS)
+
+    # ---- model and trainer -----------------------------------------------------------------
+    module = DELTRTrainingModule(
+        len(names), n_queries=n_queries, max_epochs=epochs, tol=tol, fairness_loss=fairness_loss, gamma=gamma,
+        reduce=reduce, n_groups=n_groups, lr=lr, optimizer=optimizer, l2=l2, seed=seed, dtype=dtype,
+    )
+    if devices == 1:
+        module.epoch_callback = callback
+    with quiet_lightning(not progress):
+        trainer = pl.Trainer(
+            max_epochs=epochs, accelerator=accelerator, devices=devices,
+            strategy="ddp_spawn" if devices > 1 else "auto", use_distributed_sampler=False,
+            logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
+            num_sanity_val_steps=0, limit_val_batches=0,
+        )
+        trainer.fit(module, datamodule=dm)
+    module.epoch_callback = None
+    module = module.cpu()
+
+    # ---- the fitted estimator --------------------------------------------------------------
+    done = int(module.epochs_done)
+    history = [record(e, module.history_terms[e]) for e in range(done)]
+    if streamed:
+        batches = iter_query_batches(layout, batch_queries=size, dtype=dtype, chunk_rows=chunk_rows)
+    else:
+        batches = (full.select(list(range(i, min(i + size, n_queries)))) for i in range(0, n_queries, size))
+    final = record(done, objective_over(module, batches, l2))
+    if not math.isfinite(final["total"]):
+        raise FloatingPointError(f"DELTR objective became {final['total']} after {done} epochs; try a smaller lr")
+    history.append(final)
+    if callback is not None:
+        for rec in history if devices > 1 else history[-1:]:
+            callback(rec["iteration"], rec)
+
+    model = DELTR(gamma, protected=group, colorblind=colorblind, standardize=True, l2=l2, optimizer=optimizer,
+                  max_iter=epochs, lr=lr, tol=tol, seed=seed, device=_device_name(accelerator),
+                  fairness_loss=fairness_loss, reduce=reduce, dtype=dtype)
+    del probe
+    model.feature_names_ = list(names)
+    model.query_, model.judgment_ = query, judgment
+    model.mean_ = np.asarray(mean, dtype=np.float64).copy()
+    model.scale_ = np.asarray(scale, dtype=np.float64).copy()
+    model.weights_ = module.weight.detach().double().numpy().copy()
+    model.n_iter_ = done
+    model.history = history
+    model.training_ = {
+        "engine": "lightning", "streamed": streamed, "batch_queries": size, "devices": devices,
+        "accelerator": str(accelerator), "shuffle": bool(shuffle and not full_batch), "n_queries": n_queries,
+        "source": str(Path(train)) if streamed else None,
+    }
+    return model
