@@ -33,7 +33,8 @@ LAW = REPO.parent / "shared" / "data" / "deltr-experiments" / "LawStudents" / "r
 def one_sweep(args, name: str, mlflow: bool) -> dict[str, float]:
     import optuna
 
-    from tuning.sweep import SweepConfig, run_sweep
+    from fairltr.workflows import run_sweep_job
+    from tuning.sweep import SweepConfig
     from tuning.tracking import SweepTracker
 
     mlflow_seconds: list[float] = []
@@ -53,7 +54,7 @@ def one_sweep(args, name: str, mlflow: bool) -> dict[str, float]:
                           tracking_uri=f"sqlite:///{(args.out / 'mlflow.db').resolve()}", mlflow=mlflow,
                           experiment="bench-sweep", progress=False, seed=args.seed)
         t0 = time.perf_counter()
-        result = run_sweep(cfg, echo=lambda s: None)
+        result = run_sweep_job(cfg, echo=lambda s: None)
         wall = time.perf_counter() - t0
     finally:
         SweepTracker.log_trial = original

@@ -90,18 +90,15 @@ def record(results: dict, key: str, res: dict, **extra) -> None:
     }
 
 
-def evaluate_module(module, test, batch_size: int, device: torch.device, bf16: bool,
-                    doc_embeddings: torch.Tensor | None = None) -> tuple[dict, dict, torch.Tensor]:
+def evaluate_on(module, test, batch_size: int, device: torch.device, bf16: bool,
+                doc_embeddings: torch.Tensor | None = None) -> tuple[dict, dict, torch.Tensor]:
+    """The workflow's evaluation on ``device`` (bf16 autocast on a GPU)."""
+    from fairltr.workflows.retriever import evaluate_module
+
     module.eval().to(device)
     ctx = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else torch.autocast("cpu", enabled=False)
     with ctx:
-        if doc_embeddings is None:
-            from fairltr.retrieval import encode_chunked
-
-            doc_embeddings = encode_chunked(module.encode_documents, test.corpus["text"].tolist(), batch_size)
-        run, timing = dense_run(module.encode_queries, module.encode_documents, test, k=100, batch_size=batch_size,
-                                doc_embeddings=doc_embeddings)
-    return evaluate_run(run, test, k=100, mrc_k=5), timing, doc_embeddings
+        return evaluate_module(module, test, k=100, mrc_k=5, batch_size=batch_size, doc_embeddings=doc_embeddings)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -122,8 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-test-items", type=int, default=None, help="seeded subset of test items (default: all 1,000)")
     ap.add_argument("--eval-batch-size", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--doc-cache", default=str(ROOT / "outputs" / "lakda_ddtp_doc_embeddings.pt"),
-                    help="file for the pretrained model's corpus embeddings (reused across runs; '' = off)")
+    ap.add_argument("--doc-cache", default=str(ROOT / "outputs" / "corpus-cache"),
+                    help="folder for the pretrained model's corpus embeddings (reused across runs; '' = off)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
@@ -151,30 +148,25 @@ def main(argv: list[str] | None = None) -> None:
 
     import lightning.pytorch as pl
 
-    from lightning_modules import BiEncoderModule, ParallelQueryDataModule
+    from fairltr.workflows.retriever import (CorpusEmbeddingCache, RetrieverSpec, build_module, corpus_embeddings,
+                                             fit_module)
 
-    common = dict(pooling="mean", normalize=True, temperature=args.temperature, lr=args.lr,
-                  warmup_steps=args.warmup_steps, max_query_length=args.max_query_length,
-                  max_doc_length=args.max_doc_length, shared=False, train_documents=args.train_documents)
+    base = RetrieverSpec(encoder_path(), fairness_loss="none", alpha=None, steps=args.steps, batch_size=args.batch_size,
+                         lr=args.lr, warmup_steps=args.warmup_steps, temperature=args.temperature, pooling="mean",
+                         normalize=True, shared=False, freeze_documents=not args.train_documents,
+                         max_query_length=args.max_query_length, max_doc_length=args.max_doc_length, seed=args.seed,
+                         devices=1, precision="bf16-mixed" if cuda else "32-true")
+    cache = CorpusEmbeddingCache(args.doc_cache) if args.doc_cache else None
     doc_emb = None
     if "zero_shot" in wanted or not args.train_documents:
         t0 = time.perf_counter()
-        module = BiEncoderModule(encoder_path(), **common)
-        cache = Path(args.doc_cache) if args.doc_cache else None
-        cache_key = {"pooling": "mean", "normalize": True, "max_doc_length": args.max_doc_length, "n_docs": len(data.corpus)}
-        cached = None
-        if cache is not None and cache.is_file():
-            blob = torch.load(cache)
-            if blob.get("key") == cache_key:
-                cached = blob["embeddings"]
-                print(f"zero-shot document embeddings read from {cache}", flush=True)
-        res, timing, zero_shot_docs = evaluate_module(module, test, args.eval_batch_size, device, cuda, cached)
-        if cache is not None and cached is None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"key": cache_key, "embeddings": zero_shot_docs}, cache)
+        module = build_module(base.with_(freeze_documents=True) if args.train_documents else base)
+        zero_shot_docs = corpus_embeddings(module, data.corpus, base.with_(freeze_documents=True), cache=cache,
+                                           batch_size=args.eval_batch_size, echo=lambda m: print(m, flush=True))
         if not args.train_documents:
             doc_emb = zero_shot_docs  # the frozen document tower = the pretrained one: encode the corpus once
         if "zero_shot" in wanted:
+            res, timing, _ = evaluate_on(module, test, args.eval_batch_size, device, cuda, zero_shot_docs)
             record(results, "zero_shot", res, eval_s=time.perf_counter() - t0, timing=timing)
             write_outputs(out, results)
             print("zero_shot", results["models"]["zero_shot"]["summary"], timing, flush=True)
@@ -194,22 +186,16 @@ def main(argv: list[str] | None = None) -> None:
     for key, loss in MODELS.items():
         if key not in wanted:
             continue
-        pl.seed_everything(args.seed, verbose=False)
-        dm = ParallelQueryDataModule(data, batch_size=args.batch_size, seed=args.seed)
-        module = BiEncoderModule(encoder_path(), fairness_loss=loss, alpha=args.alpha, **common)
+        spec = base.with_(fairness_loss=loss, alpha=args.alpha)
+        module = build_module(spec)
         if doc_emb is not None:
             module.set_document_cache(data.corpus["_id"].tolist(), doc_emb)
-        trainer = pl.Trainer(
-            max_steps=args.steps, accelerator="auto", devices=1, precision="bf16-mixed" if cuda else "32-true",
-            logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-            callbacks=[Progress()], num_sanity_val_steps=0,
-        )
         print(f"== {key} (fairness_loss={loss}, alpha={module.alpha})", flush=True)
         t0 = time.perf_counter()
-        trainer.fit(module, dm)
+        fit_module(module, data, spec, callbacks=[Progress()])
         train_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        res, timing, _ = evaluate_module(module, test, args.eval_batch_size, device, cuda, doc_emb)
+        res, timing, _ = evaluate_on(module, test, args.eval_batch_size, device, cuda, doc_emb)
         record(results, key, res, train_s=train_s, eval_s=time.perf_counter() - t0, timing=timing,
                alpha=module.alpha, s_per_step=train_s / args.steps)
         write_outputs(out, results)

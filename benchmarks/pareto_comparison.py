@@ -92,7 +92,8 @@ def paper_points(dataset: str, data: Path) -> dict[str, tuple[float, float]]:
 
 
 def run_dataset(dataset: str, args, storage) -> tuple[list, dict, pd.DataFrame]:
-    from tuning.objectives import make_fold_runner, parse_objectives
+    from fairltr.workflows import ranking_trial
+    from tuning.objectives import parse_objectives
     from tuning.report import front_report
     from tuning.study import make_sampler, open_study, run_worker
     from tuning.sweep import make_objective, study_reports
@@ -104,7 +105,7 @@ def run_dataset(dataset: str, args, storage) -> tuple[list, dict, pd.DataFrame]:
     hp_names = {}
     for method in METHODS:
         name = f"{dataset}-{method}-s{args.seed}"
-        runner = make_fold_runner(method, folds, seed=args.seed)
+        runner = ranking_trial(method, folds, seed=args.seed)
         sampler = make_sampler("nsga2", args.seed, n_trials=args.trials)
         study, _ = open_study(name, storage, [o.direction for o in objectives], sampler,
                               {"method": method, "objectives": [o.name for o in objectives],

@@ -16,10 +16,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fairltr import DELTR
-from fairltr.fair import fair_postprocess, fair_preprocess, protected_share
+from fairltr.fair import protected_share
 from fairltr.io import read_deltr_csv
-from fairltr.metrics import evaluate_ranking
+from fairltr.workflows import FairParams, RankerSpec, train_and_evaluate
 
 PAPER = {  # exposure_ratio = exposure-prot-pred / exposure-nprot-pred from paper-results/
     "law-race": {"gamma=0": 0.846, "post p*": 0.965, "post p+": 1.121, "pre p*": 0.888, "pre p+": 1.741,
@@ -43,29 +42,27 @@ def splits(root: Path, name: str) -> list[tuple[Path, Path]]:
             for i in range(1, 7)]
 
 
-def exposure(frames_scores) -> tuple[float, float, float]:
-    prot, nprot = [], []
-    for df, scores in frames_scores:
-        m = evaluate_ranking(df, scores)
-        prot.append(m["exposure_protected"])
-        nprot.append(m["exposure_nonprotected"])
-    ep, en = float(np.mean(prot)), float(np.mean(nprot))
-    return ep, en, ep / en
+def ratio_of_means(metrics: list[dict[str, float]]) -> float:
+    """exposure_ratio of the fold-averaged group exposures (the paper's convention)."""
+    return float(np.mean([m["exposure_protected"] for m in metrics]) / np.mean([m["exposure_nonprotected"] for m in metrics]))
 
 
 def run(root: Path, name: str, alpha: float, adjust: bool = True) -> dict[str, float]:
     folds = [(read_deltr_csv(a), read_deltr_csv(b)) for a, b in splits(root, name)]
     p_star = protected_share(__import__("pandas").concat([tr for tr, _ in folds]))
     ps = {"p*": p_star, "p+": p_star + 0.1, "p-": p_star - 0.1}
-    base = [(te, DELTR(0).fit(tr).rank(te)) for tr, te in folds]
-    rows = {"gamma=0": exposure([(r, r["score"]) for _, r in base])[2]}
+    standard = RankerSpec(gamma=0.0)
+    base = [train_and_evaluate(tr, te, standard) for tr, te in folds]
+    rows = {"gamma=0": ratio_of_means([o.metrics for o in base])}
     for label, p in ps.items():
         if p <= 0:
             continue
-        post = [fair_postprocess(r, p, alpha, adjust=adjust) for _, r in base]
-        rows[f"post {label}"] = exposure([(r, r["score"]) for r in post])[2]
-        pre = [DELTR(0).fit(fair_preprocess(tr, p, alpha, adjust=adjust)).rank(te) for tr, te in folds]
-        rows[f"pre {label}"] = exposure([(r, r["score"]) for r in pre])[2]
+        fair = FairParams(p, alpha, adjust)
+        post = [train_and_evaluate(tr, te, standard.with_(fair_post=fair), model=o.model).metrics
+                for (tr, te), o in zip(folds, base)]
+        rows[f"post {label}"] = ratio_of_means(post)
+        pre = [train_and_evaluate(tr, te, standard.with_(fair_pre=fair)).metrics for tr, te in folds]
+        rows[f"pre {label}"] = ratio_of_means(pre)
     rows["p*"] = p_star
     return rows
 

@@ -157,20 +157,30 @@ def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveS
     return reports, frames
 
 
-def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print) -> SweepResult:
-    """Run (or resume, or join as another worker) the sweep described by ``cfg``."""
+def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=None,
+              default_objectives: str | None = None) -> SweepResult:
+    """Run (or resume, or join as another worker) the sweep described by ``cfg``.
+
+    ``runner`` is the trial: ``runner(values) -> metrics`` with its search space as
+    ``runner.space`` (the workflows build it: ``fairltr.workflows.sweep``); without it the
+    method's runner is built here from ``cfg``. ``default_objectives`` replaces the ranking
+    default when ``cfg.objectives`` is not given."""
     if cfg.progress:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # the bar replaces Optuna's per-trial lines
     plugin = method_plugin(cfg.method)
-    objectives = parse_objectives(cfg.objectives or (plugin.default_objectives if plugin else DEFAULT_OBJECTIVES))
+    if default_objectives is None:
+        default_objectives = plugin.default_objectives if plugin else DEFAULT_OBJECTIVES
+    objectives = parse_objectives(cfg.objectives or default_objectives)
     constraints = [parse_constraint(c) for c in cfg.constraints]
     if cfg.n_trials < 1:
         raise ConfigError(f"--trials must be >= 1, got {cfg.n_trials}")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    if plugin is not None:
+    if runner is not None:
+        pass
+    elif plugin is not None:
         runner = plugin.factory(cfg.train, cfg.test, seed=cfg.seed, **dict(cfg.method_options))
     else:
         train, test = _read(cfg.train, "--train"), _read(cfg.test, "--test")

@@ -110,17 +110,23 @@ class SweepTracker:
                 time.sleep(0.5)
                 run_id = study.user_attrs.get(PARENT_ATTR)  # user_attrs re-reads the storage
         if run_id is None:  # creator, or the creator died before writing the attribute
-            from mlflow.entities import Param
+            from fairltr.tracking.runs import log_params
 
-            run = self.client.create_run(self.experiment_id, run_name=self.study_name,
-                                         tags={TAG_STUDY: self.study_name, TAG_ROLE: "study"})
-            run_id = run.info.run_id
-            self.client.log_batch(run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
+            outer = os.environ.get("MLFLOW_RUN_ID")
+            if outer:  # inside `mlflow run`: the run it created is the study's parent
+                run_id = outer
+                self.client.set_tag(run_id, TAG_STUDY, self.study_name)
+                self.client.set_tag(run_id, TAG_ROLE, "study")
+            else:
+                run = self.client.create_run(self.experiment_id, run_name=self.study_name,
+                                             tags={TAG_STUDY: self.study_name, TAG_ROLE: "study"})
+                run_id = run.info.run_id
+            log_params(run_id, params, client=self.client)
             study.set_user_attr(PARENT_ATTR, run_id)
-        else:
-            run = self.client.get_run(run_id)
-            if run.info.status != "RUNNING":
-                self.client.update_run(run_id, status="RUNNING")
+        run = self.client.get_run(run_id)
+        if run.info.status != "RUNNING":
+            self.client.update_run(run_id, status="RUNNING")
+        self.experiment_id = run.info.experiment_id  # nested trial runs live beside their parent
         self.parent_run_id = run_id
         return run_id
 

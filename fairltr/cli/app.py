@@ -8,23 +8,45 @@ import click
 
 from fairltr.errors import FairltrError
 
-__all__ = ["cli", "run", "train", "reproduce"]
+__all__ = ["cli", "run", "train", "reproduce", "FairltrGroup", "user_error_message"]
 
 
-class _Group(click.Group):
+def user_error_message(exc: BaseException) -> str | None:
+    """The one-line message for an error that is the user's to fix, or None for a bug.
+
+    fairltr's own errors, a missing file, and MLflow's errors (unknown model or version, a refused
+    request) are the user's; credentials in URIs are redacted."""
+    from fairltr.tracking.config import redact_text
+
+    if isinstance(exc, FairltrError):
+        return redact_text(str(exc))
+    if isinstance(exc, FileNotFoundError):
+        return f"file not found: {exc.filename or exc}"
+    if any(c.__name__ == "MlflowException" and c.__module__.startswith("mlflow") for c in type(exc).__mro__):
+        text = getattr(exc, "message", None) or str(exc)
+        return "MLflow: " + redact_text(" ".join(str(text).split())[:500])
+    return None
+
+
+class FairltrGroup(click.Group):
+    """A click group whose user errors print one line (``Error: ...``) and exit 1; Ctrl-C exits 130."""
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except FairltrError as exc:
-            raise click.ClickException(str(exc)) from None
-        except FileNotFoundError as exc:
-            raise click.ClickException(f"file not found: {exc.filename or exc}") from None
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
+        except Exception as exc:
+            message = user_error_message(exc)
+            if message is None:
+                raise
+            raise click.ClickException(message) from None
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=FairltrGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="fairltr")
 def cli() -> None:
     """fairltr: fair learning to rank (DELTR, FA*IR, LaKDA) with MLflow, Optuna and Lightning."""
@@ -34,11 +56,11 @@ def run(argv: list[str] | None = None) -> None:
     cli.main(args=argv, prog_name="fairltr")
 
 
-@cli.group(cls=_Group)
+@cli.group(cls=FairltrGroup)
 def train() -> None:
     """Train a ranker (deltr: linear DELTR; dpr: bi-encoder retrieval)."""
 
 
-@cli.group(cls=_Group)
+@cli.group(cls=FairltrGroup)
 def reproduce() -> None:
     """Reproduce a paper's experiments on its own data."""

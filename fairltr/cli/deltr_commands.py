@@ -1,18 +1,15 @@
-"""``fairltr train deltr``, ``evaluate``, ``quickstart`` and ``reproduce deltr``."""
+"""``fairltr train deltr``, ``evaluate``, ``quickstart`` and ``reproduce deltr``: parse options,
+call one workflow, print."""
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import sys
-from pathlib import Path
 
 import click
 
 from fairltr.cli.app import cli, reproduce, train
 from fairltr.cli.formatting import metrics_table
-from fairltr.cli.options import data_options, read_data
+from fairltr.cli.options import data_options, parse_ks, ranking_source, tracking_from, tracking_options
 
 KEY_METRICS = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap",
                "kendall_tau", "ndcg_at_10", "precision_at_10"]
@@ -22,116 +19,90 @@ def _echo_err(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-def _track(model, *, train_df, test_df, test_metrics, params, data_paths, register, run_name, experiment,
-           track: bool) -> str | None:
-    """Log a training run to MLflow (the embedded SQLite store unless MLFLOW_TRACKING_URI is set)."""
-    if not track:
-        if register:
-            raise click.UsageError("--register needs tracking; drop --no-track")
-        return None
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    try:
-        from fairltr.tracking import log_deltr_run
-    except ImportError as exc:  # pragma: no cover - the tracking adapter ships with the package
-        raise click.ClickException(f"MLflow tracking is unavailable ({exc}); use --no-track") from None
-    run_id = log_deltr_run(model, train_df=train_df, test_df=test_df, test_metrics=test_metrics, params=params,
-                           data_paths=data_paths, register=register, run_name=run_name, experiment=experiment)
-    _echo_err(f"MLflow run {run_id} logged to {_tracking_uri()}" + (f"; registered as {register!r}" if register else ""))
-    return run_id
+def _tracked_line(run_id: str | None, uri: str | None, register: str | None = None, version: str | None = None) -> None:
+    from fairltr.tracking.config import redact_uri
 
-
-def _tracking_uri() -> str:
-    import mlflow
-
-    return mlflow.get_tracking_uri()
+    if run_id:
+        _echo_err(f"MLflow run {run_id} logged to {redact_uri(uri or '')}"
+                  + (f"; registered as {register!r} version {version}" if register else ""))
 
 
 @train.command("deltr")
-@click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False), help="training ranking file")
+@click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
+              help="training ranking file (--engine lightning streams a .parquet file)")
 @click.option("--test", "test_path", type=click.Path(dir_okay=False), help="test ranking file (metrics + predictions)")
 @click.option("--gamma", type=float, required=True, help="weight of the exposure penalty (0 = standard ListNet)")
 @click.option("--colorblind", is_flag=True, help="drop the group column from the features")
-@click.option("--features", help="comma-separated feature columns (default: every numeric column but query/judgment)")
+@click.option("--features", help="comma-separated feature columns (default: every column but query/judgment/item)")
 @click.option("--fairness-loss", default="exposure_hinge", show_default=True, help="registered ranking fairness loss")
-@click.option("--optimizer", type=click.Choice(["lbfgs", "adam"]), default="lbfgs", show_default=True)
+@click.option("--optimizer", type=click.Choice(["lbfgs", "adam"]), default="lbfgs", show_default=True,
+              help="estimator engine's optimizer")
 @click.option("--max-iter", type=int, default=None, help="iterations (default 200 lbfgs / 3000 adam)")
 @click.option("--lr", type=float, default=None, help="learning rate (default 1.0 lbfgs / 0.01 adam)")
 @click.option("--l2", type=float, default=0.0, show_default=True, help="L2 penalty on the weights")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1 ...")
+@click.option("--device", default="auto", show_default=True, help="estimator: auto, cpu, cuda, cuda:1 ...")
+@click.option("--engine", type=click.Choice(["estimator", "lightning"]), default="estimator", show_default=True,
+              help="estimator: full-batch in memory; lightning: mini-batches of whole queries (Parquet streamed), DDP")
+@click.option("--epochs", type=int, default=None, help="lightning: passes over the training queries")
+@click.option("--batch-queries", type=int, default=None, help="lightning: queries per mini-batch (default: all)")
+@click.option("--accelerator", default="auto", show_default=True, help="lightning: cpu, gpu, auto")
+@click.option("--devices", type=int, default=1, show_default=True, help="lightning: processes (DDP when > 1)")
 @click.option("--fair-preprocess", "fair_p", type=float, default=None,
               help="FA*IR pre-processing: re-rank every training list with target proportion P first")
 @click.option("--fair-alpha", type=float, default=0.1, show_default=True, help="FA*IR significance for --fair-preprocess")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/deltr", show_default=True)
 @click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json", show_default=True)
-@click.option("--register", default=None, help="register the model in the MLflow registry under this name")
-@click.option("--experiment", default="fairltr", show_default=True, help="MLflow experiment")
-@click.option("--no-track", is_flag=True, help="do not log to MLflow")
+@tracking_options("fairltr", register=True)
 @data_options()
 def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_loss, optimizer, max_iter, lr, l2, seed,
-                device, fair_p, fair_alpha, out_dir, model_format, register, experiment, no_track, fmt, query, group,
-                judgment):
+                device, engine, epochs, batch_queries, accelerator, devices, fair_p, fair_alpha, out_dir,
+                model_format, experiment, no_track, register, fmt, query, group, judgment, item):
     """Train a DELTR ranker; print test metrics; write model, ranked predictions and metrics to --out."""
-    from fairltr.deltr import DELTR
-    from fairltr.io import write_table
-    from fairltr.metrics import evaluate_ranking
+    from pathlib import Path
 
-    train_df = read_data(train_path, fmt, query, group, judgment)
-    if fair_p is not None:
-        from fairltr.fair import fair_preprocess
+    from fairltr.workflows import FairParams, LightningOptions, RankerSpec, TrainRankerConfig, train_ranker
 
-        train_df = fair_preprocess(train_df, fair_p, fair_alpha, query=query, group=group, judgment=judgment)
-    feats = [f.strip() for f in features.split(",")] if features else None
-    model = DELTR(gamma, protected=group, colorblind=colorblind, l2=l2, optimizer=optimizer, max_iter=max_iter,
-                  lr=lr, seed=seed, device=device, fairness_loss=fairness_loss)
-    model.fit(train_df, query=query, judgment=judgment, features=feats, progress=sys.stderr.isatty())
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model_path = model.save(out / f"model.{model_format}")
-    metrics = None
-    test_df = None
-    if test_path:
-        test_df = read_data(test_path, fmt, query, group, judgment)
-        metrics = evaluate_ranking(test_df, model.predict(test_df), query=query, group=group, judgment=judgment)
-        write_table(model.rank(test_df, query=query), out / "predictions.csv")
-        (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
-        click.echo(metrics_table({"test": metrics}, KEY_METRICS))
-    click.echo(f"model: {model_path}  ({model.n_iter_} iterations, objective {model.history[-1]['total']:.6g})")
-    params = {"fair_preprocess_p": fair_p, "fair_alpha": fair_alpha if fair_p is not None else None}
-    _track(model, train_df=train_df, test_df=test_df, test_metrics=metrics, params=params,
-           data_paths={"train": train_path, "test": test_path}, register=register,
-           run_name=f"deltr gamma={gamma:g}" + (" colorblind" if colorblind else ""), experiment=experiment,
-           track=not no_track)
+    spec = RankerSpec(
+        gamma=gamma, colorblind=colorblind, fairness_loss=fairness_loss,
+        features=tuple(f.strip() for f in features.split(",") if f.strip()) if features else None,
+        optimizer=optimizer, max_iter=max_iter, lr=lr, l2=l2, seed=seed, device=device,
+        fair_pre=FairParams(fair_p, fair_alpha) if fair_p is not None else None, engine=engine,
+        lightning=LightningOptions(epochs=epochs, batch_queries=batch_queries, accelerator=accelerator,
+                                   devices=devices),
+    )
+    cfg = TrainRankerConfig(
+        train=ranking_source(train_path, fmt, query, group, judgment, item), spec=spec,
+        test=ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None,
+        out_dir=Path(out_dir), model_format=model_format,
+        tracking=tracking_from(experiment, no_track, register), progress=sys.stderr.isatty(),
+    )
+    res = train_ranker(cfg, echo=_echo_err)
+    if res.metrics is not None:
+        click.echo(metrics_table({"test": res.metrics}, KEY_METRICS))
+    model = res.model
+    click.echo(f"model: {res.model_path}  ({model.n_iter_} iterations, objective {model.history[-1]['total']:.6g})")
+    _tracked_line(res.run_id, res.tracking_uri, register, res.registered_version)
 
 
 @cli.command("evaluate")
 @click.option("--model", "model_path", required=True, type=click.Path(dir_okay=False), help="model.json / .safetensors")
 @click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False), help="ranking file to evaluate on")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="write metrics JSON here")
-@click.option("--predictions", type=click.Path(dir_okay=False), help="write the ranked data here (CSV/Parquet)")
+@click.option("--predictions", type=click.Path(dir_okay=False), help="write the ranked data here (.csv/.parquet)")
 @click.option("--k", "ks", default="1,5,10,20,100", show_default=True, help="cut-offs for ndcg/precision")
 @data_options()
-def evaluate_cmd(model_path, data_path, out_path, predictions, ks, fmt, query, group, judgment):
-    """Score a ranking file with a saved DELTR model and print SPEC's metrics."""
-    from fairltr.deltr import DELTR
-    from fairltr.io import write_table
-    from fairltr.metrics import evaluate_ranking
+def evaluate_cmd(model_path, data_path, out_path, predictions, ks, fmt, query, group, judgment, item):
+    """Score a ranking file with a saved DELTR model and print the metrics."""
+    from pathlib import Path
 
-    model = DELTR.load(model_path)
-    df = read_data(data_path, fmt, query, group, judgment)
-    try:
-        k = tuple(int(x) for x in ks.split(","))
-    except ValueError:
-        raise click.BadParameter(f"--k must be comma-separated integers, got {ks!r}") from None
-    metrics = evaluate_ranking(df, model.predict(df), query=query, group=group, judgment=judgment, k=k)
-    click.echo(metrics_table({Path(data_path).name: metrics}, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10]))
-    if out_path:
-        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(out_path).write_text(json.dumps(metrics, indent=1))
-    if predictions:
-        write_table(model.rank(df, query=query), predictions)
+    from fairltr.workflows import EvaluateRankerConfig, evaluate_ranker
+
+    k = parse_ks(ks)
+    res = evaluate_ranker(EvaluateRankerConfig(
+        Path(model_path), ranking_source(data_path, fmt, query, group, judgment, item), k=k,
+        metrics_out=Path(out_path) if out_path else None, predictions_out=Path(predictions) if predictions else None))
+    click.echo(metrics_table({Path(data_path).name: res.metrics}, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10]))
 
 
 @cli.command("quickstart")
@@ -142,44 +113,26 @@ def evaluate_cmd(model_path, data_path, out_path, predictions, ks, fmt, query, g
 @click.option("--gamma", type=float, default=1e3, show_default=True, help="DELTR's gamma")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/quickstart", show_default=True)
-@click.option("--experiment", default="fairltr-quickstart", show_default=True, help="MLflow experiment")
-@click.option("--no-track", is_flag=True, help="do not log to MLflow")
+@tracking_options("fairltr-quickstart")
 def quickstart(queries, candidates, protected_share, bias, gamma, seed, out_dir, experiment, no_track):
     """The main job on embedded defaults: synthetic biased data -> standard, colorblind and DELTR -> comparison."""
-    from fairltr.deltr import DELTR
-    from fairltr.io import write_table
-    from fairltr.metrics import evaluate_ranking
-    from fairltr.synthetic import make_biased_rankings
+    from pathlib import Path
 
-    train_df, test_df = make_biased_rankings(queries, candidates, protected_share, bias=bias, seed=seed)
-    out = Path(out_dir)
-    write_table(train_df, out / "train.csv")
-    write_table(test_df, out / "test.csv")
-    click.echo(f"synthetic data: {queries} queries x {candidates} candidates, protected share {protected_share}, "
-               f"training bias {bias} (equal merit, protected placed below) -> {out}/train.csv, test.csv")
-    models = {
-        "standard (gamma=0)": DELTR(0.0, seed=seed),
-        "colorblind": DELTR(0.0, colorblind=True, seed=seed),
-        f"DELTR (gamma={gamma:g})": DELTR(gamma, seed=seed),
-    }
-    results = {}
-    for name, model in models.items():
-        model.fit(train_df, progress=sys.stderr.isatty())
-        metrics = evaluate_ranking(test_df, model.predict(test_df))
-        results[name] = metrics
-        slug = name.split(" ")[0].lower()
-        model.save(out / f"model_{slug}.json")
-        write_table(model.rank(test_df), out / f"predictions_{slug}.csv")
-        _track(model, train_df=train_df, test_df=test_df, test_metrics=metrics, params={"synthetic_bias": bias},
-               data_paths=None, register=None, run_name=name, experiment=experiment, track=not no_track)
-    click.echo(metrics_table(results, KEY_METRICS))
-    (out / "comparison.json").write_text(json.dumps(results, indent=1))
-    std, fair = results["standard (gamma=0)"], results[f"DELTR (gamma={gamma:g})"]
+    from fairltr.tracking.config import redact_uri
+    from fairltr.workflows import QuickstartConfig, quickstart as run_quickstart
+
+    cfg = QuickstartConfig(queries=queries, candidates=candidates, protected_share=protected_share, bias=bias,
+                           gamma=gamma, seed=seed, out_dir=Path(out_dir),
+                           tracking=tracking_from(experiment, no_track), progress=sys.stderr.isatty())
+    res = run_quickstart(cfg, echo=click.echo)
+    click.echo(f"wrote {', '.join(sorted(p.name for p in res.files.values()))} to {out_dir}")
+    click.echo(metrics_table(res.results, KEY_METRICS))
+    std, fair = res.standard, res.fair
     click.echo(f"\nDELTR moved exposure_ratio {std['exposure_ratio']:.3f} -> {fair['exposure_ratio']:.3f} "
                f"(1.0 = equal exposure) at kendall_tau {std['kendall_tau']:.3f} -> {fair['kendall_tau']:.3f}.")
-    if not no_track:
-        click.echo(f"Runs are in MLflow ({_tracking_uri()}); browse them with: "
-                   f"mlflow ui --backend-store-uri {_tracking_uri()}")
+    if res.tracking_uri:
+        click.echo(f"Runs are in MLflow ({redact_uri(res.tracking_uri)}); browse them with: "
+                   f"mlflow ui --backend-store-uri {redact_uri(res.tracking_uri)}")
 
 
 @reproduce.command("deltr")
@@ -191,40 +144,20 @@ def quickstart(queries, candidates, protected_share, bias, gamma, seed, out_dir,
 @click.option("--fair-alpha", type=float, default=0.1, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--track/--no-track", default=False, show_default=True, help="log the table and figure to MLflow")
-def reproduce_deltr(data_dir, out_dir, datasets, no_fair, fair_alpha, seed, track):
+@click.option("--experiment", default="fairltr-reproduce", show_default=True, help="MLflow experiment")
+def reproduce_deltr(data_dir, out_dir, datasets, no_fair, fair_alpha, seed, track, experiment):
     """Reproduce the DELTR paper's table (ours beside the paper's numbers) as CSV + Markdown."""
-    from fairltr.reproduce import check_bounds, run_reproduction, to_markdown
+    from pathlib import Path
 
-    table = run_reproduction(data_dir, [d.strip() for d in datasets.split(",") if d.strip()],
-                             with_fair=not no_fair, fair_alpha=fair_alpha, seed=seed, progress=_echo_err)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "reproduction.csv", index=False)
-    md = to_markdown(table)
-    checks = check_bounds(table)
-    md += "\n| required result | holds | measured |\n|---|---|---|\n" + "".join(
-        f"| {c} | {'yes' if ok else 'NO'} | {m} |\n" for c, ok, m in checks)
-    (out / "reproduction.md").write_text(md)
-    click.echo(md)
-    from fairltr.reproduce import figure1
+    from fairltr.workflows import ReproduceConfig, TrackingOptions, reproduce_deltr as run_reproduce
 
-    fig = figure1(table)
-    fig.savefig(out / "relevance_vs_exposure.png", dpi=120, bbox_inches="tight")
-    click.echo(f"written: {out / 'reproduction.csv'}, {out / 'reproduction.md'}, {out / 'relevance_vs_exposure.png'}")
-    if track:
-        import mlflow
-
-        from fairltr.tracking import configure
-
-        configure("fairltr-reproduce")
-        with mlflow.start_run(run_name="reproduce deltr", nested=mlflow.active_run() is not None):
-            mlflow.log_artifact(str(out / "reproduction.csv"))
-            mlflow.log_artifact(str(out / "reproduction.md"))
-            mlflow.log_figure(fig, "relevance_vs_exposure.png")
-            for _, r in table.iterrows():
-                key = f"{r['dataset']}/{r['setting'].split(' (')[0]}".replace(" ", "_").replace("*", "").replace("=", "")
-                for c in ("exposure_ratio", "kendall_tau"):
-                    if math.isfinite(r[c]):
-                        mlflow.log_metric(f"{key}/{c}", float(r[c]))
-    if not all(ok for _, ok, _ in checks):
+    cfg = ReproduceConfig(Path(data_dir), Path(out_dir), tuple(d.strip() for d in datasets.split(",") if d.strip()),
+                          with_fair=not no_fair, fair_alpha=fair_alpha, seed=seed,
+                          tracking=TrackingOptions(enabled=track, experiment=experiment))
+    res = run_reproduce(cfg, echo=_echo_err)
+    click.echo(res.markdown)
+    click.echo("written: " + ", ".join(str(p) for p in res.files.values()))
+    if res.run_id:
+        _echo_err(f"MLflow run {res.run_id}")
+    if not res.passed:
         raise click.ClickException("some of the paper's qualitative results did not hold (see the table)")

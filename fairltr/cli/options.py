@@ -1,16 +1,17 @@
-"""Options and input reading shared by the data commands."""
+"""Options shared by the data commands, and their translation into workflow inputs."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 import click
 
-__all__ = ["data_options", "read_data"]
+__all__ = ["data_options", "ranking_source", "parse_ks", "tracking_options", "tracking_from"]
 
 
-def data_options(format_help: str = "input format (auto: by suffix / first line)") -> Callable:
-    """Decorator adding ``--format``, ``--query``, ``--group`` and ``--judgment``."""
+def data_options(format_help: str = "input format (auto: by suffix / first line)", item: bool = True) -> Callable:
+    """Decorator adding ``--format``, ``--query``, ``--group``, ``--judgment`` (and ``--item``)."""
     options = [
         click.option("--format", "fmt", type=click.Choice(["auto", "deltr", "letor", "csv", "parquet"]),
                      default="auto", show_default=True, help=format_help),
@@ -18,6 +19,9 @@ def data_options(format_help: str = "input format (auto: by suffix / first line)
         click.option("--group", default="protected", show_default=True, help="group column (0 = non-protected)"),
         click.option("--judgment", default="judgment", show_default=True, help="judgment column (higher is better)"),
     ]
+    if item:
+        options.append(click.option("--item", default=None,
+                                    help="item (document) id column: never a feature; duplicates per query are an error"))
 
     def decorate(f: Callable) -> Callable:
         for opt in reversed(options):
@@ -27,11 +31,44 @@ def data_options(format_help: str = "input format (auto: by suffix / first line)
     return decorate
 
 
-def read_data(path: str, fmt: str, query: str, group: str, judgment: str):
-    """Read a ranking file; a header-less DELTR CSV's fixed names are renamed to the chosen ones."""
-    from fairltr.io import read_ranking
+def ranking_source(path: str | Path, fmt: str, query: str, group: str, judgment: str, item: str | None = None):
+    """A :class:`~fairltr.workflows.options.RankingSource` from the data options."""
+    from fairltr.columns import RankingColumns
+    from fairltr.workflows.options import RankingSource
 
-    df = read_ranking(path, fmt, query=query, group=group, judgment=judgment)
-    if "query_id" in df.columns and query not in df.columns:
-        df = df.rename(columns={"query_id": query, "protected": group, "judgment": judgment})
-    return df
+    return RankingSource(Path(path), fmt, RankingColumns(query, group, judgment, item or None))
+
+
+def parse_ks(text: str, option: str = "--k") -> tuple[int, ...]:
+    """``"1,5,10"`` -> (1, 5, 10); every cut-off an integer >= 1."""
+    try:
+        ks = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise click.BadParameter(f"must be comma-separated integers, got {text!r}", param_hint=option) from None
+    if not ks or any(k < 1 for k in ks):
+        raise click.BadParameter(f"cut-offs must be integers >= 1, got {text!r}", param_hint=option)
+    return ks
+
+
+def tracking_options(experiment: str, register: bool = False) -> Callable:
+    """Decorator adding ``--experiment``, ``--no-track`` (and ``--register NAME``)."""
+    options = [
+        click.option("--experiment", default=experiment, show_default=True, help="MLflow experiment"),
+        click.option("--no-track", is_flag=True, help="do not log to MLflow"),
+    ]
+    if register:
+        options.append(click.option("--register", default=None,
+                                    help="register the model in the MLflow registry under this name"))
+
+    def decorate(f: Callable) -> Callable:
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return decorate
+
+
+def tracking_from(experiment: str, no_track: bool, register: str | None = None, run_name: str | None = None):
+    from fairltr.workflows.options import TrackingOptions
+
+    return TrackingOptions(enabled=not no_track, experiment=experiment, register=register or None, run_name=run_name)

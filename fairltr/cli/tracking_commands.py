@@ -1,31 +1,27 @@
-"""``fairltr promote`` (fairness-gated alias move) and ``fairltr evaluate-model`` (the
-``fair_ranking`` MLflow evaluator on a registered or logged model). MLflow is imported inside
-the commands only."""
+"""``fairltr promote`` (fairness-gated alias move), ``fairltr evaluate-model`` (fairltr's MLflow
+evaluators on a logged or registered model) and ``fairltr compare-runs``: parse options, call one
+workflow, print."""
 
 from __future__ import annotations
 
-import os
 import sys
+from pathlib import Path
 
 import click
 
 from fairltr.cli.app import cli
-from fairltr.cli.options import data_options, read_data
+from fairltr.cli.options import data_options, parse_ks, ranking_source
 
-def _mlflow_errors():
-    """Turn MLflow's errors (unknown model/version, unreachable server) into one-line CLI errors."""
-    from contextlib import contextmanager
 
-    from mlflow.exceptions import MlflowException
+def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str | None = None,
+               split: str = "test", max_items: int | None = None):
+    """A ranking file -> RankingSource; a folder -> a parallel-query evaluation set."""
+    from fairltr.workflows import RetrievalEvalData
 
-    @contextmanager
-    def guard():
-        try:
-            yield
-        except MlflowException as exc:
-            raise click.ClickException(f"MLflow: {exc.message}") from None
-
-    return guard()
+    if Path(data_path).is_dir():
+        langs = tuple(x.strip() for x in languages.split(",") if x.strip()) if languages else None
+        return RetrievalEvalData(Path(data_path), split, langs, max_items)
+    return ranking_source(data_path, fmt, query, group, judgment, item)
 
 
 @cli.command("promote")
@@ -36,29 +32,29 @@ def _mlflow_errors():
                    "e.g. --gate 'exposure_ratio>=0.9' --gate 'ndcg_at_10>=champion-0.01'")
 @click.option("--gates", "gate_list", default="", help="several gates separated by ';' (used by the MLproject)")
 @click.option("--data", "data_path", default="",
-              help="evaluate candidate and champion on this ranking file (default: metrics logged at training)")
+              help="evaluate candidate and champion on this ranking file, or parallel-query folder for a retriever "
+                   "(default: the metrics logged at training)")
 @click.option("--alias", default="champion", show_default=True, help="alias to move on success")
 @click.option("--no-champion", type=click.Choice(["pass", "fail"]), default="pass", show_default=True,
               help="relative gates when no model holds the alias yet")
 @click.option("--experiment", default="fairltr-promotion", show_default=True, help="MLflow experiment of the evaluations")
+@click.option("--languages", default=None, help="retrievers: evaluate only these query languages")
 @data_options("format of --data")
-def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_champion, experiment, fmt, query, group, judgment):
+def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_champion, experiment, languages, fmt,
+                query, group, judgment, item):
     """Check fairness/relevance gates on a model version and move the alias only if all pass.
 
     Exit status 0 when promoted, 1 when a gate failed (alias untouched). The decision (gates,
     values, verdict, UTC time) is recorded as tags on the model version either way.
     """
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    from fairltr.tracking.promotion import parse_gate, promote
+    from fairltr.workflows import PromoteConfig, promote_model, split_gates
 
-    texts = list(gates) + [g for g in gate_list.split(";") if g.strip()]
+    texts = split_gates([*gates, gate_list])
     if not texts:
         raise click.UsageError("give at least one --gate (or --gates 'a;b')")
-    parsed = [parse_gate(g) for g in texts]  # fail on a typo before any evaluation
-    data = read_data(data_path, fmt, query, group, judgment) if data_path else None
-    with _mlflow_errors():
-        decision = promote(model_name, version, parsed, data=data, query=query, group=group, judgment=judgment,
-                           alias=alias, no_champion=no_champion, experiment=experiment)
+    data = _eval_data(data_path, fmt, query, group, judgment, item, languages) if data_path else None
+    decision = promote_model(PromoteConfig(model_name, str(version), texts, data=data, alias=alias,
+                                           no_champion=no_champion, experiment=experiment))
     click.echo(decision.summary())
     if not decision.promoted:
         failed = [r for r in decision.results if not r.passed]
@@ -71,46 +67,45 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
 
 @cli.command("evaluate-model")
 @click.option("--model-uri", required=True, help="models:/NAME@champion, models:/NAME/3, runs:/<id>/model, models:/m-<id>")
-@click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False), help="ranking file")
-@click.option("--k", "ks", default="1,5,10,20,100", show_default=True, help="cut-offs for ndcg/precision")
+@click.option("--data", "data_path", required=True, type=click.Path(),
+              help="ranking file (rankers) or parallel-query folder (retrievers)")
+@click.option("--k", "ks", default="1,5,10,20,100", show_default=True, help="rankers: cut-offs for ndcg/precision")
+@click.option("--languages", default=None, help="retrievers: evaluate only these query languages")
+@click.option("--split", default="test", show_default=True, help="retrievers: split of the parallel-query folder")
+@click.option("--max-items", type=int, default=None, help="retrievers: seeded subset of parallel items")
 @click.option("--experiment", default="fairltr-evaluation", show_default=True, help="MLflow experiment")
 @click.option("--run-name", default=None, help="name of the evaluation run")
 @data_options("format of --data")
-def evaluate_model_cmd(model_uri, data_path, ks, experiment, run_name, fmt, query, group, judgment):
-    """Evaluate a logged/registered ranker with MLflow's evaluate and the fair_ranking evaluator
-    (metrics, exposure-by-position chart, HTML report logged to a new run)."""
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, experiment, run_name, fmt, query, group,
+                       judgment, item):
+    """Evaluate a logged/registered model with MLflow's evaluate and fairltr's evaluator plugins
+    (fair_ranking for rankers, fair_retrieval for retrievers): metrics, charts and an HTML report
+    logged to a new run."""
     from fairltr.cli.formatting import metrics_table
-    from fairltr.tracking.config import configure
-    from fairltr.tracking.promotion import evaluate_model_uri
+    from fairltr.workflows import EvaluateModelConfig, evaluate_model
 
-    try:
-        k = [int(x) for x in ks.split(",")]
-    except ValueError:
-        raise click.BadParameter(f"--k must be comma-separated integers, got {ks!r}") from None
-    configure(experiment)
-    df = read_data(data_path, fmt, query, group, judgment)
-    with _mlflow_errors():
-        metrics, run_id = evaluate_model_uri(model_uri, df, {"query": query, "group": group, "judgment": judgment,
-                                                             "k": k}, run_name=run_name or f"evaluate {model_uri}")
-    cols = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap", "kendall_tau"]
-    cols += [f"ndcg_at_{x}" for x in k] + [f"precision_at_{x}" for x in k]
-    click.echo(metrics_table({model_uri: metrics}, cols))
-    click.echo(f"MLflow run {run_id}", err=True)
+    k = parse_ks(ks)
+    data = _eval_data(data_path, fmt, query, group, judgment, item, languages, split, max_items)
+    res = evaluate_model(EvaluateModelConfig(model_uri, data, k=k, experiment=experiment, run_name=run_name))
+    if res.kind == "retriever":
+        cols = [c for c in res.metrics if "/" not in c]
+    else:
+        cols = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap", "kendall_tau"]
+        cols += [f"ndcg_at_{x}" for x in k] + [f"precision_at_{x}" for x in k]
+    click.echo(metrics_table({model_uri: res.metrics}, cols))
+    click.echo(f"MLflow run {res.run_id}", err=True)
 
 
 @cli.command("compare-runs")
 @click.option("--experiment", required=True, help="MLflow experiment whose finished runs to compare")
-@click.option("--relevance", default="kendall_tau", show_default=True, help="x axis (SPEC metric key)")
-@click.option("--fairness", default="exposure_ratio", show_default=True, help="y axis (SPEC metric key)")
+@click.option("--relevance", default="kendall_tau", show_default=True, help="x axis (metric key)")
+@click.option("--fairness", default="exposure_ratio", show_default=True, help="y axis (metric key)")
 @click.option("--out", "out_path", default=None, type=click.Path(dir_okay=False), help="also write the PNG here")
 def compare_runs_cmd(experiment, relevance, fairness, out_path):
     """The DELTR paper's Figure 1 from tracked runs: relevance vs exposure ratio of every finished run
     of an experiment, logged as a 'comparison' run (PNG, CSV, HTML)."""
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    from fairltr.tracking.compare import log_runs_comparison
+    from fairltr.workflows import CompareRunsConfig, compare_runs
 
-    with _mlflow_errors():
-        run_id, table = log_runs_comparison(experiment, relevance=relevance, fairness=fairness, out=out_path)
+    run_id, table = compare_runs(CompareRunsConfig(experiment, relevance, fairness, Path(out_path) if out_path else None))
     click.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     click.echo(f"MLflow run {run_id}: relevance_vs_exposure.png, runs.csv, fairness_report.html", err=True)

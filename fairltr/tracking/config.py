@@ -8,9 +8,19 @@ that a stray ``./mlruns`` folder never switches the store to the deprecated file
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "lightning_logger"]
+from fairltr.errors import ConfigError
+
+__all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "lightning_logger",
+           "redact_uri", "redact_text", "check_tracking_uri", "FAST_FAIL_ENV"]
+
+# MLflow's HTTP client defaults (120 s timeout, 7 retries with exponential backoff) make an
+# unreachable server cost minutes; fairltr fails in seconds unless the user set them.
+FAST_FAIL_ENV = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "30", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
 
 DEFAULT_EXPERIMENT = "fairltr"
 
@@ -36,6 +46,8 @@ def configure(experiment: str | None = None) -> str:
     Returns the tracking URI."""
     import mlflow
 
+    for key, value in FAST_FAIL_ENV.items():
+        os.environ.setdefault(key, value)
     uri = tracking_uri()
     if not mlflow.is_tracking_uri_set():
         mlflow.set_tracking_uri(uri)
@@ -59,3 +71,66 @@ def lightning_logger(experiment: str = DEFAULT_EXPERIMENT, run_name: str | None 
     if run_id:
         kwargs.setdefault("run_id", run_id)
     return MLFlowLogger(experiment_name=experiment, run_name=run_name, tracking_uri=uri, **kwargs)
+
+
+_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` with its password replaced by ``***`` (``http://alice:***@host``); other URIs unchanged."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return redact_text(uri)
+    if parts.password is None:
+        return uri
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"{parts.username}:***@{host}", parts.path, parts.query, parts.fragment))
+
+
+def redact_text(text: str) -> str:
+    """Every ``scheme://user:password@`` in ``text`` with the password replaced by ``***``."""
+    return _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+
+
+def check_tracking_uri(uri: str | None = None, timeout: float = 5.0) -> str:
+    """Fail fast, before any work, when the tracking store cannot be used: an HTTP server that
+    does not answer ``/health`` within ``timeout`` seconds, or a local SQLite file whose folder
+    cannot be written. Returns the URI. Raises :class:`ConfigError` naming the (redacted) URI."""
+    import urllib.error
+    import urllib.request
+
+    uri = uri or tracking_uri()
+    shown = redact_uri(uri)
+    if uri.startswith(("http://", "https://")):
+        parts = urlsplit(uri)
+        netloc = parts.hostname or ""
+        if parts.port is not None:
+            netloc = f"{netloc}:{parts.port}"
+        health = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/health", "", ""))
+        request = urllib.request.Request(health)
+        if parts.username is not None:
+            import base64
+
+            token = base64.b64encode(f"{parts.username}:{parts.password or ''}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as resp:
+                if resp.status >= 400:
+                    raise ConfigError(f"MLflow tracking server {shown} answered HTTP {resp.status}")
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):
+                raise ConfigError(f"MLflow tracking server {shown} refused the credentials (HTTP {exc.code})") from None
+            if exc.code != 404:  # a server without /health (behind a proxy) may still work
+                raise ConfigError(f"MLflow tracking server {shown} answered HTTP {exc.code}") from None
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(f"MLflow tracking server {shown} is not reachable ({reason}); start it, fix "
+                              "MLFLOW_TRACKING_URI, or use --no-track") from None
+    elif uri.startswith("sqlite:///"):
+        folder = Path(uri[len("sqlite:///"):]).parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise ConfigError(f"MLflow tracking store {shown}: folder {folder} does not exist or is not writable")
+    return uri

@@ -8,7 +8,6 @@ import math
 import os
 import tempfile
 import time
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -18,7 +17,7 @@ import pandas as pd
 from fairltr.deltr import DELTR
 
 __all__ = ["frame_fingerprint", "file_fingerprint", "run_params", "log_history", "log_metrics_finite",
-           "log_deltr_run"]
+           "log_deltr_run", "log_ranker_into_run"]
 
 
 def frame_fingerprint(df: pd.DataFrame) -> str:
@@ -86,17 +85,10 @@ def log_history(history: list[Mapping[str, float]], run_id: str, prefix: str = "
 
 
 def log_metrics_finite(metrics: Mapping[str, float], run_id: str, step: int = 0) -> dict[str, float]:
-    """Log the finite entries of ``metrics`` (NaN = undefined per SPEC: skipped) in one batch."""
-    from mlflow import MlflowClient
-    from mlflow.entities import Metric
+    """Log the finite entries of ``metrics`` (NaN = undefined: skipped) in one batch."""
+    from fairltr.tracking.runs import log_metrics
 
-    now = int(time.time() * 1000)
-    finite = {k: float(v) for k, v in metrics.items()
-              if isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(float(v))}
-    entities = [Metric(k, v, now, step) for k, v in finite.items()]
-    for start in range(0, len(entities), 1000):
-        MlflowClient().log_batch(run_id, metrics=entities[start:start + 1000])
-    return finite
+    return log_metrics(run_id, metrics, step)
 
 
 def _figures(model: DELTR, frame: pd.DataFrame, title: str) -> dict[str, bytes]:
@@ -126,80 +118,59 @@ def log_deltr_run(
     experiment: str = "fairltr",
     tags: Mapping[str, str] | None = None,
 ) -> str:
-    """Log a fitted DELTR model as one MLflow run and return its run id.
+    """Log a fitted DELTR model as one MLflow run and return its run id (the Python API; the
+    workflows use :func:`fairltr.tracking.runs.job_run` + :func:`log_ranker_into_run`).
 
-    Attaches to the active run (or the one ``mlflow run`` created, ``MLFLOW_RUN_ID``), else starts
-    one in ``experiment`` on the fairltr tracking URI. Logs: params (:func:`run_params` + ``params``),
-    the training history as ``train_total``/``train_listnet``/``train_exposure`` with step =
-    iteration (batched), the finite ``test_metrics`` under their SPEC names, the artifacts
-    ``exposure_by_position.png`` (on ``test_df`` if given, else ``train_df``), ``training_curve.png``,
-    ``fairness_report.html``, and the pyfunc model ``model``, registered as a new version of
-    ``register`` when given (tags ``fairltr.model_uri`` and ``fairltr.registered_version`` on the run).
+    Logs into the active run when it holds no model yet, else into a nested run; inside
+    ``mlflow run`` (``MLFLOW_RUN_ID``) the first model logs into that run, which is left active so
+    that later models of the same script nest under it; otherwise a new run in ``experiment``.
+    Logged: see :func:`log_ranker_into_run`.
     """
     import mlflow
 
     from fairltr.tracking.config import configure
+    from fairltr.tracking.runs import job_run
 
     configure(experiment)
-    client = mlflow.MlflowClient()
-    parent = mlflow.active_run()
-    if parent is None and os.environ.get("MLFLOW_RUN_ID"):
-        # resume the run that `mlflow run` created and leave it active: ending it would unset
-        # MLFLOW_RUN_ID, and later models of the same job would escape into new top-level runs
-        parent = mlflow.start_run()
-    if parent is None:
-        ctx = mlflow.start_run(run_name=run_name)
-    elif "fairltr.model" in client.get_run(parent.info.run_id).data.tags:
-        ctx = mlflow.start_run(run_name=run_name, nested=True)  # a second model in the same job
-    else:
-        ctx = nullcontext(parent)
-    with ctx as run:
-        run_id = _log_into_run(run, model, client, train_df=train_df, test_df=test_df,
-                               test_metrics=test_metrics, params=params, data_paths=data_paths,
-                               register=register, run_name=run_name, tags=tags, rename=run is parent)
-    return run_id
+    if mlflow.active_run() is None and os.environ.get("MLFLOW_RUN_ID"):
+        mlflow.start_run()  # attach to the run `mlflow run` created and keep it for later models
+    active = mlflow.active_run()
+    reuse = active is not None and "fairltr.model" not in mlflow.MlflowClient().get_run(active.info.run_id).data.tags
+    with job_run(experiment, run_name, reuse_active=reuse) as run:
+        log_ranker_into_run(run.info.run_id, model, train_df=train_df, test_df=test_df, test_metrics=test_metrics,
+                            params=params, data_paths=data_paths, register=register, title=run_name, tags=tags,
+                            rename=reuse or run.info.run_name != run_name)
+    return run.info.run_id
 
 
-def _log_params_safely(client, run_id: str, params: Mapping[str, Any]) -> None:
-    """Log params, leaving alone keys the run already holds (``mlflow run`` logs the entry
-    point's parameters first); a differing value goes under ``fairltr.<key>``."""
-    from mlflow.entities import Param
-
-    have = client.get_run(run_id).data.params
-    out: dict[str, str] = {}
-    for key, value in params.items():
-        if value is None:
-            continue
-        text = str(value)[:6000]
-        if key in have:
-            if have[key] != text:
-                out[f"fairltr.{key}"] = text
-        else:
-            out[key] = text
-    items = [Param(k, v) for k, v in out.items()]
-    for start in range(0, len(items), 100):
-        client.log_batch(run_id, params=items[start:start + 100])
-
-
-def _log_into_run(run, model, client, *, train_df, test_df, test_metrics, params, data_paths, register,
-                  run_name, tags, rename) -> str:
-    """Everything :func:`log_deltr_run` logs, into the given (active) run."""
+def log_ranker_into_run(run_id: str, model: DELTR, *, train_df: pd.DataFrame, test_df: pd.DataFrame | None = None,
+                        test_metrics: Mapping[str, float] | None = None, params: Mapping[str, Any] | None = None,
+                        data_paths: Mapping[str, str | Path] | None = None, register: str | None = None,
+                        title: str | None = None, tags: Mapping[str, str] | None = None,
+                        rename: bool = False):
+    """Log a fitted ranker into the ACTIVE run ``run_id``: params (:func:`run_params` + ``params``),
+    the training history as ``train_total``/``train_listnet``/``train_exposure`` with step =
+    iteration (one batch), the finite ``test_metrics`` under their metric names, the artifacts
+    ``exposure_by_position.png`` (on ``test_df`` if given, else ``train_df``), ``training_curve.png``,
+    ``fairness_report.html``, and the pyfunc model ``model``, registered as a new version of
+    ``register`` when given (tags ``fairltr.model_uri`` and ``fairltr.registered_version`` on the
+    run). ``rename`` sets the run's name to ``title``. Returns MLflow's ``ModelInfo``."""
     import mlflow
 
     from fairltr.tracking.pyfunc import log_ranker_model
     from fairltr.tracking.report import fairness_report_html
+    from fairltr.tracking.runs import log_metrics, log_params
 
-    run_id = run.info.run_id
     all_params = run_params(model, train_df, data_paths)
     all_params.update(params or {})
-    _log_params_safely(client, run_id, all_params)
+    log_params(run_id, all_params)
     run_tags = {"fairltr.model": "DELTR", "fairltr.fairness_loss": model.fairness_loss}
-    if run_name and rename:
-        run_tags["mlflow.runName"] = run_name
+    if title and rename:
+        run_tags["mlflow.runName"] = title
     run_tags.update(tags or {})
     mlflow.set_tags(run_tags)
     log_history(model.history, run_id)
-    logged = log_metrics_finite(test_metrics or {}, run_id)
+    logged = log_metrics(run_id, test_metrics or {})
     frame = test_df if test_df is not None else train_df
     split = "test" if test_df is not None else "train"
     figs = _figures(model, frame, split)
@@ -209,7 +180,7 @@ def _log_into_run(run, model, client, *, train_df, test_df, test_metrics, params
         captions = {"exposure_by_position.png": f"Share of protected vs non-protected items by rank bucket, {split} split (DELTR Fig. 2)",
                     "training_curve.png": "Training objective per iteration"}
         report = fairness_report_html(
-            f"{run_name or 'DELTR'} (gamma={model.gamma:g}{', colorblind' if model.colorblind else ''}; run {run_id})",
+            f"{title or 'DELTR'} (gamma={model.gamma:g}{', colorblind' if model.colorblind else ''}; run {run_id})",
             metrics=logged, params=all_params,
             figures={captions.get(k, k): v for k, v in figs.items()},
             notes=None if logged else "No test metrics were given for this run.",
@@ -222,4 +193,4 @@ def _log_into_run(run, model, client, *, train_df, test_df, test_metrics, params
     if register:
         mlflow.set_tags({"fairltr.registered_model": register,
                          "fairltr.registered_version": str(info.registered_model_version)})
-    return run_id
+    return info

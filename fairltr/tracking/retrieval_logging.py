@@ -32,13 +32,13 @@ def log_retrieval_run(run_id: str, report: Mapping[str, Any], *, out_dir: str | 
     from mlflow import MlflowClient
 
     from fairltr.tracking.config import tracking_uri
-    from fairltr.tracking.logging import _log_params_safely, log_metrics_finite
     from fairltr.tracking.plots import mrc_heatmap
+    from fairltr.tracking.runs import log_metrics, log_params
 
     client = MlflowClient(tracking_uri())
-    _log_params_safely(client, run_id, {k: v for k, v in report.get("params", {}).items()})
+    log_params(run_id, dict(report.get("params", {})), client=client)
     metrics = dict(report.get("metrics") or {})
-    logged = log_metrics_finite({**_flat_metrics(metrics), "train_seconds": float(report.get("train_s", 0.0))}, run_id)
+    logged = log_metrics(run_id, {**_flat_metrics(metrics), "train_seconds": float(report.get("train_s", 0.0))})
     matrix = metrics.get("mrc_matrix")
     if matrix:
         frame = pd.DataFrame(matrix)

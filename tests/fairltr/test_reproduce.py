@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from fairltr.errors import DataError
-from fairltr.reproduce import DATASETS, check_bounds, read_paper_results, run_reproduction, to_markdown
+from fairltr.workflows.deltr_paper import DATASETS, check_bounds, read_paper_results, run_reproduction, to_markdown
 
 
 def test_paper_sheet_parsing(deltr_data):
@@ -56,7 +56,7 @@ def test_missing_layout_is_a_clear_error(tmp_path):
 
 
 def test_figure1_one_panel_per_dataset_with_paper_markers():
-    from fairltr.reproduce import figure1
+    from fairltr.workflows.deltr_paper import figure1
 
     rows = []
     for ds in ("law-race", "trec"):

@@ -13,12 +13,12 @@ import mlflow  # noqa: F401  (imported before the start signal, so workers start
 import optuna  # noqa: F401
 import torch
 
-import tuning.objectives as objectives
 import tuning.sweep  # noqa: F401
+from fairltr.workflows import sweep as workflow_sweep
 
 torch.set_num_threads(1)
 DELAY = float(sys.argv[1])
-_original = objectives.DeltrRunner.__call__
+_original = workflow_sweep.RankingTrial.__call__
 
 
 def _slow(self, values):
@@ -26,7 +26,7 @@ def _slow(self, values):
     return _original(self, values)
 
 
-objectives.DeltrRunner.__call__ = _slow
+workflow_sweep.RankingTrial.__call__ = _slow
 
 from fairltr.cli import main  # noqa: E402
 

@@ -70,7 +70,8 @@ def test_user_errors_have_no_traceback(files, tmp_path):
     df.to_csv(bad, index=False)
     res = CliRunner().invoke(cli, ["train", "deltr", "--train", str(bad), "--gamma", "1", "--no-track"])
     assert res.exit_code != 0
-    assert "x2" in res.output and "row 3" in res.output
+    # data row 3 (0-based) is line 5 of the file (1-based, after the header)
+    assert "'x2'" in res.output and f"{bad}:5" in res.output
     assert "Traceback" not in res.output
     res = CliRunner().invoke(cli, ["train", "deltr", "--train", str(files / "train.csv"), "--gamma", "-1", "--no-track"])
     assert res.exit_code != 0 and "gamma" in res.output and "Traceback" not in res.output

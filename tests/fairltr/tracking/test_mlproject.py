@@ -42,7 +42,8 @@ def _resolve(words: list[str]) -> tuple[click.Command | None, list[str]]:
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 def test_entry_point_matches_the_cli(entry):
     ep = _project().get_entry_point(entry)
-    command = re.sub(r"\$\(.*?\)", "", ep.command)  # shell expansions (the colorblind flag)
+    expansions = re.findall(r"\$\((.*?)\)", ep.command)  # shell expansions: optional flags
+    command = re.sub(r"\$\(.*?\)", "", ep.command)
     words = shlex.split(command.replace("{", "").replace("}", ""))
     assert words[0] == "fairltr"
     cmd, rest = _resolve(words[1:])
@@ -53,8 +54,9 @@ def test_entry_point_matches_the_cli(entry):
     assert set(used) <= known, f"{entry}: options {sorted(set(used) - known)} not accepted by the command"
     for name in re.findall(r"{(\w+)}", ep.command):
         assert name in ep.parameters, f"{entry}: {{{name}}} is not a declared parameter"
-    if "$(" in ep.command:
-        assert "--colorblind" in known
+    for snippet in expansions:  # every flag an expansion echoes is an option of the command
+        echoed = set(re.findall(r"echo\s+(--[\w-]+)", snippet))
+        assert echoed and echoed <= known, f"{entry}: {snippet!r} echoes {sorted(echoed - known)} unknown to the command"
 
 
 def test_colorblind_switch_expands_in_bash():

@@ -1,4 +1,6 @@
-"""Reproduction of the DELTR paper's experiments on its own splits (``fairltr reproduce deltr``).
+"""The DELTR paper's experiment on its own splits (used by ``fairltr reproduce deltr``):
+datasets, settings, the authors' result sheets, the required qualitative results, the Markdown
+table and Figure 1.
 
 Datasets: Law gender, Law race (one query each) and TREC (6 folds, averaged). Settings:
 gamma=0 (standard ListNet with the group feature), colorblind (without it), DELTR small and
@@ -12,6 +14,7 @@ figures plot it.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +23,13 @@ from typing import Callable, Iterable, Literal
 import numpy as np
 import pandas as pd
 
-from fairltr.deltr import DELTR
 from fairltr.errors import DataError
 from fairltr.io import read_deltr_csv
-from fairltr.metrics import evaluate_ranking
+from fairltr.workflows.ranking import FairParams, RankerSpec, train_and_evaluate
 
 __all__ = [
     "DatasetSpec", "Setting", "DATASETS", "default_settings", "read_paper_results",
-    "run_reproduction", "check_bounds", "to_markdown", "figure1",
+    "run_reproduction", "check_bounds", "to_markdown", "figure1", "setting_key",
 ]
 
 METRIC_COLUMNS = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "kendall_tau", "precision_at_10"]
@@ -86,6 +88,25 @@ class Setting:
     fair: Literal["pre", "post"] | None = None  # FA*IR on the training lists or on the predictions
     p_shift: float = 0.0  # FA*IR target p = the fold's protected share p* + p_shift
 
+    @property
+    def key(self) -> str:
+        """A name MLflow accepts and that tells every setting apart: ``gamma_0``,
+        ``deltr_large``, ``fair_post_p_plus`` ..."""
+        return setting_key(self.name)
+
+
+_P_WORDS = {"p*": "p_star", "p+": "p_plus", "p-": "p_minus"}
+
+
+def setting_key(name: str) -> str:
+    """``"FA*IR post p+"`` -> ``fair_post_p_plus``; ``"DELTR large (gamma=5e+05)"`` -> ``deltr_large``;
+    ``"gamma=0"`` -> ``gamma_0``: letters, digits and underscores only."""
+    head = name.split(" (")[0]
+    for sym, word in _P_WORDS.items():
+        head = head.replace(sym, word)
+    head = head.replace("FA*IR", "fair")
+    return re.sub(r"[^a-z0-9]+", "_", head.lower()).strip("_")
+
 
 def default_settings(spec: DatasetSpec, with_fair: bool = True) -> list[Setting]:
     rows = [
@@ -133,33 +154,30 @@ def _load_folds(root: Path, spec: DatasetSpec) -> list[tuple[pd.DataFrame, pd.Da
     return folds
 
 
-def _fair_module():
-    try:
-        from fairltr import fair  # noqa: PLC0415
-    except ImportError:
+def _spec(setting: Setting, train: pd.DataFrame, seed: int, fair_alpha: float, max_iter: int) -> RankerSpec | None:
+    """The :class:`RankerSpec` of a setting on one fold (None: the paper skips p- when <= 0)."""
+    from fairltr.fair import protected_share
+
+    spec = RankerSpec(gamma=setting.gamma, colorblind=setting.colorblind, seed=seed, max_iter=max_iter)
+    if setting.fair is None:
+        return spec
+    p = protected_share(train) + setting.p_shift
+    if not 0.0 < p < 1.0:
         return None
-    return fair if all(hasattr(fair, f) for f in ("fair_postprocess", "fair_preprocess", "protected_share")) else None
+    fair = FairParams(p, fair_alpha)
+    return spec.with_(fair_pre=fair) if setting.fair == "pre" else spec.with_(fair_post=fair)
 
 
 def _score_setting(setting: Setting, train: pd.DataFrame, test: pd.DataFrame, seed: int,
                    fair_alpha: float, max_iter: int) -> dict[str, float] | None:
-    fair = _fair_module()
-    p = None
-    if setting.fair is not None:
-        if fair is None:
-            return None
-        p = fair.protected_share(train) + setting.p_shift
-        if not 0.0 < p < 1.0:
-            return None  # the paper skips p- when it is <= 0
-    train_df = fair.fair_preprocess(train, p, fair_alpha) if setting.fair == "pre" else train
-    model = DELTR(setting.gamma, colorblind=setting.colorblind, seed=seed, max_iter=max_iter).fit(train_df)
-    if setting.fair == "post":
-        ranked = fair.fair_postprocess(model.rank(test), p, fair_alpha)
-        metrics = evaluate_ranking(ranked, ranked["score"].to_numpy())
-    else:
-        metrics = evaluate_ranking(test, model.predict(test))
-    metrics["p"] = p if p is not None else float("nan")
-    metrics["n_iter"] = model.n_iter_
+    spec = _spec(setting, train, seed, fair_alpha, max_iter)
+    if spec is None:
+        return None
+    outcome = train_and_evaluate(train, test, spec)
+    metrics = dict(outcome.metrics)
+    fair = spec.fair_pre or spec.fair_post
+    metrics["p"] = fair.p if fair is not None else float("nan")
+    metrics["n_iter"] = outcome.model.n_iter_
     return metrics
 
 
@@ -191,7 +209,7 @@ def run_reproduction(
             avg = {c: float(np.mean([m[c] for m in per_fold])) for c in METRIC_COLUMNS if c != "exposure_ratio"}
             avg["exposure_ratio"] = avg["exposure_protected"] / avg["exposure_nonprotected"]
             paper = read_paper_results(root / spec.paper_dir / f"performanceResults_{setting.paper_setting}_{spec.paper_tag}.txt")
-            row = {"dataset": name, "setting": setting.name, "gamma": setting.gamma,
+            row = {"dataset": name, "setting": setting.name, "key": setting.key, "gamma": setting.gamma,
                    "p": float(np.mean([m["p"] for m in per_fold]))}
             row.update(avg)
             for c in METRIC_COLUMNS:

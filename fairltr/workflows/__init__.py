@@ -1,0 +1,54 @@
+"""Workflows: one function per job, one typed config in, one result out.
+
+The only place where the core, Lightning, MLflow and Optuna meet. The CLI, the MLproject, the
+benchmarks, the sweep runners and the tests call these functions; heavy libraries are imported
+inside them, so ``import fairltr.workflows`` stays as cheap as the core.
+
+| job | config -> function -> result |
+|---|---|
+| train a ranker | :class:`TrainRankerConfig` -> :func:`train_ranker` -> :class:`TrainRankerResult` |
+| evaluate a saved ranker | :class:`EvaluateRankerConfig` -> :func:`evaluate_ranker` |
+| quickstart | :class:`QuickstartConfig` -> :func:`quickstart` |
+| reproduce the DELTR paper | :class:`ReproduceConfig` -> :func:`reproduce_deltr` |
+| train a retriever | :class:`TrainRetrieverConfig` -> :func:`train_retriever` |
+| evaluate a retriever / BM25 | :class:`EvaluateRetrievalConfig` -> :func:`evaluate_retrieval` |
+| evaluate a logged model | :class:`EvaluateModelConfig` -> :func:`evaluate_model` |
+| promote a registered version | :class:`PromoteConfig` -> :func:`promote_model` |
+| compare tracked runs | :class:`CompareRunsConfig` -> :func:`compare_runs` |
+| FA*IR re-ranking of a file | :class:`RerankConfig` -> :func:`rerank_file` |
+| a sweep (any method) | ``tuning.SweepConfig`` -> :func:`run_sweep_job`; trials: :func:`ranking_trial`, :func:`dpr_trial` |
+"""
+
+from fairltr.workflows.fair import RerankConfig, RerankResult, mtable_report, rerank_file
+from fairltr.workflows.options import RankingSource, TrackingOptions, read_source
+from fairltr.workflows.outputs import OutputSet, check_output_dir, check_output_file
+from fairltr.workflows.quickstart import QuickstartConfig, QuickstartResult, quickstart
+from fairltr.workflows.ranking import (
+    FairParams, LightningOptions, RankerOutcome, RankerSpec, evaluate_ranked, fit_ranker, rank_with, train_and_evaluate,
+)
+from fairltr.workflows.registry import (
+    CompareRunsConfig, EvaluateModelConfig, EvaluateModelResult, PromoteConfig, RetrievalEvalData, compare_runs,
+    evaluate_model, promote_model, split_gates,
+)
+from fairltr.workflows.reproduce import ReproduceConfig, ReproduceResult, reproduce_deltr
+from fairltr.workflows.retriever import (
+    EvaluateRetrievalConfig, RetrieverSpec, TrainRetrieverConfig, TrainRetrieverResult, evaluate_retrieval,
+    train_retriever,
+)
+from fairltr.workflows.sweep import DprTrial, RankingTrial, dpr_trial, ranking_trial, run_sweep_job
+from fairltr.workflows.train_ranker import (
+    EvaluateRankerConfig, EvaluateRankerResult, TrainRankerConfig, TrainRankerResult, evaluate_ranker, train_ranker,
+)
+
+__all__ = [
+    "RankingSource", "TrackingOptions", "read_source", "OutputSet", "check_output_dir", "check_output_file",
+    "FairParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with", "evaluate_ranked",
+    "train_and_evaluate",
+    "TrainRankerConfig", "TrainRankerResult", "train_ranker", "EvaluateRankerConfig", "EvaluateRankerResult",
+    "evaluate_ranker", "QuickstartConfig", "QuickstartResult", "quickstart", "ReproduceConfig", "ReproduceResult",
+    "reproduce_deltr", "RetrieverSpec", "TrainRetrieverConfig", "TrainRetrieverResult", "train_retriever",
+    "EvaluateRetrievalConfig", "evaluate_retrieval", "RetrievalEvalData", "EvaluateModelConfig",
+    "EvaluateModelResult", "evaluate_model", "PromoteConfig", "promote_model", "split_gates", "CompareRunsConfig",
+    "compare_runs", "RerankConfig", "RerankResult", "rerank_file", "mtable_report", "RankingTrial", "DprTrial",
+    "ranking_trial", "dpr_trial", "run_sweep_job",
+]

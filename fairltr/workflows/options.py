@@ -1,0 +1,69 @@
+"""Options shared by the workflows: where the ranking data comes from and how runs are tracked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
+from fairltr.errors import ConfigError
+
+__all__ = ["RankingSource", "TrackingOptions", "read_source"]
+
+FORMATS = ("auto", "deltr", "letor", "csv", "parquet")
+
+
+@dataclass(frozen=True)
+class RankingSource:
+    """A ranking file and how to read it: ``fmt`` in auto, deltr, letor, csv, parquet; the
+    column contract. A header-less DELTR CSV (query_id, protected, x1..xk, judgment) is renamed
+    to the contract's names."""
+
+    path: Path
+    fmt: str = "auto"
+    columns: RankingColumns = DEFAULT_COLUMNS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+        if self.fmt not in FORMATS:
+            raise ConfigError(f"format must be one of {FORMATS}, got {self.fmt!r}")
+
+    def read(self) -> pd.DataFrame:
+        return read_source(self)
+
+
+def read_source(source: RankingSource) -> pd.DataFrame:
+    """Read and validate ``source`` (errors name the file, line, column and query)."""
+    from fairltr.io import read_ranking
+
+    c = source.columns
+    kw = dict(query=c.query, group=c.group, judgment=c.judgment)
+    if c.item is not None:
+        kw["item"] = c.item
+    df = read_ranking(source.path, source.fmt, **kw)
+    if "query_id" in df.columns and c.query not in df.columns:  # header-less DELTR CSV / LETOR names
+        rename = {"query_id": c.query, "protected": c.group, "judgment": c.judgment}
+        attrs = dict(df.attrs)
+        df = df.rename(columns={k: v for k, v in rename.items() if k in df.columns})
+        df.attrs.update(attrs)
+    return df
+
+
+@dataclass(frozen=True)
+class TrackingOptions:
+    """MLflow settings of a job: ``enabled`` (False = ``--no-track``), the experiment, a run
+    name, and the registered model name to register the model under (None = do not)."""
+
+    enabled: bool = True
+    experiment: str = "fairltr"
+    run_name: str | None = None
+    register: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.register is not None and not self.register.strip():
+            object.__setattr__(self, "register", None)
+        if self.register and not self.enabled:
+            raise ConfigError("registering a model needs tracking: drop --no-track (or --register)")

@@ -1,0 +1,192 @@
+"""Train, score and evaluate one ranker setting: the single implementation behind ``train
+deltr``, ``quickstart``, the paper reproduction and every ranking sweep trial.
+
+A :class:`RankerSpec` says how to train (DELTR's gamma, colorblind, loss, optimizer, engine)
+and which FA*IR baseline to apply (pre-processing of the training lists, post-processing of the
+predicted lists). :func:`train_and_evaluate` runs it: fit -> rank the test lists -> metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
+from fairltr.deltr import DELTR
+from fairltr.errors import ConfigError
+from fairltr.metrics import DEFAULT_K, evaluate_ranking
+
+__all__ = ["FairParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
+           "evaluate_ranked", "train_and_evaluate", "ENGINES"]
+
+ENGINES = ("estimator", "lightning")
+
+
+@dataclass(frozen=True)
+class FairParams:
+    """FA*IR settings: target protected proportion ``p`` in (0, 1), significance ``alpha``."""
+
+    p: float
+    alpha: float = 0.1
+    adjust: bool = True
+
+    def __post_init__(self) -> None:
+        from fairltr.fair import check_params
+
+        check_params(None, self.p, self.alpha)
+
+
+@dataclass(frozen=True)
+class LightningOptions:
+    """The Lightning engine's knobs (``--engine lightning``): epochs, queries per batch,
+    optimizer (None = the engine's default for the batch shape), accelerator, devices."""
+
+    epochs: int | None = None
+    batch_queries: int | None = None
+    optimizer: str | None = None
+    lr: float | None = None
+    accelerator: str = "auto"
+    devices: int = 1
+
+    def __post_init__(self) -> None:
+        if self.epochs is not None and self.epochs < 1:
+            raise ConfigError(f"epochs must be >= 1, got {self.epochs}")
+        if self.batch_queries is not None and self.batch_queries < 1:
+            raise ConfigError(f"batch_queries must be >= 1, got {self.batch_queries}")
+        if self.devices < 1:
+            raise ConfigError(f"devices must be >= 1, got {self.devices}")
+
+
+@dataclass(frozen=True)
+class RankerSpec:
+    """One ranker setting. ``gamma=0`` is standard ListNet (the group column is a feature unless
+    ``colorblind``); ``fair_pre`` re-ranks every training list with FA*IR before training;
+    ``fair_post`` re-ranks every predicted list with FA*IR."""
+
+    gamma: float = 0.0
+    colorblind: bool = False
+    fairness_loss: str = "exposure_hinge"
+    features: tuple[str, ...] | None = None
+    optimizer: str = "lbfgs"
+    max_iter: int | None = None
+    lr: float | None = None
+    l2: float = 0.0
+    seed: int = 0
+    device: str = "auto"
+    fair_pre: FairParams | None = None
+    fair_post: FairParams | None = None
+    engine: str = "estimator"
+    lightning: LightningOptions = field(default_factory=LightningOptions)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+
+    def with_(self, **changes: Any) -> "RankerSpec":
+        return replace(self, **changes)
+
+    def model_params(self) -> dict[str, Any]:
+        """What identifies the setting beyond DELTR's own parameters (logged as run params)."""
+        out: dict[str, Any] = {"engine": self.engine}
+        if self.fair_pre is not None:
+            out.update(fair_preprocess_p=self.fair_pre.p, fair_alpha=self.fair_pre.alpha)
+        if self.fair_post is not None:
+            out.update(fair_postprocess_p=self.fair_post.p, fair_alpha=self.fair_post.alpha)
+        if self.engine == "lightning":
+            lo = self.lightning
+            out.update(epochs=lo.epochs, batch_queries=lo.batch_queries, accelerator=lo.accelerator,
+                       devices=lo.devices)
+        return out
+
+
+@dataclass
+class RankerOutcome:
+    """What :func:`train_and_evaluate` produced: the model, the ranked test lists, the metrics."""
+
+    model: DELTR
+    ranked: pd.DataFrame | None
+    metrics: dict[str, float] | None
+
+
+def _estimator(spec: RankerSpec, columns: RankingColumns) -> DELTR:
+    return DELTR(spec.gamma, protected=columns.group, colorblind=spec.colorblind, l2=spec.l2,
+                 optimizer=spec.optimizer, max_iter=spec.max_iter, lr=spec.lr, seed=spec.seed,
+                 device=spec.device, fairness_loss=spec.fairness_loss)
+
+
+def training_table(train: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
+    """The lists the model trains on: ``train`` itself, or its FA*IR pre-processed version."""
+    if spec.fair_pre is None:
+        return train
+    from fairltr.fair import fair_preprocess
+
+    fp = spec.fair_pre
+    return fair_preprocess(train, fp.p, fp.alpha, query=columns.query, group=columns.group,
+                           judgment=columns.judgment, adjust=fp.adjust)
+
+
+def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS, *,
+               progress: bool = False) -> DELTR:
+    """Fit the setting's model on ``train`` (a table; the Lightning engine also takes a Parquet
+    path, streamed). FA*IR pre-processing, when set, is applied to the table first."""
+    features = list(spec.features) if spec.features is not None else None
+    if spec.engine == "estimator":
+        if not isinstance(train, pd.DataFrame):
+            raise ConfigError("the estimator engine trains on a table in memory; stream Parquet with "
+                              "--engine lightning")
+        model = _estimator(spec, columns)
+        return model.fit(training_table(train, spec, columns), query=columns.query, judgment=columns.judgment,
+                         features=features, progress=progress)
+    from lightning_modules import train_deltr_lightning
+
+    if spec.fair_pre is not None and not isinstance(train, pd.DataFrame):
+        raise ConfigError("FA*IR pre-processing needs the training table in memory, not a streamed file")
+    data = training_table(train, spec, columns) if isinstance(train, pd.DataFrame) else train
+    lo = spec.lightning
+    kwargs: dict[str, Any] = dict(
+        gamma=spec.gamma, fairness_loss=spec.fairness_loss, colorblind=spec.colorblind, features=features,
+        query=columns.query, group=columns.group, judgment=columns.judgment, l2=spec.l2,
+        accelerator=lo.accelerator, devices=lo.devices, seed=spec.seed, progress=progress,
+    )
+    for key, value in (("epochs", lo.epochs), ("batch_queries", lo.batch_queries),
+                       ("optimizer", lo.optimizer), ("lr", lo.lr)):
+        if value is not None:
+            kwargs[key] = value
+    return train_deltr_lightning(data, **kwargs)
+
+
+def rank_with(model: DELTR, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
+    """``test`` sorted by the model's score within each query (``score``, 1-based ``rank``),
+    FA*IR post-processed when the spec says so (then ``score`` encodes the fair order)."""
+    ranked = model.rank(test, query=columns.query)
+    if spec.fair_post is None:
+        return ranked
+    from fairltr.fair import fair_postprocess
+
+    fp = spec.fair_post
+    return fair_postprocess(ranked, fp.p, fp.alpha, query=columns.query, group=columns.group, adjust=fp.adjust)
+
+
+def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
+                    k: Sequence[int] = DEFAULT_K) -> dict[str, float]:
+    """The metric dictionary of a ranked table (its ``score`` column gives the order)."""
+    return evaluate_ranking(ranked, "score", query=columns.query, group=columns.group, judgment=columns.judgment,
+                            k=tuple(k))
+
+
+def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,
+                       columns: RankingColumns = DEFAULT_COLUMNS, *, k: Sequence[int] = DEFAULT_K,
+                       progress: bool = False, model: DELTR | None = None) -> RankerOutcome:
+    """Fit (unless a fitted ``model`` is given, e.g. one base model re-ranked by many FA*IR
+    settings), rank ``test`` and compute its metrics. Without ``test`` only the model is made."""
+    if model is None:
+        model = fit_ranker(train, spec, columns, progress=progress)
+    if test is None:
+        return RankerOutcome(model, None, None)
+    ranked = rank_with(model, test, spec, columns)
+    return RankerOutcome(model, ranked, evaluate_ranked(ranked, columns, k))
+
+
+ProgressFn = Callable[[str], None]

@@ -1,0 +1,171 @@
+"""Jobs on logged and registered models: evaluate one with MLflow's evaluate and fairltr's
+evaluator plugins (``fairltr evaluate-model``), promote a version behind fairness gates
+(``fairltr promote``), and draw the DELTR paper's Figure 1 from tracked runs
+(``fairltr compare-runs``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from fairltr.errors import ConfigError
+from fairltr.metrics import DEFAULT_K
+from fairltr.workflows.options import RankingSource
+from fairltr.workflows.train_ranker import check_k
+
+__all__ = ["EvaluateModelConfig", "EvaluateModelResult", "evaluate_model", "PromoteConfig", "promote_model",
+           "CompareRunsConfig", "compare_runs", "RetrievalEvalData"]
+
+
+@dataclass(frozen=True)
+class RetrievalEvalData:
+    """A parallel-query folder to evaluate a retriever on: split, language filter, sample."""
+
+    folder: Path
+    split: str = "test"
+    languages: tuple[str, ...] | None = None
+    max_items: int | None = None
+    seed: int = 0
+    k: int = 100
+    mrc_k: int = 5
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "folder", Path(self.folder))
+        if self.k < 1 or self.mrc_k < 1:
+            raise ConfigError(f"k and mrc_k must be >= 1, got {self.k} and {self.mrc_k}")
+        if self.max_items is not None and self.max_items < 1:
+            raise ConfigError(f"max_items must be >= 1, got {self.max_items}")
+
+
+@dataclass(frozen=True)
+class EvaluateModelConfig:
+    """``fairltr evaluate-model``: ``data`` is a ranking file (rankers) or a parallel-query folder
+    (retrievers); the model's kind decides which evaluator runs."""
+
+    model_uri: str
+    data: RankingSource | RetrievalEvalData
+    k: tuple[int, ...] = DEFAULT_K
+    experiment: str = "fairltr-evaluation"
+    run_name: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", check_k(self.k))
+
+
+@dataclass
+class EvaluateModelResult:
+    kind: str
+    metrics: dict[str, float]
+    run_id: str
+
+
+def _kind(model_uri: str) -> str:
+    from fairltr.tracking.retriever import model_kind
+
+    return model_kind(model_uri)
+
+
+def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
+    """Evaluate a logged/registered model in a new run of ``cfg.experiment``."""
+    from fairltr.tracking.config import check_tracking_uri, configure
+
+    check_tracking_uri()
+    configure(cfg.experiment)
+    kind = _kind(cfg.model_uri)
+    run_name = cfg.run_name or f"evaluate {cfg.model_uri}"
+    if kind == "retriever":
+        if not isinstance(cfg.data, RetrievalEvalData):
+            raise ConfigError(f"{cfg.model_uri} is a retriever: --data must be a parallel-query folder "
+                              "(corpus.jsonl, queries.jsonl, qrels.tsv)")
+        from fairltr.tracking.retrieval_evaluator import evaluate_retriever
+
+        d = cfg.data
+        metrics, run_id = evaluate_retriever(cfg.model_uri, d.folder, split=d.split, languages=d.languages,
+                                             max_items=d.max_items, seed=d.seed, run_name=run_name, k=d.k,
+                                             mrc_k=d.mrc_k)
+        return EvaluateModelResult(kind, metrics, run_id)
+    if not isinstance(cfg.data, RankingSource):
+        raise ConfigError(f"{cfg.model_uri} is a ranker: --data must be a ranking file, not a folder")
+    from fairltr.tracking.promotion import evaluate_model_uri
+
+    c = cfg.data.columns
+    df = cfg.data.read()
+    metrics, run_id = evaluate_model_uri(cfg.model_uri, df, {"query": c.query, "group": c.group,
+                                                             "judgment": c.judgment, "k": list(cfg.k)},
+                                         run_name=run_name)
+    return EvaluateModelResult(kind, metrics, run_id)
+
+
+# ---------------------------------------------------------------------------------- promote
+@dataclass(frozen=True)
+class PromoteConfig:
+    """``fairltr promote``: check ``gates`` on version ``version`` of registered model ``model``
+    (on ``data`` when given, else on the metrics logged at training) and move ``alias`` only when
+    every gate passes."""
+
+    model: str
+    version: str
+    gates: tuple[str, ...]
+    data: RankingSource | RetrievalEvalData | None = None
+    alias: str = "champion"
+    no_champion: str = "pass"
+    experiment: str = "fairltr-promotion"
+
+    def __post_init__(self) -> None:
+        if not self.gates:
+            raise ConfigError("give at least one --gate (e.g. 'exposure_ratio>=0.9')")
+        if self.no_champion not in ("pass", "fail"):
+            raise ConfigError(f"no_champion must be 'pass' or 'fail', got {self.no_champion!r}")
+
+
+def promote_model(cfg: PromoteConfig):
+    """Parse the gates (before any evaluation), then :func:`fairltr.tracking.promotion.promote`.
+    Returns the :class:`~fairltr.tracking.promotion.PromotionDecision`."""
+    from fairltr.tracking.config import check_tracking_uri
+    from fairltr.tracking.promotion import parse_gate, promote
+
+    parsed = [parse_gate(g) for g in cfg.gates]
+    check_tracking_uri()
+    data: Any = None
+    extra: dict[str, Any] = {}
+    kw: dict[str, Any] = {}
+    if isinstance(cfg.data, RankingSource):
+        data = cfg.data.read()
+        c = cfg.data.columns
+        kw = dict(query=c.query, group=c.group, judgment=c.judgment)
+    elif isinstance(cfg.data, RetrievalEvalData):
+        data = cfg.data
+    return promote(cfg.model, cfg.version, parsed, data=data, alias=cfg.alias, no_champion=cfg.no_champion,
+                   experiment=cfg.experiment, extra_config=extra or None, **kw)
+
+
+# ---------------------------------------------------------------------------------- compare
+@dataclass(frozen=True)
+class CompareRunsConfig:
+    experiment: str
+    relevance: str = "kendall_tau"
+    fairness: str = "exposure_ratio"
+    out: Path | None = None
+
+
+def compare_runs(cfg: CompareRunsConfig) -> tuple[str, pd.DataFrame]:
+    """Relevance vs fairness of every finished run of an experiment, logged as a comparison run."""
+    from fairltr.tracking.compare import log_runs_comparison
+    from fairltr.tracking.config import check_tracking_uri
+    from fairltr.workflows.outputs import check_output_file
+
+    if cfg.out is not None:
+        check_output_file(cfg.out, (".png",))
+    check_tracking_uri()
+    return log_runs_comparison(cfg.experiment, relevance=cfg.relevance, fairness=cfg.fairness, out=cfg.out)
+
+
+def split_gates(texts: Sequence[str]) -> tuple[str, ...]:
+    """Gates from repeated ``--gate`` options and ``;``-separated ``--gates`` lists."""
+    out: list[str] = []
+    for t in texts:
+        out.extend(g.strip() for g in t.split(";") if g.strip())
+    return tuple(out)

