@@ -5,6 +5,11 @@ a query id, a group (int, 0 = non-protected, >= 1 protected), feature columns an
 judgment (higher is better). :func:`to_batch` turns it into a :class:`RankingBatch` of
 padded ``(Q, N, ...)`` tensors plus a boolean mask; queries keep the order of their first
 appearance in the table, and candidates keep their row order inside each query.
+
+The query, group, judgment and optional item (document id) columns are distinct columns;
+every other column is a feature and must be numeric (:func:`select_features`). Readers record
+the file and the 1-based line of each row in ``df.attrs[ORIGIN_KEY]`` (:func:`set_origin`), so
+that every later error names ``file:line``, the column, the query and the value.
 """
 
 from __future__ import annotations
@@ -209,12 +214,13 @@ def numeric_column(
     else:  # datetimes, categories, intervals, complex numbers: not a number
         present = values.notna().to_numpy()
         pos = int(np.flatnonzero(present)[0]) if present.any() else 0
-        raise DataError(_cell_problem(df, pos, col, query, source,
-                                      f"non-numeric value {show_value(values.iloc[pos])} (dtype {values.dtype})") + hint)
+        what = f"non-numeric value {show_value(values.iloc[pos])} (dtype {values.dtype})"
+        raise DataError(_cell_problem(df, pos, col, query, source, what) + hint)
     bad = ~np.isfinite(arr)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        what = "missing value (NaN or empty cell)" if np.isnan(arr[pos]) else f"infinite value {show_value(values.iloc[pos])}"
+        what = ("missing value (NaN or empty cell)" if np.isnan(arr[pos])
+                else f"infinite value {show_value(values.iloc[pos])}")
         raise DataError(_cell_problem(df, pos, col, query, source, what)
                         + f"; {int(bad.sum())} bad value(s) in that column")
     return arr
@@ -410,7 +416,8 @@ def to_batch(
 
     feat = numeric_matrix(df, features, query=query, source=source)
     jud = numeric_column(df, judgment, query=query, source=source) if judgment else np.zeros(len(df))
-    grp = numeric_column(df, group, query=query, source=source).astype(np.int64) if group else np.zeros(len(df), np.int64)
+    grp = (numeric_column(df, group, query=query, source=source).astype(np.int64) if group
+           else np.zeros(len(df), np.int64))
     mask = np.zeros((n_q, n_max), dtype=bool)
     mask[codes, slots] = True
     return RankingBatch(

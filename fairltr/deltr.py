@@ -53,7 +53,9 @@ class DELTR:
     """Disparate Exposure Learning to Rank (Zehlike et al.) with a linear scoring function.
 
     Objective: sum_q ListNet_q + gamma * U_q + l2 * ||w||^2 (SPEC §2); ``gamma=0`` is standard
-    ListNet; ``colorblind=True`` removes the group column from the features.
+    ListNet. The group column (``protected``) is a feature by default, as in the paper's
+    "standard" ranker; ``colorblind=True`` removes it from the features. Every other column
+    except the query, judgment and item columns must be numeric (see :meth:`fit`).
     """
 
     def __init__(
@@ -425,7 +427,8 @@ class DELTR:
             if state["query"] == state["judgment"]:
                 raise _bad(p, "judgment", f"the query and judgment columns must differ, both are {state['query']!r}")
             if params["colorblind"] and params["protected"] in names:
-                raise _bad(p, "feature_names", f"a colorblind model cannot use the group column {params['protected']!r}")
+                raise _bad(p, "feature_names",
+                           f"a colorblind model cannot use the group column {params['protected']!r}")
             for key, arr in arrays.items():
                 if arr.shape != (len(names),):
                     raise _bad(p, key, f"shape {tuple(arr.shape)}, expected ({len(names)},): one value per feature "

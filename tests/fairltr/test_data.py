@@ -112,3 +112,41 @@ def test_duplicate_query_item_pairs():
 def test_numeric_strings_are_accepted():
     df = _frame().assign(x2=["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"])
     validate_ranking_frame(df, query="query_id", columns=["x2"])
+
+
+def test_origin_maps_rows_to_lines_with_jumps():
+    from fairltr.data import ORIGIN_KEY, locate_row, row_place, set_origin
+
+    df = set_origin(_frame(), "t.csv", [2, 3, 5, 9, 10, 11])
+    assert df.attrs[ORIGIN_KEY]["rows"] == [0, 2, 3] and df.attrs[ORIGIN_KEY]["lines"] == [2, 5, 9]  # compact
+    assert [locate_row(df, i) for i in range(6)] == [f"t.csv:{n}" for n in (2, 3, 5, 9, 10, 11)]
+    assert row_place(df.iloc[[5, 0]], 0) == ("t.csv", "line 11")  # by index label, not position
+    assert locate_row(df.reset_index(drop=True).set_index("query_id"), 1) == "t.csv, row 1 (0-based)"
+    consecutive = set_origin(_frame(), "d.txt", 1)
+    assert [locate_row(consecutive, i) for i in (0, 5)] == ["d.txt:1", "d.txt:6"]
+    parquet = set_origin(_frame(), "t.parquet", None)
+    assert locate_row(parquet, 0) == "t.parquet, row 1 (1-based)"
+    assert locate_row(_frame(), 3) == "row 3 (0-based)" and locate_row(_frame(), 3, "x") == "x, row 3 (0-based)"
+    with pytest.raises(ValueError):
+        set_origin(_frame(), "t.csv", [1, 2])
+
+
+def test_check_column_roles():
+    from fairltr.data import check_column_roles
+    from fairltr.errors import ConfigError
+
+    check_column_roles(query="q", group="g", judgment="j", item="i")
+    check_column_roles(query="q", group=None, judgment=None)
+    with pytest.raises(ConfigError, match="^the group and item columns must differ, both are 'g'$"):
+        check_column_roles(query="q", group="g", judgment="j", item="g")
+
+
+def test_numeric_matrix_is_exact_and_finds_the_first_bad_cell():
+    from fairltr.data import numeric_matrix
+
+    df = _frame().assign(x3=[1, 2, 3, 4, 5, 6], x4=["1", "2", "3", "4", "5", "6"])
+    np.testing.assert_array_equal(numeric_matrix(df, ["x1", "x3", "x4"]),
+                                  np.column_stack([df.x1, df.x3.astype(float), df.x4.astype(float)]))
+    assert numeric_matrix(df, []).shape == (6, 0)
+    with pytest.raises(DataError, match=r"^row 2 \(0-based\): infinite value -inf in column 'x2' \(query 'b'\)"):
+        numeric_matrix(df.assign(x2=[0.1, 0.2, -np.inf, np.inf, 0.5, 0.6]), ["x1", "x2"], query="query_id")

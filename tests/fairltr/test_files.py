@@ -90,7 +90,8 @@ def test_check_writable(tmp_path):
     with pytest.raises(ConfigError, match=f"^cannot write {tmp_path}: it is a folder$"):
         check_writable(tmp_path)
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ConfigError, match=f"^cannot write {tmp_path}/file/m.json: {tmp_path}/file is a file, not a folder$"):
+    expected = f"^cannot write {tmp_path}/file/m.json: {tmp_path}/file is a file, not a folder$"
+    with pytest.raises(ConfigError, match=expected):
         check_writable(tmp_path / "file" / "m.json")
     with pytest.raises(ConfigError, match="file is a file, not a folder"):
         check_writable(tmp_path / "file" / "sub" / "m.json")

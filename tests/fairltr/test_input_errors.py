@@ -160,7 +160,8 @@ def test_letor_errors_name_the_real_line(tmp_path):
 
 def test_in_memory_frames_name_the_0_based_row():
     df = pd.read_csv(pd.io.common.StringIO("\n".join([HEADER, *_rows("x3", "abc")])))
-    assert _message(lambda: to_batch(df)) == "row 4 (0-based): non-numeric value 'abc' in column 'x3' (query 2)" + AUTO_HINT
+    assert _message(lambda: to_batch(df)) == (
+        "row 4 (0-based): non-numeric value 'abc' in column 'x3' (query 2)" + AUTO_HINT)
     assert _message(lambda: to_batch(df, features=["x3"], source="test set")) == (
         "test set, row 4 (0-based): non-numeric value 'abc' in column 'x3' (query 2)")
 
@@ -225,7 +226,8 @@ def _frame():
 
 
 ROLE_CASES = [
-    (lambda p: read_ranking(p, judgment="protected"), "the group and judgment columns must differ, both are 'protected'"),
+    (lambda p: read_ranking(p, judgment="protected"),
+     "the group and judgment columns must differ, both are 'protected'"),
     (lambda p: read_ranking(p, query="protected"), "the query and group columns must differ, both are 'protected'"),
     (lambda p: read_ranking(p, item="query_id"), "the query and item columns must differ, both are 'query_id'"),
     (lambda p: read_table(p, group="judgment"), "the group and judgment columns must differ, both are 'judgment'"),
@@ -299,7 +301,8 @@ def test_gamma_needs_protected_and_non_protected_candidates(tmp_path):
     advice = "use gamma 0 or a different group column (--group; now 'protected')"
     useless = f"so the fairness term would be 0 everywhere and gamma=1000 would do nothing; {advice}"
     for rows, problem in [
-        ([r[:2] + "0" + r[3:] for r in ROWS], "no protected candidate (group column 'protected' >= 1) in the training data"),
+        ([r[:2] + "0" + r[3:] for r in ROWS],
+         "no protected candidate (group column 'protected' >= 1) in the training data"),
         ([r[:2] + "1" + r[3:] for r in ROWS], "every candidate is protected (group column 'protected' >= 1) in the "
                                               "training data"),
         ([r[:2] + ("1" if r[0] == "2" else "0") + r[3:] for r in ROWS],
@@ -317,7 +320,8 @@ def test_gamma_needs_protected_and_non_protected_candidates(tmp_path):
 def test_empty_feature_lists_are_errors(tmp_path):
     p, _ = _write_layout(tmp_path, "csv", _rows())
     df = read_ranking(p)
-    assert _message(lambda: DELTR(gamma=0.0).fit(df, features=[])) == f"{p}: no feature columns: the feature list is empty"
+    assert _message(lambda: DELTR(gamma=0.0).fit(df, features=[])) == (
+        f"{p}: no feature columns: the feature list is empty")
     assert _message(lambda: to_batch(df, features=[])) == f"{p}: no feature columns: the feature list is empty"
     assert _message(lambda: DELTR(gamma=0.0, colorblind=True).fit(df, features=["protected"])) == (
         f"{p}: no feature columns to train on (colorblind drops the group column 'protected')")
