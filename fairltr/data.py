@@ -268,7 +268,8 @@ def select_features(
     colorblind ranker drops it). Every selected column must be numeric: a cell that is not a
     number is a :class:`DataError` naming the file, 1-based line, column, query and value, never
     a silently dropped feature. Explicit ``features`` must exist, be distinct and not be the
-    query, judgment or item column. No feature at all is a :class:`DataError`.
+    query, judgment or item column. No feature at all, or an automatic feature without a header
+    name (pandas' ``Unnamed: 0``, usually a saved index), is a :class:`DataError`.
     """
     check_column_roles(query=query, group=group, judgment=judgment, item=item)
     prefix = _prefix(df, source)
@@ -279,6 +280,10 @@ def select_features(
             raise DataError(f"{prefix}no feature columns: the table has only {list(df.columns)} "
                             f"(query {query!r}, judgment {judgment!r}, item {item!r})")
         for c in chosen:
+            if isinstance(c, str) and c.startswith("Unnamed: "):  # pandas' name for an empty header cell
+                raise DataError(f"{prefix}column {c!r} has no name in the header (an index saved with the data?); "
+                                "automatic feature selection would train on it: name or drop it, or list the "
+                                "features (--features)")
             if not (pd.api.types.is_bool_dtype(df[c]) or (pd.api.types.is_numeric_dtype(df[c])
                                                           and not pd.api.types.is_complex_dtype(df[c]))):
                 numeric_column(df, c, query=query if query in df.columns else None, source=source,

@@ -268,6 +268,16 @@ def test_feature_selection_excludes_query_judgment_item_and_keeps_the_group(tmp_
         f"{p}:2: non-numeric value 'a' in column 'doc' (query 1)" + AUTO_HINT)
 
 
+def test_an_unnamed_column_is_not_silently_a_feature(tmp_path):
+    p = tmp_path / "t.csv"
+    pd.read_csv(pd.io.common.StringIO("\n".join([HEADER, *ROWS]))).to_csv(p)  # index saved by accident
+    df = read_ranking(p)
+    assert _message(lambda: DELTR(gamma=1.0).fit(df)) == (
+        f"{p}: column 'Unnamed: 0' has no name in the header (an index saved with the data?); automatic feature "
+        "selection would train on it: name or drop it, or list the features (--features)")
+    assert DELTR(gamma=1.0, max_iter=2).fit(df, features=["x1", "x2"]).feature_names_ == ["x1", "x2"]
+
+
 def test_non_number_dtypes_are_not_features():
     df = _frame().assign(when=pd.Timestamp("2024-01-01"))
     msg = _message(lambda: to_batch(df))
