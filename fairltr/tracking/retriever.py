@@ -19,7 +19,8 @@ MLflow model: "models from code" (``retriever_code.py``), the package folder as 
 ``package`` artifact, the ``fairltr`` package under ``code/``, pinned pip requirements and
 ``model_config={"kind": "retriever"}`` (read by :func:`model_kind`).
 
-Contract of ``predict``: input = DataFrame ``query_id`` (str), ``text`` (str), optional ``lang``;
+Contract of ``predict``: input = DataFrame ``query_id`` (str, unique), ``text`` (str), optional
+``lang`` (accepted so that evaluation frames pass as they are; not used for scoring);
 ``params={"k": 10}``; output = one row per (query, retrieved document): ``query_id``,
 ``doc_id``, ``rank`` (1..k), ``score`` (float), ordered by query (input order) then rank.
 """
