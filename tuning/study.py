@@ -276,6 +276,62 @@ def count_states(study) -> dict[str, int]:
     return dict(Counter(t.state.name for t in study.get_trials(deepcopy=False)))
 
 
+class InterruptGuard:
+    """Ctrl-C (SIGINT) during a sweep, made reliable: the handler records the interrupt and
+    raises ``KeyboardInterrupt`` in the main thread; when that exception is swallowed (raised
+    inside a finalizer, which Python only reports as "Exception ignored"), :meth:`check` raises
+    it again at the next safe point. Outside the main thread it does nothing."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._previous: Any = None
+
+    def __enter__(self) -> "InterruptGuard":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.getsignal(signal.SIGINT)
+            signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _handle(self, signum, frame) -> None:
+        self.interrupted = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise ``KeyboardInterrupt`` when an interrupt arrived (and was maybe swallowed)."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+
+
+def fail_if_running(study, number: int | None) -> bool:
+    """Mark trial ``number`` FAIL when it is still RUNNING (an interrupted trial must not wait
+    for its heartbeat to go stale). Returns True when it was changed."""
+    from optuna.trial import TrialState
+
+    if number is None:
+        return False
+    try:
+        trial = study.get_trials(deepcopy=False)[number]
+    except IndexError:
+        return False
+    if trial.state != TrialState.RUNNING:
+        return False
+    try:
+        study.tell(number, state=TrialState.FAIL)
+    except (ValueError, RuntimeError):  # finished meanwhile (by us or a stale-trial check)
+        return False
+    return True
+
+
 @dataclass
 class WorkerReport:
     """What one worker did: trials it completed, failed, skipped as surplus; the final count."""
@@ -350,9 +406,10 @@ def run_worker(
     report = WorkerReport()
     t0 = time.perf_counter()
     heartbeat = storage is not None and _has_heartbeat(storage)
-    consecutive = 0
 
     def guarded(trial):
+        current["number"] = trial.number
+        guard.check()
         ahead = trials_ahead(study, trial.number)
         if ahead >= n_trials:
             report.surplus.append(trial.number)
@@ -377,8 +434,27 @@ def run_worker(
                 _log.warning("failed abandoned RUNNING trials %s (no heartbeat in this storage; "
                              "running longer than %ss)", stale, grace_period)
 
+    current: dict[str, int | None] = {"number": None}
+    guard = InterruptGuard()
+    with guard:
+        try:
+            _worker_loop(study, guarded, n_trials, report, fail_stale, guard, current, poll_seconds,
+                         max_consecutive_failures, on_progress)
+        except BaseException:
+            fail_if_running(study, current["number"])  # e.g. Ctrl-C: that trial is FAIL at once
+            raise
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _worker_loop(study, guarded, n_trials, report, fail_stale, guard, current, poll_seconds,
+                 max_consecutive_failures, on_progress) -> None:
+    from optuna.trial import TrialState
+
+    consecutive = 0
     fail_stale()
     while True:
+        guard.check()
         states = count_states(study)
         n_complete = states.get("COMPLETE", 0)
         report.n_complete = n_complete
@@ -394,6 +470,7 @@ def run_worker(
         frozen_holder: list = []
         study.optimize(guarded, n_trials=1, catch=(_TrialFailed,), gc_after_trial=False,
                        show_progress_bar=False, callbacks=[lambda s, t: frozen_holder.append(t)])
+        guard.check()
         if not frozen_holder:
             continue
         ft = frozen_holder[-1]
@@ -408,5 +485,3 @@ def run_worker(
                                    f"{ft.user_attrs.get('fairltr_error', 'see the log')}")
         elif len(report.surplus) > before:
             time.sleep(poll_seconds)
-    report.seconds = time.perf_counter() - t0
-    return report

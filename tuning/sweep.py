@@ -28,7 +28,7 @@ from tuning.plots import plot_fronts
 from tuning.report import FrontReport, front_report, nadir_reference, parse_reference, trials_frame, write_report
 from tuning.study import WorkerReport, make_sampler, make_storage, open_study, run_worker
 
-__all__ = ["SweepConfig", "SweepResult", "run_sweep", "make_objective", "study_reports"]
+__all__ = ["SweepConfig", "SweepResult", "run_sweep", "make_objective", "study_reports", "file_stem"]
 
 _log = logging.getLogger(__name__)
 _WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -76,6 +76,15 @@ class SweepResult:
     files: list[Path] = field(default_factory=list)
     parent_run_id: str | None = None
     finished: bool = False
+
+
+def file_stem(name: str) -> str:
+    """A study or run name made safe as a file-name prefix inside ``--out``: letters, digits,
+    ``.``, ``_`` and ``-`` only, no leading dot (``../../x`` -> ``x``)."""
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
+    return stem or "study"
 
 
 def _read(path: str | Path, what: str) -> pd.DataFrame:
@@ -174,6 +183,7 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
         default_objectives = plugin.default_objectives if plugin else DEFAULT_OBJECTIVES
     objectives = parse_objectives(cfg.objectives or default_objectives)
     constraints = [parse_constraint(c) for c in cfg.constraints]
+    parse_reference(cfg.reference, [o.name for o in objectives])  # a typo fails now, not after the trials
     if cfg.n_trials < 1:
         raise ConfigError(f"--trials must be >= 1, got {cfg.n_trials}")
     out = Path(cfg.out)
@@ -249,6 +259,10 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
     try:
         worker = run_worker(study, objective, cfg.n_trials, storage=storage, grace_period=cfg.grace_period,
                             max_retry=cfg.max_retry, on_progress=on_progress)
+    except BaseException as exc:
+        if tracker is not None:  # no run this worker touched stays RUNNING; a resumed sweep reopens the parent
+            tracker.abort(exc)
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -259,15 +273,16 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
     reports, frames = study_reports(storage, names, objectives, constraints, cfg.reference)
     rep = reports[0]
     result.report, result.compared = rep, reports[1:]
-    files = write_report(rep, out, prefix=f"{cfg.study}_")
+    stem = file_stem(cfg.study)
+    files = write_report(rep, out, prefix=f"{stem}_")
     if cfg.plot:
-        files.append(plot_fronts(reports, frames, out / f"{cfg.study}_pareto.png",
+        files.append(plot_fronts(reports, frames, out / f"{stem}_pareto.png",
                                  title=f"{cfg.study}: Pareto fronts ({', '.join(r.method for r in reports)})"))
     if len(reports) > 1:
         comp = pd.DataFrame([{"study": r.study, "method": r.method, "n_complete": r.n_complete,
                               "n_front": len(r.front), "hypervolume": r.hypervolume,
                               **{f"reference_{k}": v for k, v in r.reference.items()}} for r in reports])
-        path = out / f"{cfg.study}_comparison.csv"
+        path = out / f"{stem}_comparison.csv"
         comp.to_csv(path, index=False)
         files.append(path)
     result.files = files

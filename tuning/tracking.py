@@ -84,6 +84,7 @@ class SweepTracker:
         self.study_name = study_name
         self.experiment_id = self._experiment(experiment)
         self.parent_run_id: str | None = None
+        self._open_trial_run: str | None = None
 
     def _experiment(self, name: str) -> str:
         from mlflow.exceptions import MlflowException
@@ -143,6 +144,7 @@ class SweepTracker:
             TAG_TRIAL: str(number), TAG_ROLE: "trial", **(tags or {}),
         })
         rid = run.info.run_id
+        self._open_trial_run = rid
         ts = int(time.time() * 1000)
         self.client.log_batch(
             rid,
@@ -151,7 +153,24 @@ class SweepTracker:
             tags=[RunTag("optuna.trial_number", str(number))],
         )
         self.client.set_terminated(rid, "FINISHED")
+        self._open_trial_run = None
         return rid
+
+    def abort(self, exc: BaseException) -> None:
+        """This worker stops on ``exc``: the parent run ends KILLED (Ctrl-C) or FAILED, and a
+        trial run it was writing is deleted (its trial ends FAIL). Errors while doing so (the
+        server is gone) are reported by the caller's exception, not raised here."""
+        from fairltr.tracking.runs import end_run_status
+
+        status = end_run_status(exc)
+        try:
+            if self._open_trial_run is not None:
+                self.client.delete_run(self._open_trial_run)
+                self._open_trial_run = None
+            if self.parent_run_id is not None:
+                self.client.set_terminated(self.parent_run_id, status)
+        except Exception:
+            pass
 
     def nested_runs(self) -> list:
         """All (not deleted) nested trial runs of the parent."""

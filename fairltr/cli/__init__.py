@@ -8,9 +8,32 @@ from fairltr.cli import deltr_commands, dpr_commands, fair_commands, sweep_comma
 from fairltr.cli.app import cli, run
 
 
+EXIT_GRACE_SECONDS = 3.0
+
+
+def _exit_watchdog(code: int, seconds: float = EXIT_GRACE_SECONDS) -> None:
+    """After Ctrl-C, the interpreter waits for non-daemon threads at exit (a library's heartbeat
+    or upload thread may never end): leave with ``code`` after ``seconds`` whatever they do. Runs
+    and trials are already closed by then."""
+    import os
+    import threading
+
+    timer = threading.Timer(seconds, os._exit, (code,))
+    timer.daemon = True
+    timer.start()
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``fairltr`` console script."""
-    run(argv)
+    """Entry point of the ``fairltr`` console script (exit 130 on Ctrl-C, never hangs)."""
+    try:
+        run(argv)
+    except SystemExit as exc:
+        if exc.code == 130:
+            _exit_watchdog(130)
+        raise
+    except KeyboardInterrupt:  # a second Ctrl-C while cleaning up
+        _exit_watchdog(130)
+        raise SystemExit(130) from None
 
 
 __all__ = ["cli", "main"]

@@ -48,8 +48,12 @@ class FairltrGroup(click.Group):
 
 @click.group(cls=FairltrGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="fairltr")
-def cli() -> None:
+@click.option("--verbose", is_flag=True, help="show the log lines and warnings of MLflow, Lightning, Optuna, transformers")
+def cli(verbose: bool) -> None:
     """fairltr: fair learning to rank (DELTR, FA*IR, LaKDA) with MLflow, Optuna and Lightning."""
+    from fairltr.cli.noise import quiet_third_party
+
+    quiet_third_party(verbose)
 
 
 def run(argv: list[str] | None = None) -> None:

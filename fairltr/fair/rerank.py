@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from fairltr.data import query_codes, validate_ranking_frame
+from fairltr.data import ORIGIN_KEY, query_codes, validate_ranking_frame
 from fairltr.errors import ConfigError, DataError
 from fairltr.fair.mtable import _mtable_cached, check_params
 
@@ -163,4 +163,5 @@ def rerank(
     out["score"] = s[final]
     out["rank"] = rank[final]
     out["fair_feasible"] = feasible[codes[final]]
+    out.attrs.pop(ORIGIN_KEY, None)  # rows re-ordered and re-indexed: the reader's line map no longer applies
     return out.reset_index(drop=True)

@@ -62,12 +62,15 @@ def rerank_file(cfg: RerankConfig) -> RerankResult:
     check_params(cfg.k, cfg.p, cfg.alpha)
     check_output_file(cfg.out_path, TABLE_SUFFIXES)
     c = cfg.columns
-    kw = dict(query=c.query, group=c.group, judgment=None, features=[cfg.scores_col])
+    kw = dict(query=c.query, group=c.group, judgment=None)
     if c.item is not None:
         kw["item"] = c.item
     df = read_ranking(cfg.input_path, cfg.fmt, **kw)
     if cfg.scores_col not in df.columns:
         raise DataError(f"{cfg.input_path}: score column {cfg.scores_col!r} not found; columns: {list(df.columns)}")
+    from fairltr.data import numeric_column
+
+    df[cfg.scores_col] = numeric_column(df, cfg.scores_col, query=c.query)  # a bad score names its file and line
     before = _exposure(df, df[cfg.scores_col], c)
     out = rerank(df, cfg.scores_col, k=cfg.k, p=cfg.p, alpha=cfg.alpha, query=c.query, group=c.group,
                  adjust=cfg.adjust)

@@ -37,15 +37,14 @@ def check_output_dir(path: str | Path) -> Path:
 def check_output_file(path: str | Path, suffixes: Iterable[str] | None = None) -> Path:
     """Fail before any work when ``path`` cannot be written as a file (a folder, under a file,
     not writable, or a suffix outside ``suffixes``)."""
+    from fairltr.files import check_writable
+
     p = Path(path)
     if suffixes is not None:
         allowed = tuple(s.lower() for s in suffixes)
         if p.suffix.lower() not in allowed:
-            raise ConfigError(f"{p}: unsupported file type {p.suffix or '(none)'!r}; use one of {list(allowed)}")
-    if p.is_dir():
-        raise ConfigError(f"output file {p} is a folder")
-    check_output_dir(p.parent)
-    return p
+            raise ConfigError(f"cannot write {p}: unsupported file type {p.suffix or '(none)'!r}; use one of {list(allowed)}")
+    return check_writable(p)
 
 
 class OutputSet:
