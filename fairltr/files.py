@@ -1,4 +1,4 @@
-"""Atomic file writes: a file is either the complete new version or the previous one, never a
+"""Atomic file writes (and a cross-process file lock): a file is either the complete new version or the previous one, never a
 truncated mix (full disk, Ctrl-C, a serialiser that fails midway).
 
 Contract of :func:`atomic_path`: the caller writes a temporary file in the target's folder;
@@ -18,7 +18,7 @@ from typing import Iterator
 
 from fairltr.errors import ConfigError
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "check_writable"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "check_writable", "file_lock"]
 
 PathLike = str | os.PathLike
 
@@ -117,3 +117,33 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> Path:
 def atomic_write_text(path: PathLike, text: str, encoding: str = "utf-8") -> Path:
     """Write ``text`` to ``path`` atomically (see :func:`atomic_path`); returns the path."""
     return atomic_write_bytes(path, text.encode(encoding))
+
+
+@contextlib.contextmanager
+def file_lock(path: PathLike, timeout: float = 120.0) -> Iterator[Path]:
+    """An exclusive advisory lock (``fcntl.flock``) on the file ``path`` (created if needed),
+    held for the ``with`` block: processes on this machine that take the same lock run the block
+    one at a time (e.g. the first use of a fresh SQLite database, whose table creation is not
+    safe under concurrency). Raises :class:`ConfigError` after ``timeout`` seconds."""
+    import fcntl
+    import time
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ConfigError(f"could not lock {p} within {timeout:.0f} s (another process holds it)") from None
+                time.sleep(0.05)
+        try:
+            yield p
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

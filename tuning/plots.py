@@ -67,6 +67,9 @@ def plot_fronts(
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
+    from fairltr.files import atomic_path
+
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png")
     plt.close(fig)
     return out

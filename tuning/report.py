@@ -141,8 +141,11 @@ def write_report(rep: FrontReport, out: Path, prefix: str = "") -> list[Path]:
     front["hypervolume"] = rep.hypervolume
     for k, v in rep.reference.items():
         front[f"reference_{k}"] = v
+    from fairltr.files import atomic_path, atomic_write_text
+
     csv = out / f"{prefix}pareto_front.csv"
-    front.to_csv(csv, index=False)
+    with atomic_path(csv) as tmp:
+        front.to_csv(tmp, index=False)
     js = out / f"{prefix}sweep_summary.json"
-    js.write_text(json.dumps(rep.to_json(), indent=1, default=float))
+    atomic_write_text(js, json.dumps(rep.to_json(), indent=1, default=float))
     return [csv, js]

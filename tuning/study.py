@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-import random
 import time
 import warnings
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import optuna
 
@@ -83,42 +83,62 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
     if "://" not in url:
         raise ConfigError(f"storage {url!r}: use sqlite:///FILE, postgresql://USER:PW@HOST/DB or journal:FILE")
     url = _postgres_driver(url)
-    engine_kwargs: dict[str, Any] = {}
-    if url.startswith("sqlite"):
-        engine_kwargs = {"connect_args": {"timeout": 60}}
-    else:
-        engine_kwargs = {"pool_pre_ping": True}
+    engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     import sqlalchemy.exc
 
-    attempts = 12
-    for attempt in range(attempts):
+    from fairltr.tracking.config import redact_text, redact_uri
+
+    try:
+        with _schema_lock(url), warnings.catch_warnings():  # heartbeat + retry callback are experimental
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            storage = RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                                 grace_period=grace_period,
+                                 heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
+    except RuntimeError as exc:  # Optuna: the database's alembic_version holds a schema that is not Optuna's
+        if "table schema" not in str(exc):
+            raise
+        raise ConfigError(f"cannot open Optuna storage {redact_uri(url)}: its alembic_version table holds another "
+                          "schema (e.g. MLflow's tracking store in the same database); give Optuna a database of "
+                          "its own") from None
+    except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError) as exc:
+        reason = redact_text(" ".join(str(exc).split("\n")[0].split()))[:300]
+        raise ConfigError(f"cannot open Optuna storage {redact_uri(url)}: {reason}") from None
+    if url.startswith("sqlite"):
+        _sqlite_wal(storage.engine)
+    return storage
+
+
+@contextmanager
+def _schema_lock(url: str) -> Iterator[None]:
+    """Serialise the first use of a storage, whose table creation is not safe under concurrency
+    (N workers on a fresh database): a file lock beside a SQLite file, a PostgreSQL advisory lock
+    (held by one connection for the block) on a server. Other backends: no lock."""
+    if url.startswith("sqlite:///") and ":memory:" not in url:
+        from fairltr.files import file_lock
+
+        db = Path(url[len("sqlite:///"):])
+        with file_lock(db.with_name(db.name + ".lock")):
+            yield
+        return
+    if url.startswith("postgresql"):
+        import sqlalchemy
+
+        engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
         try:
-            with warnings.catch_warnings():  # heartbeat and its retry callback are marked experimental
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                storage = RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                                  grace_period=grace_period,
-                                  heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
-            if url.startswith("sqlite"):
-                _sqlite_wal(storage.engine)
-            return storage
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError, RuntimeError) as exc:
-            # N workers on a fresh database race to create Optuna's tables: the losers fail on a
-            # unique constraint, or read the schema-version row before the winner wrote it
-            # ("no longer compatible with the table schema"); they retry and find the tables made
-            if isinstance(exc, RuntimeError) and "table schema" not in str(exc):
-                raise
-            if attempt == attempts - 1:
-                if isinstance(exc, RuntimeError):
-                    raise ConfigError(
-                        f"cannot open Optuna storage {url!r}: its alembic_version table holds another "
-                        f"schema (e.g. MLflow's tracking store in the same database); give Optuna a "
-                        f"database of its own") from None
-                raise
-            time.sleep(0.2 + 0.3 * random.random())
-        except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.OperationalError, ImportError,
-                ValueError) as exc:
-            raise ConfigError(f"cannot open Optuna storage {url!r}: {exc}") from None
-    raise AssertionError("unreachable")
+            with engine.connect() as conn:
+                conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
+                try:
+                    yield
+                finally:
+                    conn.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_SCHEMA_LOCK})
+        finally:
+            engine.dispose()
+        return
+    yield
+
+
+# a fixed key for pg_advisory_lock ("optuna" in ASCII; any constant shared by all workers works)
+_PG_SCHEMA_LOCK = 0x6F70_7475_6E61
 
 
 def _sqlite_wal(engine) -> None:

@@ -283,7 +283,10 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
                               "n_front": len(r.front), "hypervolume": r.hypervolume,
                               **{f"reference_{k}": v for k, v in r.reference.items()}} for r in reports])
         path = out / f"{stem}_comparison.csv"
-        comp.to_csv(path, index=False)
+        from fairltr.files import atomic_path
+
+        with atomic_path(path) as tmp:
+            comp.to_csv(tmp, index=False)
         files.append(path)
     result.files = files
     if tracker is not None:
