@@ -161,7 +161,7 @@ def test_ungrouped_query_is_refused_naming_file_query_and_row(tmp_path):
 
 def test_bad_columns_name_file_column_row_and_query(tmp_path):
     df = _table(seed=7)
-    with pytest.raises(DataError, match=r"feature column 'note' in .*t\.parquet is not numeric \(type string\)"):
+    with pytest.raises(DataError, match=r"feature column 'note' in .*t\.parquet is not numeric \(type (large_)?string\)"):
         scan_parquet(_write(df, tmp_path / "t.parquet", 50), features=["x1", "note"])
     with pytest.raises(DataError, match=r"feature column\(s\) \['nope'\] not found in .*t\.parquet"):
         scan_parquet(tmp_path / "t.parquet", features=["x1", "nope"])
