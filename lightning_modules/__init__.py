@@ -14,3 +14,13 @@ __all__ = [
     "BiEncoderModule", "pool",
     "ParallelQueryDataModule", "ParallelQueryDataset", "collate_parallel",
 ]
+
+# Lightning DELTR engine: in-memory and streamed (Parquet) training, DDP batch dealing
+from lightning_modules.deltr_training import DELTRTrainingModule, train_deltr_lightning
+from lightning_modules.parquet_datamodule import ParquetRankingDataModule, StreamedQueryBatches
+from lightning_modules.query_batches import QueryBatchSampler, ShardedRankingDataModule, empty_batch
+
+__all__ += [
+    "train_deltr_lightning", "DELTRTrainingModule", "ParquetRankingDataModule", "StreamedQueryBatches",
+    "QueryBatchSampler", "ShardedRankingDataModule", "empty_batch",
+]

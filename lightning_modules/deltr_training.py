@@ -15,7 +15,8 @@ Defaults (measured on Law race and synthetic data, see ``benchmarks/results/stre
   training query; Adam (lr 0.01) for true mini-batches. With L-BFGS one epoch is one optimizer
   step on the whole table, so the result is the estimator's model.
 * ``batch_queries=None``: all queries (in memory) or :data:`STREAM_BATCH_QUERIES` (streamed).
-* ``epochs=None``: 200 for L-BFGS (it stops at ``tol`` long before), :data:`ADAM_EPOCHS` for Adam.
+* ``epochs=None``: 200 for L-BFGS (it stops at ``tol`` long before); for Adam enough epochs for
+  :data:`ADAM_STEPS` steps and at least :data:`ADAM_MIN_EPOCHS` (:func:`default_epochs`).
 
 DDP: ``devices > 1`` uses Lightning's ``ddp_spawn`` strategy (gloo on CPU, NCCL on GPU): the
 calling process spawns ``devices`` fresh workers (multiprocessing "spawn"), each re-imports this
@@ -38,7 +39,7 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -51,12 +52,16 @@ from fairltr.losses.registry import get_loss
 from fairltr.parquet_stream import DEFAULT_CHUNK_ROWS, iter_query_batches, scan_parquet
 from lightning_modules.deltr_module import DELTRModule
 
-__all__ = ["DELTRTrainingModule", "train_deltr_lightning", "STREAM_BATCH_QUERIES", "ADAM_EPOCHS", "LBFGS_EPOCHS"]
+__all__ = [
+    "DELTRTrainingModule", "train_deltr_lightning", "default_epochs", "quiet_lightning",
+    "STREAM_BATCH_QUERIES", "ADAM_STEPS", "ADAM_MIN_EPOCHS", "ADAM_LR", "LBFGS_EPOCHS", "LBFGS_LR",
+]
 
-STREAM_BATCH_QUERIES = 32
-ADAM_EPOCHS = 30
-LBFGS_EPOCHS = 200
+STREAM_BATCH_QUERIES = 16  # streamed default: queries per optimizer step (all processes together)
 ADAM_LR = 0.01
+ADAM_STEPS = 400  # default Adam budget: at least this many steps ...
+ADAM_MIN_EPOCHS = 10  # ... and at least this many epochs
+LBFGS_EPOCHS = 200  # the estimator's max_iter; the tol rule stops far earlier
 LBFGS_LR = 1.0
 
 Callback = Callable[[int, dict[str, float]], None]
@@ -205,6 +210,13 @@ if os.environ.get(_QUIET_ENV) == "1":  # imported while unpickling a DDP worker 
     _silence()
 
 
+def default_epochs(optimizer: str, steps_per_epoch: int) -> int:
+    """L-BFGS: :data:`LBFGS_EPOCHS`; Adam: max(:data:`ADAM_MIN_EPOCHS`, ceil(:data:`ADAM_STEPS` / steps))."""
+    if optimizer == "lbfgs":
+        return LBFGS_EPOCHS
+    return max(ADAM_MIN_EPOCHS, math.ceil(ADAM_STEPS / max(steps_per_epoch, 1)))
+
+
 def _is_parquet(train: Any) -> bool:
     return isinstance(train, (str, os.PathLike))
 
@@ -238,6 +250,7 @@ def train_deltr_lightning(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: bool = False,
     callback: Callback | None = None,
+    trainer_options: Mapping[str, Any] | None = None,
 ) -> DELTR:
     """Train DELTR with Lightning on a DataFrame (in memory) or a Parquet file / folder (streamed).
 
@@ -248,6 +261,8 @@ def train_deltr_lightning(
     weights. ``n_iter_`` = epochs run. ``callback(iteration, record)`` is called for every
     history entry: live with one process, after training with several (the workers are other
     processes). With several processes only this (the calling) process returns the model.
+    ``trainer_options``: extra ``lightning.pytorch.Trainer`` arguments (a logger, callbacks,
+    ``limit_train_batches``...); the epoch count, devices and strategy are this function's.
     A Parquet table must be grouped by query id; it is read twice per epoch at most (once to
     train, once at the end for the final objective) plus one scan for validation and statistics.
     """
@@ -312,7 +327,7 @@ def train_deltr_lightning(
             f"use 'adam' for mini-batches of {size} queries"
         )
     lr = lr if lr is not None else (LBFGS_LR if optimizer == "lbfgs" else ADAM_LR)
-    epochs = int(epochs) if epochs is not None else (LBFGS_EPOCHS if optimizer == "lbfgs" else ADAM_EPOCHS)
+    epochs = int(epochs) if epochs is not None else default_epochs(optimizer, math.ceil(n_queries / size))
 
     # ---- model and trainer -----------------------------------------------------------------
     module = DELTRTrainingModule(
@@ -321,13 +336,19 @@ def train_deltr_lightning(
     )
     if devices == 1:
         module.epoch_callback = callback
+    options = dict(
+        max_epochs=epochs, accelerator=accelerator, devices=devices,
+        strategy="ddp_spawn" if devices > 1 else "auto", use_distributed_sampler=False,
+        logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
+        num_sanity_val_steps=0, limit_val_batches=0,
+    )
+    fixed = {"max_epochs", "accelerator", "devices", "strategy", "use_distributed_sampler"}
+    clash = fixed & set(trainer_options or {})
+    if clash:
+        raise ConfigError(f"trainer_options may not set {sorted(clash)}: use the function's own arguments")
+    options.update(trainer_options or {})
     with quiet_lightning(not progress):
-        trainer = pl.Trainer(
-            max_epochs=epochs, accelerator=accelerator, devices=devices,
-            strategy="ddp_spawn" if devices > 1 else "auto", use_distributed_sampler=False,
-            logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
-            num_sanity_val_steps=0, limit_val_batches=0,
-        )
+        trainer = pl.Trainer(**options)
         trainer.fit(module, datamodule=dm)
     module.epoch_callback = None
     module = module.cpu()
