@@ -33,36 +33,59 @@ def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str
 @click.option("--gates", "gate_list", default="", help="several gates separated by ';' (used by the MLproject)")
 @click.option("--data", "data_path", default="",
               help="evaluate candidate and champion on this ranking file, or parallel-query folder for a retriever "
-                   "(default: the metrics logged at training)")
+                   "(default: the metrics logged at training; the model is opened and verified either way)")
 @click.option("--alias", default="champion", show_default=True, help="alias to move on success")
 @click.option("--no-champion", type=click.Choice(["pass", "fail"]), default="pass", show_default=True,
               help="relative gates when no model holds the alias yet")
 @click.option("--experiment", default="fairltr-promotion", show_default=True, help="MLflow experiment of the evaluations")
 @click.option("--languages", default=None, help="retrievers: evaluate only these query languages")
+@click.option("--split", default="test", show_default=True, help="retrievers: split of the parallel-query folder")
+@click.option("--max-items", type=int, default=None, help="retrievers: seeded subset of parallel items")
+@click.option("--unloadable-champion", type=click.Choice(["fail", "pass"]), default="fail", show_default=True,
+              help="relative gates when the current champion does not load or verify: fail them, or skip them "
+                   "(replace a corrupt champion on the absolute gates)")
+@click.option("--allow-unverified", is_flag=True,
+              help="accept versions logged without a recorded digest (fairltr < digests); they are still loaded "
+                   "by fairltr's own loaders, never by code stored with the model")
+@click.option("--lock-timeout", type=float, default=120.0, show_default=True,
+              help="seconds to wait for the registered model's promotion lock (then exit 3)")
+@click.option("--lock-lease", type=float, default=60.0, show_default=True,
+              help="seconds after which a crashed holder's lock may be taken over")
 @data_options("format of --data")
-def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_champion, experiment, languages, fmt,
-                query, group, judgment, item):
-    """Check fairness/relevance gates on a model version and move the alias only if all pass.
+def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_champion, experiment, languages, split,
+                max_items, unloadable_champion, allow_unverified, lock_timeout, lock_lease, fmt, query, group,
+                judgment, item):
+    """Open a model version (download, verify its digest, load it with fairltr's loaders), check
+    fairness/relevance gates against the current champion and move the alias only if all pass.
 
-    Exit status 0 when promoted, 1 when a gate failed (alias untouched). The decision (gates,
-    values, verdict, UTC time) is recorded as tags on the model version either way.
+    \b
+    Exit status:
+      0  promoted (the alias now points to the version)
+      1  rejected: a gate failed, or the model does not load / verify (alias untouched)
+      3  lost to contention: the promotion lock stayed held or the alias kept moving; retry
+    The decision (gates, values, verdict, reason, UTC time) is recorded as tags on the model
+    version and the registered model either way.
     """
     from fairltr.workflows import PromoteConfig, promote_model, split_gates
 
     texts = split_gates([*gates, gate_list])
     if not texts:
         raise click.UsageError("give at least one --gate (or --gates 'a;b')")
-    data = _eval_data(data_path, fmt, query, group, judgment, item, languages) if data_path else None
+    data = _eval_data(data_path, fmt, query, group, judgment, item, languages, split, max_items) if data_path else None
     decision = promote_model(PromoteConfig(model_name, str(version), texts, data=data, alias=alias,
-                                           no_champion=no_champion, experiment=experiment))
+                                           no_champion=no_champion, experiment=experiment,
+                                           unloadable_champion=unloadable_champion, allow_unverified=allow_unverified,
+                                           lock_timeout=lock_timeout, lock_lease=lock_lease))
     click.echo(decision.summary())
-    if not decision.promoted:
-        failed = [r for r in decision.results if not r.passed]
-        for r in failed:
-            click.echo(f"gate failed: {r.describe()}", err=True)
-        if not failed:
-            click.echo("not promoted: " + "; ".join(decision.notes), err=True)
-        sys.exit(1)
+    if decision.verdict == "contention":
+        click.echo(f"lost to contention (exit 3): {decision.reason}", err=True)
+    elif not decision.promoted:
+        if decision.reason:
+            click.echo(f"rejected: {decision.reason}", err=True)
+        for r in decision.results:
+            if not r.passed:
+                click.echo(f"gate failed: {r.describe()}", err=True)
+    sys.exit(decision.exit_code)
 
 
 @cli.command("evaluate-model")
@@ -75,18 +98,22 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
 @click.option("--max-items", type=int, default=None, help="retrievers: seeded subset of parallel items")
 @click.option("--experiment", default="fairltr-evaluation", show_default=True, help="MLflow experiment")
 @click.option("--run-name", default=None, help="name of the evaluation run")
+@click.option("--allow-unverified", is_flag=True,
+              help="evaluate a model logged without a recorded digest (loaded by fairltr's loaders only)")
 @data_options("format of --data")
-def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, experiment, run_name, fmt, query, group,
-                       judgment, item):
+def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, experiment, run_name, allow_unverified,
+                       fmt, query, group, judgment, item):
     """Evaluate a logged/registered model with MLflow's evaluate and fairltr's evaluator plugins
     (fair_ranking for rankers, fair_retrieval for retrievers): metrics, charts and an HTML report
-    logged to a new run."""
+    logged to a new run. The model is verified against the digest recorded when it was logged and
+    built by fairltr's own loaders: code stored with the model never runs."""
     from fairltr.cli.formatting import metrics_table
     from fairltr.workflows import EvaluateModelConfig, evaluate_model
 
     k = parse_ks(ks)
     data = _eval_data(data_path, fmt, query, group, judgment, item, languages, split, max_items)
-    res = evaluate_model(EvaluateModelConfig(model_uri, data, k=k, experiment=experiment, run_name=run_name))
+    res = evaluate_model(EvaluateModelConfig(model_uri, data, k=k, experiment=experiment, run_name=run_name,
+                                             allow_unverified=allow_unverified))
     if res.kind == "retriever":
         cols = [c for c in res.metrics if "/" not in c]
     else:

@@ -302,15 +302,19 @@ def check_gates(
     candidate: Mapping[str, float],
     champion: Mapping[str, float] | None,
     no_champion: str = "pass",
+    absent_reason: str = "no champion yet",
 ) -> list[GateResult]:
-    """Check every gate (no short-circuit) under the fail-closed policy of the module docstring."""
+    """Check every gate (no short-circuit) under the fail-closed policy of the module docstring.
+    ``champion=None`` means there is none to compare with; ``absent_reason`` says why in the
+    notes (``"no champion yet"``, or e.g. ``"champion v3 unloadable"``), and ``no_champion``
+    decides whether its relative bounds are skipped (``"pass"``) or fail (``"fail"``)."""
     if no_champion not in ("pass", "fail"):
         raise ConfigError(f"no_champion must be 'pass' or 'fail', got {no_champion!r}")
-    return [_check_one(g, candidate, champion, no_champion) for g in gates]
+    return [_check_one(g, candidate, champion, no_champion, absent_reason) for g in gates]
 
 
 def _check_one(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, float] | None,
-               no_champion: str) -> GateResult:
+               no_champion: str, absent_reason: str = "no champion yet") -> GateResult:
     base = dict(gate=g.text, metric=g.metric, rule=g.rule, preset=g.preset or "")
     value = candidate.get(g.metric)
     if not is_finite_number(value):
@@ -323,9 +327,9 @@ def _check_one(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, f
         if b.relative and champion is None:
             if no_champion == "fail":
                 return GateResult(**base, value=value, threshold=None, passed=False, margin=None,
-                                  note="no champion yet: relative gate failed (policy fail)")
-            notes.append("no champion yet: relative gate skipped (policy pass)" if len(g.bounds) == 1
-                         else f"no champion yet: bound {b.text} skipped (policy pass)")
+                                  note=f"{absent_reason}: relative gate failed (policy fail)")
+            notes.append(f"{absent_reason}: relative gate skipped (policy pass)" if len(g.bounds) == 1
+                         else f"{absent_reason}: bound {b.text} skipped (policy pass)")
             continue
         threshold = b.threshold(g.metric, champion)
         if threshold is None:

@@ -1,46 +1,93 @@
-"""Fairness-gated promotion of a registered ranker to the ``champion`` alias.
+"""Fairness-gated promotion of a registered ranker or retriever to the ``champion`` alias.
+
+The promise: ``@champion`` only ever points at a model that loads, matches the digest recorded
+when it was logged, and passed its gates against the champion it replaced.
 
 A gate is ``<metric> <op> <bound>`` with op in ``>=, <=, >, <`` and bound either a number
 (absolute) or ``champion``, ``champion+x``, ``champion-x``, ``champion*x`` (relative to the
-current ``@champion`` on the same data). Examples: ``exposure_ratio>=0.9``,
-``ndcg_at_10>=champion-0.01``, ``exposure_gap<=champion``.
+current ``@champion`` on the same data); two-sided gates and presets too
+(:mod:`fairltr.tracking.gates`). Examples: ``exposure_ratio>=0.9``,
+``ndcg_at_10>=champion-0.01``, ``mrc_at_5>=0.3``, ``four_fifths@7``.
 
-Policies:
-* fail closed: a gate whose metric the candidate lacks (not computed, NaN) fails; so does a
-  relative gate whose metric the champion lacks;
-* no champion yet (first promotion): relative gates are skipped and reported as such when
-  ``no_champion="pass"`` (default: the first model that clears the absolute gates becomes
-  champion); ``no_champion="fail"`` fails them instead;
-* concurrency: MLflow has no atomic compare-and-set on aliases. Right before moving the alias
-  the current champion is read again; if it changed since the evaluation, the new champion is
-  evaluated and the gates re-checked (up to ``max_attempts`` times). After moving, the alias is
-  read back; a concurrent winner is reported in the decision. Two racing promotions therefore end
-  with the alias on one version, and both decisions are recorded;
-* record: every decision is written as tags on the model version (``fairltr.promotion.*``) and as
-  one tag per decision on the registered model (``fairltr.decision.<utc>.v<version>``), which
-  concurrent writers cannot overwrite.
+Steps of :func:`promote`:
+
+1. open the candidate: download it, verify its digest and load it with fairltr's own loaders
+   (:mod:`fairltr.tracking.verify`; the stored model code never runs). A model that does not
+   load, does not match its digest, or has no digest (unless ``allow_unverified``) is REJECTED
+   with a one-line reason — with or without data.
+2. metrics: with ``data`` the loaded model is evaluated in this process by the evaluator of its
+   kind (``fair_ranking`` on a ranking DataFrame, with the gates' cut-offs added to ``k``;
+   ``fair_retrieval`` on a parallel-query folder), nested in one ``promote NAME vV`` run;
+   without data, the metrics logged by the version's training run are read.
+3. the champion (if any) is opened and measured the same way. A champion that does not load or
+   does not verify never blocks replacing it: it is reported, and its relative gates are
+   decided by ``unloadable_champion`` — ``"fail"`` (default: fail closed, note "champion vN
+   unloadable") or ``"pass"`` (skipped, as with no champion).
+4. the gates are checked (fail closed: a metric the candidate or the champion lacks fails).
+5. compare-and-set under a lock the tracking store enforces (:mod:`fairltr.tracking.lock`): the
+   lock of the registered model is acquired, the champion re-read; if it moved, the gates are
+   re-checked against the new champion (measured outside the lock first when it is new); the
+   alias is moved and the decision recorded while the lock is held; the lock is released.
+   Concurrent promotions therefore move the alias one at a time, each checked against the
+   champion it replaces: with monotone relative gates (``metric>=champion``) the champion's
+   metric never decreases and the best eligible candidate of a race ends as champion.
+6. outcomes: ``promoted`` (exit status 0), ``rejected`` (1: a gate failed, the model did not
+   load or verify), ``contention`` (3: the lock stayed held for ``lock_timeout`` seconds or
+   the alias moved ``max_attempts`` times — the gates were not decided; retry).
+
+Record: every decision is written as tags on the model version (``fairltr.promotion.*``: verdict,
+time, decision_id, alias, gates, results, values, champion_values, champion_before,
+champion_after, champion_status, digest, reason, evaluation_run, notes; every value valid
+JSON or text of at most 4,900 characters — long results are summarised, never cut) and as one tag
+per decision on the registered model (``fairltr.decision.<utc>.v<version>.<id>``), which
+concurrent writers cannot overwrite.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+import time
 import uuid
 import warnings
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from fairltr.errors import ConfigError
-from fairltr.tracking.gates import Gate, GateResult, check_gates, parse_gate
+from fairltr.tracking.gates import Gate, GateResult, check_gates, gate_cutoffs, parse_gate
 from fairltr.tracking.gates import is_finite_number as _finite
 
 __all__ = ["Gate", "GateResult", "PromotionDecision", "parse_gate", "check_gates", "evaluate_model_uri",
-           "version_metrics", "current_champion", "promote", "TAG_PREFIX"]
+           "version_metrics", "current_champion", "promote", "TAG_PREFIX", "EXIT_CODES", "TAG_LIMIT",
+           "json_within", "retrieval_cutoffs"]
 
 TAG_PREFIX = "fairltr.promotion."
+TAG_LIMIT = 4900  # model version / registered model tag values are VARCHAR(5000) in MLflow's SQL stores
+EXIT_CODES = {"promoted": 0, "rejected": 1, "contention": 3}
+_HEADS = {"promoted": "PROMOTED", "rejected": "REJECTED", "contention": "LOST TO CONTENTION"}
+
+
+def json_within(candidates: Sequence[Any], limit: int = TAG_LIMIT) -> str:
+    """The JSON text of the first of ``candidates`` (richest first) that fits in ``limit``
+    characters; the last one is expected to fit, and if it does not, a JSON object saying so is
+    returned. Always valid JSON."""
+    for value in candidates:
+        text = json.dumps(value)
+        if len(text) <= limit:
+            return text
+    return json.dumps({"summary": "too long to store", "chars": len(json.dumps(candidates[-1]))})
+
+
+def _cut_text(text: str, limit: int = TAG_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    tail = f" ... (+{len(text) - limit + 40} characters)"
+    return text[:limit - len(tail)] + tail
 
 
 @dataclass
@@ -50,7 +97,7 @@ class PromotionDecision:
     model: str
     version: str
     alias: str
-    verdict: str  # "promoted" | "rejected"
+    verdict: str  # "promoted" | "rejected" | "contention"
     results: list[GateResult]
     champion_before: str | None
     champion_after: str | None
@@ -60,60 +107,93 @@ class PromotionDecision:
     champion_metrics: dict[str, float] | None = None
     evaluation_run_id: str | None = None
     notes: list[str] = field(default_factory=list)
+    reason: str | None = None
+    kind: str | None = None
+    digest: str | None = None
+    champion_status: str = "none"
 
     @property
     def promoted(self) -> bool:
         return self.verdict == "promoted"
 
+    @property
+    def exit_code(self) -> int:
+        """0 promoted, 1 rejected (gate failed, model unloadable/unverified), 3 lost to contention."""
+        return EXIT_CODES[self.verdict]
+
     def summary(self) -> str:
-        head = (f"{self.model} v{self.version}: {self.verdict.upper()} "
+        head = (f"{self.model} v{self.version}: {_HEADS[self.verdict]} "
                 f"(@{self.alias} was {'v' + self.champion_before if self.champion_before else 'unset'}, "
                 f"now {'v' + self.champion_after if self.champion_after else 'unset'})")
-        lines = [head] + ["  " + r.describe() for r in self.results] + ["  note: " + n for n in self.notes]
+        lines = [head]
+        if self.reason:
+            lines.append(f"  reason: {self.reason}")
+        lines += ["  " + r.describe() for r in self.results] + ["  note: " + n for n in self.notes]
         return "\n".join(lines)
+
+    def _results_json(self) -> str:
+        full = [asdict(r) for r in self.results]
+        lean = [{k: d[k] for k in ("gate", "rule", "passed", "value", "threshold", "margin")} | {"note": d["note"][:200]}
+                for d in full]
+        bare = [{"gate": r.gate[:200], "passed": r.passed} for r in self.results]
+        failed = [r.gate[:100] for r in self.results if not r.passed]
+        counts = {"n_gates": len(self.results), "n_failed": len(failed), "failed": failed[:20]}
+        return json_within([full, lean, bare, counts, {"n_gates": len(self.results), "n_failed": len(failed)}])
 
     def version_tags(self) -> dict[str, str]:
         gated = sorted({r.metric for r in self.results})
+        gates = [r.gate for r in self.results]
+        values = {m: self.candidate_metrics.get(m) for m in gated}
+        champ = None if self.champion_metrics is None else {m: self.champion_metrics.get(m) for m in gated}
         return {
             f"{TAG_PREFIX}verdict": self.verdict,
             f"{TAG_PREFIX}time": self.time,
             f"{TAG_PREFIX}decision_id": self.decision_id,
             f"{TAG_PREFIX}alias": self.alias,
-            f"{TAG_PREFIX}gates": json.dumps([r.gate for r in self.results]),
-            f"{TAG_PREFIX}results": json.dumps([asdict(r) for r in self.results])[:4900],
-            f"{TAG_PREFIX}values": json.dumps({m: self.candidate_metrics.get(m) for m in gated}),
-            f"{TAG_PREFIX}champion_values": json.dumps(
-                None if self.champion_metrics is None else {m: self.champion_metrics.get(m) for m in gated}),
+            f"{TAG_PREFIX}gates": json_within([gates, [g[:200] for g in gates], {"n_gates": len(gates)}]),
+            f"{TAG_PREFIX}results": self._results_json(),
+            f"{TAG_PREFIX}values": json_within([values, {"n_metrics": len(values)}]),
+            f"{TAG_PREFIX}champion_values": json_within([champ, {"n_metrics": len(champ or {})}]),
             f"{TAG_PREFIX}champion_before": self.champion_before or "none",
             f"{TAG_PREFIX}champion_after": self.champion_after or "none",
+            f"{TAG_PREFIX}champion_status": _cut_text(self.champion_status),
+            f"{TAG_PREFIX}digest": self.digest or "none",
+            f"{TAG_PREFIX}reason": _cut_text(self.reason or "none"),
             f"{TAG_PREFIX}evaluation_run": self.evaluation_run_id or "none",
-            f"{TAG_PREFIX}notes": "; ".join(self.notes)[:4900],
+            f"{TAG_PREFIX}notes": _cut_text("; ".join(self.notes)),
         }
 
     def model_tag(self) -> tuple[str, str]:
         stamp = self.time.replace("+00:00", "Z").replace("-", "").replace(":", "")
         key = f"fairltr.decision.{stamp}.v{self.version}.{self.decision_id[:8]}"
-        value = json.dumps({"version": self.version, "verdict": self.verdict, "time": self.time,
-                            "gates": {r.gate: r.passed for r in self.results},
-                            "champion_before": self.champion_before, "champion_after": self.champion_after})
-        return key, value[:4900]
+        base = {"version": self.version, "verdict": self.verdict, "time": self.time,
+                "champion_before": self.champion_before, "champion_after": self.champion_after}
+        failed = [r.gate[:100] for r in self.results if not r.passed]
+        return key, json_within([{**base, "gates": {r.gate: r.passed for r in self.results}, "reason": self.reason},
+                                 {**base, "failed": failed[:20], "reason": (self.reason or "")[:500]},
+                                 {**base, "n_failed": len(failed)}])
 
 
 # ---------------------------------------------------------------------------- metrics sources
 def evaluate_model_uri(
-    model_uri: str, data: pd.DataFrame, config: Mapping[str, Any], run_name: str | None = None
+    model: Any, data: pd.DataFrame, config: Mapping[str, Any], run_name: str | None = None,
+    label: str | None = None,
 ) -> tuple[dict[str, float], str]:
-    """Evaluate ``model_uri`` on ``data`` with the ``fair_ranking`` evaluator in a (nested when a
-    run is active) MLflow run. Returns (finite metrics, run id)."""
+    """Evaluate ``model`` (a model URI, or a ``PyFuncModel`` such as
+    :func:`fairltr.tracking.verify.load_verified` builds) on ``data`` with the ``fair_ranking``
+    evaluator in a (nested when a run is active) MLflow run tagged ``fairltr.evaluated_model``
+    = ``label`` (default: the URI). Returns (finite metrics, run id)."""
     import mlflow
 
+    label = label or (model if isinstance(model, str) else "in-process model")
     nested = mlflow.active_run() is not None
     with mlflow.start_run(run_name=run_name, nested=nested) as run, warnings.catch_warnings():
         # MLflow's dataset schema inference hints about int columns (query id, group): noise here
         warnings.filterwarnings("ignore", message=".*Integer columns in Python cannot represent missing values.*")
-        mlflow.set_tag("fairltr.evaluated_model", model_uri)
+        warnings.filterwarnings("ignore", message=".*Found extra inputs in the model input.*")
+        mlflow.set_tag("fairltr.evaluated_model", label)
         result = mlflow.models.evaluate(
-            model_uri, data, model_type="fair_ranking", evaluators=["fair_ranking"],
+            model, data, model_type="fair_ranking", evaluators=["fair_ranking"],
             evaluator_config={"fair_ranking": dict(config)},
         )
     return {k: float(v) for k, v in result.metrics.items() if _finite(v)}, run.info.run_id
@@ -137,107 +217,285 @@ def current_champion(client, name: str, alias: str = "champion") -> str | None:
         return None
 
 
+def retrieval_cutoffs(gates: Sequence[Gate], k: int, mrc_k: int) -> tuple[int, int]:
+    """The (k, mrc_k) of a retrieval evaluation the gates can read: when the gates name exactly
+    one cut-off of ``mrr_at_<k>`` / ``recall_at_<k>`` (resp. one of ``mrc_at_<m>`` /
+    ``overlap_at_<m>`` / ``rbo_at_<m>``) it is used, otherwise the given one (a gate on another
+    cut-off then fails closed)."""
+    import re
+
+    ks, ms = set(), set()
+    for g in gates:
+        m = re.match(r"^(mrr|recall)_at_(\d+)", g.metric)
+        if m:
+            ks.add(int(m.group(2)))
+        m = re.match(r"^(mrc|overlap|rbo)_at_(\d+)", g.metric)
+        if m:
+            ms.add(int(m.group(2)))
+    k = ks.pop() if len(ks) == 1 else k
+    mrc_k = ms.pop() if len(ms) == 1 else mrc_k
+    return (k, mrc_k) if mrc_k <= k else (max(k, mrc_k), mrc_k)
+
+
 # ---------------------------------------------------------------------------- promote
+@dataclass
+class _Side:
+    """A version opened for the decision: its metrics, or why it could not be used."""
+
+    version: str
+    metrics: dict[str, float] | None = None
+    problem: str | None = None
+    kind: str | None = None
+    digest: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class _Promoter:
+    """State of one :func:`promote` call (see the module docstring for the steps)."""
+
+    def __init__(self, client, model: str, version: str, gates: list[Gate], *, data: Any, config: dict[str, Any],
+                 alias: str, no_champion: str, unloadable_champion: str, allow_unverified: bool, tmp: Path) -> None:
+        self.client, self.model, self.version, self.gates = client, model, version, gates
+        self.data, self.config, self.alias = data, config, alias
+        self.no_champion, self.unloadable_champion, self.allow_unverified = no_champion, unloadable_champion, allow_unverified
+        self.tmp = tmp
+        self.sides: dict[str, _Side] = {}
+        self.notes: list[str] = []
+
+    # ------------------------------------------------------------------ opening and measuring
+    def side(self, v: str) -> _Side:
+        if v not in self.sides:
+            self.sides[v] = self._open(v)
+        return self.sides[v]
+
+    def _open(self, v: str) -> _Side:
+        import shutil
+
+        from fairltr.tracking.verify import ModelRejected, open_verified
+
+        role = "candidate" if v == self.version else "champion"
+        dst = self.tmp / f"v{v}"
+        dst.mkdir(parents=True, exist_ok=True)
+        try:
+            try:
+                vm, loaded = open_verified(f"models:/{self.model}/{v}", dst, allow_unverified=self.allow_unverified,
+                                           client=self.client)
+            except ModelRejected as exc:
+                return _Side(v, problem=str(exc))
+            side = _Side(v, kind=vm.kind, digest=vm.digest if vm.verified else None, notes=list(vm.notes))
+            expected = self._data_kind()
+            if expected is not None and vm.kind != expected:
+                if role == "candidate":
+                    raise ConfigError(f"{self.model} v{v} is a {vm.kind}: --data must be "
+                                      + ("a parallel-query folder" if vm.kind == "retriever" else "a ranking file"))
+                side.problem = f"the champion is a {vm.kind}, the candidate is not"
+                return side
+            try:
+                side.metrics = self._metrics(v, vm.kind, loaded, role)
+            except Exception as exc:  # a model that cannot score the data is not promotable
+                text = " ".join(str(exc).split())[:300]
+                side.problem = f"{self.model} v{v} cannot be evaluated: {type(exc).__name__}: {text}"
+            return side
+        finally:
+            shutil.rmtree(dst, ignore_errors=True)
+
+    def _data_kind(self) -> str | None:
+        if self.data is None:
+            return None
+        return "ranker" if isinstance(self.data, pd.DataFrame) else "retriever"
+
+    def _metrics(self, v: str, kind: str, loaded: Any, role: str) -> dict[str, float]:
+        if self.data is None:
+            return version_metrics(self.client, self.model, v)
+        run_name = f"{role} v{v}"
+        label = f"models:/{self.model}/{v}"
+        if kind == "ranker":
+            metrics, _ = evaluate_model_uri(loaded, self.data, self.config, run_name=run_name, label=label)
+            return metrics
+        from fairltr.tracking.retrieval_evaluator import evaluate_retriever
+
+        d = dict(self.data)
+        k, mrc_k = retrieval_cutoffs(self.gates, int(d.pop("k", 100)), int(d.pop("mrc_k", 5)))
+        metrics, _ = evaluate_retriever(loaded, d.pop("data_dir"), run_name=run_name, k=k, mrc_k=mrc_k,
+                                        label=label, **d)
+        return metrics
+
+    # ------------------------------------------------------------------ gates
+    def check(self, cand: _Side, champion: str | None) -> tuple[list[GateResult], dict[str, float] | None]:
+        if champion is None:
+            return check_gates(self.gates, cand.metrics or {}, None, self.no_champion), None
+        if champion == self.version:
+            return check_gates(self.gates, cand.metrics or {}, cand.metrics, self.no_champion), cand.metrics
+        side = self.side(champion)
+        if side.problem is not None:
+            results = check_gates(self.gates, cand.metrics or {}, None, self.unloadable_champion,
+                                  absent_reason=f"champion v{champion} unloadable")
+            return results, None
+        return check_gates(self.gates, cand.metrics or {}, side.metrics, self.no_champion), side.metrics
+
+    def champion_status(self, champion: str | None) -> str:
+        if champion is None:
+            return "none"
+        side = self.sides.get(champion)
+        if side is None:
+            return "not opened"
+        if side.problem is not None:
+            return f"unloadable: {side.problem}"
+        return "loaded and verified" if side.digest else "loaded (unverified)"
+
+    def current(self) -> str | None:
+        return current_champion(self.client, self.model, self.alias)
+
+
 def promote(
     model: str,
     version: str | int,
     gates: Sequence[str | Gate],
     *,
-    data: pd.DataFrame | None = None,
+    data: pd.DataFrame | Mapping[str, Any] | None = None,
     query: str = "query_id",
     group: str = "protected",
     judgment: str = "judgment",
     alias: str = "champion",
     no_champion: str = "pass",
+    unloadable_champion: str = "fail",
+    allow_unverified: bool = False,
     experiment: str = "fairltr-promotion",
-    max_attempts: int = 3,
+    max_attempts: int = 20,
+    lock_timeout: float = 120.0,
+    lock_lease: float = 60.0,
     extra_config: Mapping[str, Any] | None = None,
 ) -> PromotionDecision:
-    """Evaluate version ``version`` of registered model ``model`` (and the current ``@alias``) on
-    ``data`` with the fair_ranking evaluator — or, without data, read the metrics logged by each
-    version's training run — check ``gates``; move ``alias`` on success; record the decision."""
-    import time
-
+    """Decide whether version ``version`` of registered model ``model`` becomes ``@alias`` (see
+    the module docstring). ``data``: None (training metrics), a ranking DataFrame (rankers; the
+    columns ``query`` / ``group`` / ``judgment``), or for retrievers a mapping of
+    :func:`~fairltr.tracking.retrieval_evaluator.evaluate_retriever` arguments with ``data_dir``
+    (and ``split``, ``languages``, ``max_items``, ``seed``, ``k``, ``mrc_k``). Returns the
+    recorded :class:`PromotionDecision`; its ``exit_code`` is 0, 1 or 3."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
+    from fairltr.metrics import DEFAULT_K
     from fairltr.tracking.config import configure
+    from fairltr.tracking.lock import LockTimeout, acquire_lock
+    from fairltr.tracking.runs import job_run, log_params
 
     if not gates:
         raise ConfigError("give at least one --gate (e.g. 'exposure_ratio>=0.9')")
+    for name, value in (("no_champion", no_champion), ("unloadable_champion", unloadable_champion)):
+        if value not in ("pass", "fail"):
+            raise ConfigError(f"{name} must be 'pass' or 'fail', got {value!r}")
+    if data is not None and not isinstance(data, pd.DataFrame) and "data_dir" not in data:
+        raise ConfigError("promotion data must be a ranking DataFrame or a mapping with 'data_dir'")
     parsed = [g if isinstance(g, Gate) else parse_gate(g) for g in gates]
     version = str(version)
     configure()
     client = mlflow.MlflowClient()
     client.get_model_version(model, version)  # raises a clear MLflow error when absent
     configure(experiment)
-    config = {"query": query, "group": group, "judgment": judgment, **dict(extra_config or {})}
-    cache: dict[str, dict[str, float]] = {}
-    notes: list[str] = []
-
-    def metrics_of(v: str) -> dict[str, float]:
-        if v not in cache:
-            if data is None:
-                cache[v] = version_metrics(client, model, v)
-            else:
-                cache[v], _ = evaluate_model_uri(f"models:/{model}/{v}", data, config,
-                                                 run_name=f"{'candidate' if v == version else 'champion'} v{v}")
-        return cache[v]
-
+    extra = dict(extra_config or {})
+    ks = sorted(set(int(k) for k in extra.pop("k", DEFAULT_K)) | set(gate_cutoffs(parsed)))
+    config = {"query": query, "group": group, "judgment": judgment, "k": ks, **extra}
     decision_id = uuid.uuid4().hex
+
     with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fairltr-promote-")))
         eval_run_id = None
-        if data is not None:  # one run per promotion; the two evaluations are nested in it
-            run = stack.enter_context(mlflow.start_run(run_name=f"promote {model} v{version}"))
+        if data is not None:  # one run per promotion; the evaluations are nested in it
+            run = stack.enter_context(job_run(experiment, f"promote {model} v{version}"))
             eval_run_id = run.info.run_id
-            mlflow.log_params({"model": model, "version": version, "alias": alias, "no_champion": no_champion,
-                               "gates": " ; ".join(g.text for g in parsed)})
-        champion_before = before = current_champion(client, model, alias)
+            log_params(eval_run_id, {"model": model, "version": version, "alias": alias, "no_champion": no_champion,
+                                     "unloadable_champion": unloadable_champion,
+                                     "gates": " ; ".join(g.text for g in parsed)})
+        p = _Promoter(client, model, version, parsed, data=data, config=config, alias=alias, no_champion=no_champion,
+                      unloadable_champion=unloadable_champion, allow_unverified=allow_unverified, tmp=tmp)
+        notes = p.notes
+        champion_before = before = p.current()
+        cand = p.side(version)
+        notes.extend(cand.notes)
         results: list[GateResult] = []
-        verdict = "rejected"
-        for _attempt in range(max_attempts):
-            candidate = metrics_of(version)
-            champion = metrics_of(before) if before is not None else None
-            results = check_gates(parsed, candidate, champion, no_champion)
-            if not all(r.passed for r in results):
-                break
-            now = current_champion(client, model, alias)  # compare-and-set: re-read right before setting
-            if now != before:
-                notes.append(f"@{alias} moved from {'v' + before if before else 'unset'} to v{now} "
-                             "during the evaluation; gates re-checked against it")
-                before = now
-                continue
-            try:
-                client.set_registered_model_alias(model, alias, version)
-            except MlflowException as exc:
-                # two promotions setting a fresh alias at once: the store's unique constraint
-                # lets one insert win; the loser re-reads the alias and re-checks against it
-                now = current_champion(client, model, alias)
-                if now == version:
+        champ_metrics: dict[str, float] | None = None
+        verdict, reason = "rejected", None
+        recorded: PromotionDecision | None = None
+
+        def record(verdict_: str, reason_: str | None) -> PromotionDecision:
+            champ = before if before != version else None
+            decision = PromotionDecision(
+                model=model, version=version, alias=alias, verdict=verdict_, results=results,
+                champion_before=champion_before, champion_after=p.current(),
+                time=datetime.now(timezone.utc).isoformat(timespec="microseconds"), decision_id=decision_id,
+                candidate_metrics=cand.metrics or {}, champion_metrics=champ_metrics, evaluation_run_id=eval_run_id,
+                notes=notes, reason=reason_, kind=cand.kind, digest=cand.digest,
+                champion_status=p.champion_status(champ),
+            )
+            for key, value in decision.version_tags().items():
+                client.set_model_version_tag(model, version, key, value)
+            client.set_registered_model_tag(model, *decision.model_tag())
+            return decision
+
+        if cand.problem is not None:
+            reason = cand.problem
+        else:
+            for _attempt in range(max_attempts):
+                results, champ_metrics = p.check(cand, before)
+                if before is not None and before != version:
+                    notes_champ = p.sides[before].notes if before in p.sides else []
+                    notes.extend(n for n in notes_champ if n not in notes)
+                now = p.current()
+                if now != before:
+                    notes.append(f"@{alias} moved from {'v' + before if before else 'unset'} to "
+                                 f"{'v' + now if now else 'unset'} during the evaluation; gates re-checked against it")
+                    before = now
+                    continue
+                if not all(r.passed for r in results):
+                    verdict = "rejected"
+                    break
+                if before == version:
+                    notes.append(f"v{version} already holds @{alias}")
                     verdict = "promoted"
                     break
-                notes.append(f"setting @{alias} failed ({type(exc).__name__}); it now points to "
-                             f"{'v' + now if now else 'nothing'}; gates re-checked")
-                before = now
-                time.sleep(0.05)
-                continue
-            verdict = "promoted"
-            break
-        else:
-            notes.append(f"@{alias} kept moving; gave up after {max_attempts} attempts (rejected)")
-        after = current_champion(client, model, alias)
-        if verdict == "promoted" and after != version:
-            notes.append(f"a concurrent promotion moved @{alias} to v{after} right after this one")
-        decision = PromotionDecision(
-            model=model, version=version, alias=alias, verdict=verdict, results=results,
-            champion_before=champion_before, champion_after=after,
-            time=datetime.now(timezone.utc).isoformat(timespec="microseconds"), decision_id=decision_id,
-            candidate_metrics=cache.get(version, {}), champion_metrics=cache.get(before) if before else None,
-            evaluation_run_id=eval_run_id, notes=notes,
-        )
-        for key, value in decision.version_tags().items():
-            client.set_model_version_tag(model, version, key, value)
-        client.set_registered_model_tag(model, *decision.model_tag())
+                try:
+                    lock = acquire_lock(client, model, lease_s=lock_lease, timeout_s=lock_timeout)
+                except LockTimeout as exc:
+                    verdict, reason = "contention", str(exc)
+                    break
+                with lock:
+                    now = p.current()
+                    if now != before:
+                        notes.append(f"@{alias} moved from {'v' + before if before else 'unset'} to "
+                                     f"{'v' + now if now else 'unset'} before the lock was taken; gates re-checked")
+                        before = now
+                        if now is not None and now not in p.sides:
+                            continue  # measure the new champion outside the lock, then try again
+                        results, champ_metrics = p.check(cand, before)
+                        if not all(r.passed for r in results):
+                            verdict = "rejected"
+                            recorded = record(verdict, None)
+                            break
+                        if before == version:
+                            verdict = "promoted"
+                            recorded = record(verdict, None)
+                            break
+                    if not lock.valid():
+                        notes.append("the lock's lease ran out before the alias move; tried again")
+                        continue
+                    try:
+                        client.set_registered_model_alias(model, alias, version)
+                    except MlflowException as exc:
+                        now = p.current()
+                        if now != version:
+                            notes.append(f"setting @{alias} failed ({type(exc).__name__}); it now points to "
+                                         f"{'v' + now if now else 'nothing'}; gates re-checked")
+                            before = now
+                            time.sleep(0.05)
+                            continue
+                    verdict = "promoted"
+                    recorded = record(verdict, None)
+                    break
+            else:
+                verdict = "contention"
+                reason = f"@{alias} kept moving: gave up after {max_attempts} attempts (gates not decided)"
+        decision = recorded or record(verdict, reason)
         if eval_run_id is not None:
             mlflow.set_tags({"fairltr.promotion.verdict": verdict, "fairltr.promotion.model": model,
                              "fairltr.promotion.version": version})

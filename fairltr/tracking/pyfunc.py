@@ -5,6 +5,11 @@
 * code: "models from code" — the model is defined by ``ranker_code.py`` (which calls
   ``mlflow.models.set_model``), and the ``fairltr`` package is shipped under ``code/`` because it
   is not on PyPI; third-party requirements are pinned explicitly (no 19 s inference);
+* integrity: the SHA-256 digest of the logged model folder is recorded in the tracking store
+  (tag ``fairltr.digest`` on the logged model and the registered version,
+  :mod:`fairltr.tracking.verify`); promotion and ``fairltr evaluate-model`` check it and build
+  the ranker with :meth:`FairltrRanker.from_model` in their own process, never running the
+  stored ``ranker_code.py``;
 * contract: input = DataFrame with the query-id column and the model's feature columns (extra
   columns are ignored); output = DataFrame ``score`` (float) and ``rank`` (1-based, per query,
   by decreasing score, ties in input order), same index and row order as the input.
@@ -50,6 +55,14 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
     ``model_config={"query": "<column>"}`` overrides the query-id column name seen at training.
     """
 
+    @classmethod
+    def from_model(cls, model: DELTR, query: str | None = None) -> "FairltrRanker":
+        """The pyfunc of an already loaded model (in-process use; no MLflow context)."""
+        self = cls()
+        self.model = model
+        self.query = query or model.query_
+        return self
+
     def load_context(self, context) -> None:
         self.model = DELTR.load(context.artifacts["weights"])
         config = getattr(context, "model_config", None) or {}
@@ -94,8 +107,11 @@ def log_ranker_model(
 ):
     """Log ``model`` as a pyfunc (in the active run, if any) and optionally register it as a
     new version of ``register``. Returns MLflow's ``ModelInfo`` (``model_uri``,
-    ``registered_model_version``...)."""
+    ``registered_model_version``...). The folder's digest is recorded on the logged model and
+    the version (tag ``fairltr.digest``, :func:`fairltr.tracking.verify.record_digest`)."""
     from mlflow.models import infer_signature
+
+    from fairltr.tracking.verify import record_digest
 
     model._check_fitted()
     if input_example is None:
@@ -112,7 +128,7 @@ def log_ranker_model(
             warnings.simplefilter("ignore", UserWarning)
             signature = infer_signature(input_example, predict_frame(model, input_example))
         code = stage_package(tmp_path / "code")
-        return mlflow.pyfunc.log_model(
+        info = mlflow.pyfunc.log_model(
             name=name,
             python_model=str(MODEL_CODE),
             artifacts={"weights": str(weights)},
@@ -124,3 +140,6 @@ def log_ranker_model(
             model_config={"query": model.query_, "kind": "ranker"},
             **log_kwargs,
         )
+        record_digest(info, {"artifact:weights": weights, "ranker_code.py": MODEL_CODE, "code/fairltr": code},
+                      register=register or None)
+    return info

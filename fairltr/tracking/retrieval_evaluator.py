@@ -336,7 +336,7 @@ def _write_artifacts(tmp: Path, result, metrics, data: ParallelRetrievalData, co
 
 
 def evaluate_retriever(
-    model_uri: str,
+    model_uri: Any,
     data_dir: str | Path,
     *,
     split: str | None = "test",
@@ -346,9 +346,12 @@ def evaluate_retriever(
     run_name: str | None = None,
     k: int = DEFAULT_K,
     mrc_k: int = DEFAULT_MRC_K,
+    label: str | None = None,
 ) -> tuple[dict[str, float], str]:
-    """Evaluate ``model_uri`` on a parallel-query folder with ``mlflow.models.evaluate`` and this
-    evaluator, in a new run (nested when a run is active). ``split`` (None: every query) and
+    """Evaluate ``model_uri`` (a model URI, or a ``PyFuncModel`` such as
+    :func:`fairltr.tracking.verify.load_verified` builds in process) on a parallel-query folder
+    with ``mlflow.models.evaluate`` and this evaluator, in a new run (nested when a run is active)
+    tagged ``fairltr.model_uri`` = ``label`` (default: the URI). ``split`` (None: every query) and
     ``max_items`` (a ``seed``ed sample of parallel items) select the queries. Returns the metrics
     and the run id."""
     import mlflow
@@ -365,7 +368,8 @@ def evaluate_retriever(
         config["languages"] = list(languages)
     queries = data.queries.rename(columns={"_id": "query_id"})
     with mlflow.start_run(run_name=run_name, nested=mlflow.active_run() is not None) as run:
-        mlflow.set_tags({"fairltr.evaluator": MODEL_TYPE, "fairltr.model_uri": model_uri})
+        shown = label or (model_uri if isinstance(model_uri, str) else "in-process model")
+        mlflow.set_tags({"fairltr.evaluator": MODEL_TYPE, "fairltr.model_uri": shown})
         mlflow.log_params({"data_dir": str(data_dir), "split": str(split), "max_items": str(max_items),
                            "seed": seed, "k": k, "mrc_k": mrc_k,
                            "languages": ",".join(languages) if languages is not None else "all"})

@@ -471,8 +471,11 @@ def log_retriever_model(
 ):
     """Log the package as a pyfunc (in the active run, if any), optionally registering it as a new
     version of ``register`` (that version gets the tag ``fairltr.kind=retriever``). Returns MLflow's
-    ``ModelInfo``. ``model_config`` / ``tags`` in ``log_kwargs`` are merged with the kind marker."""
+    ``ModelInfo``. ``model_config`` / ``tags`` in ``log_kwargs`` are merged with the kind marker.
+    The folder's digest is recorded on the logged model and the version (tag ``fairltr.digest``,
+    :func:`fairltr.tracking.verify.record_digest`)."""
     from fairltr.tracking.pyfunc import stage_package
+    from fairltr.tracking.verify import record_digest
 
     settings = read_retriever_settings(package_dir)
     if input_example is None:
@@ -501,6 +504,8 @@ def log_retriever_model(
             metadata=metadata,
             **log_kwargs,
         )
+        record_digest(info, {"artifact:package": Path(package_dir), "retriever_code.py": MODEL_CODE,
+                             "code/fairltr": code}, register=register or None)
     if register and info.registered_model_version is not None:
         mlflow.MlflowClient().set_model_version_tag(register, str(info.registered_model_version), KIND_TAG, "retriever")
     return info

@@ -50,6 +50,7 @@ class EvaluateModelConfig:
     k: tuple[int, ...] = DEFAULT_K
     experiment: str = "fairltr-evaluation"
     run_name: str | None = None
+    allow_unverified: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", check_k(self.k))
@@ -62,40 +63,45 @@ class EvaluateModelResult:
     run_id: str
 
 
-def _kind(model_uri: str) -> str:
-    from fairltr.tracking.retriever import model_kind
-
-    return model_kind(model_uri)
-
-
 def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
-    """Evaluate a logged/registered model in a new run of ``cfg.experiment``."""
+    """Evaluate a logged/registered model in a new run of ``cfg.experiment``.
+
+    The model is downloaded, checked against the digest the tracking store recorded when it was
+    logged, and built in this process by fairltr's own loaders (:mod:`fairltr.tracking.verify`):
+    code stored with the model never runs here. A model without a recorded digest is refused
+    unless ``cfg.allow_unverified``; one that does not match or load raises
+    :class:`~fairltr.tracking.verify.ModelRejected` (a one-line :class:`DataError`)."""
+    import tempfile
+
     from fairltr.tracking.config import check_tracking_uri, configure
+    from fairltr.tracking.verify import open_verified
 
     check_tracking_uri()
     configure(cfg.experiment)
-    kind = _kind(cfg.model_uri)
     run_name = cfg.run_name or f"evaluate {cfg.model_uri}"
-    if kind == "retriever":
-        if not isinstance(cfg.data, RetrievalEvalData):
-            raise ConfigError(f"{cfg.model_uri} is a retriever: --data must be a parallel-query folder "
-                              "(corpus.jsonl, queries.jsonl, qrels.tsv)")
-        from fairltr.tracking.retrieval_evaluator import evaluate_retriever
+    with tempfile.TemporaryDirectory(prefix="fairltr-evaluate-") as tmp:
+        vm, loaded = open_verified(cfg.model_uri, tmp, allow_unverified=cfg.allow_unverified)
+        kind = vm.kind
+        if kind == "retriever":
+            if not isinstance(cfg.data, RetrievalEvalData):
+                raise ConfigError(f"{cfg.model_uri} is a retriever: --data must be a parallel-query folder "
+                                  "(corpus.jsonl, queries.jsonl, qrels.tsv)")
+            from fairltr.tracking.retrieval_evaluator import evaluate_retriever
 
-        d = cfg.data
-        metrics, run_id = evaluate_retriever(cfg.model_uri, d.folder, split=d.split, languages=d.languages,
-                                             max_items=d.max_items, seed=d.seed, run_name=run_name, k=d.k,
-                                             mrc_k=d.mrc_k)
-        return EvaluateModelResult(kind, metrics, run_id)
-    if not isinstance(cfg.data, RankingSource):
-        raise ConfigError(f"{cfg.model_uri} is a ranker: --data must be a ranking file, not a folder")
-    from fairltr.tracking.promotion import evaluate_model_uri
+            d = cfg.data
+            metrics, run_id = evaluate_retriever(loaded, d.folder, split=d.split, languages=d.languages,
+                                                 max_items=d.max_items, seed=d.seed, run_name=run_name, k=d.k,
+                                                 mrc_k=d.mrc_k, label=cfg.model_uri)
+            return EvaluateModelResult(kind, metrics, run_id)
+        if not isinstance(cfg.data, RankingSource):
+            raise ConfigError(f"{cfg.model_uri} is a ranker: --data must be a ranking file, not a folder")
+        from fairltr.tracking.promotion import evaluate_model_uri
 
-    c = cfg.data.columns
-    df = cfg.data.read()
-    metrics, run_id = evaluate_model_uri(cfg.model_uri, df, {"query": c.query, "group": c.group,
-                                                             "judgment": c.judgment, "k": list(cfg.k)},
-                                         run_name=run_name)
+        c = cfg.data.columns
+        df = cfg.data.read()
+        metrics, run_id = evaluate_model_uri(loaded, df, {"query": c.query, "group": c.group,
+                                                          "judgment": c.judgment, "k": list(cfg.k)},
+                                             run_name=run_name, label=cfg.model_uri)
     return EvaluateModelResult(kind, metrics, run_id)
 
 
@@ -103,8 +109,13 @@ def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
 @dataclass(frozen=True)
 class PromoteConfig:
     """``fairltr promote``: check ``gates`` on version ``version`` of registered model ``model``
-    (on ``data`` when given, else on the metrics logged at training) and move ``alias`` only when
-    every gate passes."""
+    (on ``data`` when given — a ranking file for rankers, a parallel-query folder for retrievers
+    — else on the metrics logged at training) and move ``alias`` only when every gate passes.
+
+    ``unloadable_champion``: relative gates against a champion that does not load or verify fail
+    (``"fail"``) or are skipped (``"pass"``); ``allow_unverified``: accept versions logged without
+    a digest (still loaded by fairltr's loaders only); ``lock_timeout`` / ``lock_lease``: seconds
+    to wait for the registered model's promotion lock, and the lease a crashed holder keeps it."""
 
     model: str
     version: str
@@ -113,33 +124,45 @@ class PromoteConfig:
     alias: str = "champion"
     no_champion: str = "pass"
     experiment: str = "fairltr-promotion"
+    unloadable_champion: str = "fail"
+    allow_unverified: bool = False
+    lock_timeout: float = 120.0
+    lock_lease: float = 60.0
 
     def __post_init__(self) -> None:
         if not self.gates:
             raise ConfigError("give at least one --gate (e.g. 'exposure_ratio>=0.9')")
-        if self.no_champion not in ("pass", "fail"):
-            raise ConfigError(f"no_champion must be 'pass' or 'fail', got {self.no_champion!r}")
+        for name in ("no_champion", "unloadable_champion"):
+            if getattr(self, name) not in ("pass", "fail"):
+                raise ConfigError(f"{name} must be 'pass' or 'fail', got {getattr(self, name)!r}")
+        if not self.lock_timeout > 0 or not self.lock_lease > 0:
+            raise ConfigError(f"lock_timeout and lock_lease must be > 0 seconds, got {self.lock_timeout} "
+                              f"and {self.lock_lease}")
 
 
 def promote_model(cfg: PromoteConfig):
-    """Parse the gates (before any evaluation), then :func:`fairltr.tracking.promotion.promote`.
-    Returns the :class:`~fairltr.tracking.promotion.PromotionDecision`."""
+    """Parse the gates (before any evaluation), then :func:`fairltr.tracking.promotion.promote`
+    (the registered model's kind — read from the verified model — picks the evaluator).
+    Returns the :class:`~fairltr.tracking.promotion.PromotionDecision` (``exit_code`` 0
+    promoted, 1 rejected, 3 lost to contention)."""
     from fairltr.tracking.config import check_tracking_uri
     from fairltr.tracking.promotion import parse_gate, promote
 
     parsed = [parse_gate(g) for g in cfg.gates]
     check_tracking_uri()
     data: Any = None
-    extra: dict[str, Any] = {}
     kw: dict[str, Any] = {}
     if isinstance(cfg.data, RankingSource):
         data = cfg.data.read()
         c = cfg.data.columns
         kw = dict(query=c.query, group=c.group, judgment=c.judgment)
     elif isinstance(cfg.data, RetrievalEvalData):
-        data = cfg.data
+        d = cfg.data
+        data = {"data_dir": d.folder, "split": d.split, "languages": list(d.languages) if d.languages else None,
+                "max_items": d.max_items, "seed": d.seed, "k": d.k, "mrc_k": d.mrc_k}
     return promote(cfg.model, cfg.version, parsed, data=data, alias=cfg.alias, no_champion=cfg.no_champion,
-                   experiment=cfg.experiment, extra_config=extra or None, **kw)
+                   unloadable_champion=cfg.unloadable_champion, allow_unverified=cfg.allow_unverified,
+                   experiment=cfg.experiment, lock_timeout=cfg.lock_timeout, lock_lease=cfg.lock_lease, **kw)
 
 
 # ---------------------------------------------------------------------------------- compare
