@@ -174,10 +174,10 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
     ``runner.space`` (the workflows build it: ``fairltr.workflows.sweep``); without it the
     method's runner is built here from ``cfg``. ``default_objectives`` replaces the ranking
     default when ``cfg.objectives`` is not given."""
-    if cfg.progress:
+    if not os.environ.get("FAIRLTR_VERBOSE"):
         import optuna
 
-        optuna.logging.set_verbosity(optuna.logging.WARNING)  # the bar replaces Optuna's per-trial lines
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # the bar / nested runs replace Optuna's per-trial lines
     plugin = method_plugin(cfg.method)
     if default_objectives is None:
         default_objectives = plugin.default_objectives if plugin else DEFAULT_OBJECTIVES

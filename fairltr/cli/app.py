@@ -11,6 +11,10 @@ from fairltr.errors import FairltrError
 __all__ = ["cli", "run", "train", "reproduce", "FairltrGroup", "user_error_message"]
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def user_error_message(exc: BaseException) -> str | None:
     """The one-line message for an error that is the user's to fix, or None for a bug.
 
@@ -29,7 +33,25 @@ def user_error_message(exc: BaseException) -> str | None:
 
 
 class FairltrGroup(click.Group):
-    """A click group whose user errors print one line (``Error: ...``) and exit 1; Ctrl-C exits 130."""
+    """A click group whose user errors print one line (``Error: ...``) and exit 1 (usage
+    mistakes: 2); Ctrl-C exits 130."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:  # one line, not click's usage block
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"Error: {_one_line(exc.format_message())}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context):
         try:

@@ -37,6 +37,7 @@ def quiet_third_party(verbose: bool = False) -> None:
     """Set quiet defaults (environment, loggers, warning filters) unless ``verbose``; values
     the user set in the environment are kept."""
     if verbose:
+        os.environ["FAIRLTR_VERBOSE"] = "1"  # read by code that sets a library's verbosity itself (Optuna)
         return
     for key, value in _ENV.items():
         os.environ.setdefault(key, value)

@@ -8,6 +8,7 @@ predicted lists). :func:`train_and_evaluate` runs it: fit -> rank the test lists
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
@@ -19,9 +20,30 @@ from fairltr.errors import ConfigError
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
 __all__ = ["FairParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
-           "evaluate_ranked", "train_and_evaluate", "ENGINES"]
+           "evaluate_ranked", "train_and_evaluate", "ENGINES", "check_device", "validate_tables"]
 
 ENGINES = ("estimator", "lightning")
+
+
+def check_device(device: str) -> str:
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N``...: a device that parses and exists here."""
+    import torch
+
+    if device == "auto":
+        return device
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise ConfigError(f"device {device!r} is not a device name (auto, cpu, cuda, cuda:1, ...)") from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ConfigError(f"device {device!r}: no CUDA device on this machine (use auto or cpu)")
+        if dev.index is not None and dev.index >= count:
+            raise ConfigError(f"device {device!r}: this machine has {count} CUDA device(s), cuda:0..cuda:{count - 1}")
+    elif dev.type not in ("cpu",) and dev.type != "mps":
+        raise ConfigError(f"device {device!r} is not supported; use auto, cpu or cuda[:N]")
+    return device
 
 
 @dataclass(frozen=True)
@@ -83,6 +105,14 @@ class RankerSpec:
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        for name, value, low in (("gamma", self.gamma, 0.0), ("l2", self.l2, 0.0)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
+                raise ConfigError(f"{name} must be a finite number >= {low:g}, got {value!r}")
+        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
+            raise ConfigError(f"lr must be a finite number > 0, got {self.lr!r}")
+        if self.max_iter is not None and self.max_iter < 1:
+            raise ConfigError(f"max_iter must be >= 1, got {self.max_iter}")
+        check_device(self.device)
 
     def with_(self, **changes: Any) -> "RankerSpec":
         return replace(self, **changes)
@@ -125,6 +155,21 @@ def training_table(train: pd.DataFrame, spec: RankerSpec, columns: RankingColumn
     fp = spec.fair_pre
     return fair_preprocess(train, fp.p, fp.alpha, query=columns.query, group=columns.group,
                            judgment=columns.judgment, adjust=fp.adjust)
+
+
+def validate_tables(train: pd.DataFrame, test: pd.DataFrame | None, spec: RankerSpec,
+                    columns: RankingColumns = DEFAULT_COLUMNS) -> list[str]:
+    """Check, before any training, every cell the job will read: the features (chosen as the
+    model will choose them) of ``train`` and of ``test``, each must be a finite number. Errors
+    name the file, line, column and query. Returns the feature list."""
+    from fairltr.data import numeric_matrix, select_features
+
+    feats = select_features(train, query=columns.query, judgment=columns.judgment, item=columns.item,
+                            group=columns.group, features=list(spec.features) if spec.features is not None else None)
+    numeric_matrix(train, feats, query=columns.query)
+    if test is not None:
+        numeric_matrix(test, [f for f in feats if not (spec.colorblind and f == columns.group)], query=columns.query)
+    return feats
 
 
 def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS, *,

@@ -79,8 +79,8 @@ def reproduce_deltr(cfg: ReproduceConfig, echo: Echo = lambda _: None) -> Reprod
     from fairltr.tracking.config import check_tracking_uri
     from fairltr.tracking.report import figure_to_png
 
-    _check_inputs(cfg)
     out = OutputSet(cfg.out_dir, managed=["reproduction.csv", "reproduction.md", "relevance_vs_exposure.png"])
+    _check_inputs(cfg)
     if cfg.tracking.enabled:
         check_tracking_uri()
     table = run_reproduction(cfg.data_dir, cfg.datasets, with_fair=cfg.with_fair, fair_alpha=cfg.fair_alpha,

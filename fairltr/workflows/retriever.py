@@ -316,11 +316,11 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
 
     setup_torch(cfg.threads)
     spec = cfg.spec
-    check_encoder(spec.encoder)
     data = read_parallel_data(cfg.data)
     data.split(cfg.train_split)  # an unknown split fails here, before the model loads
     test = _eval_split(data, cfg.evaluation) if cfg.evaluation is not None else None
     out = OutputSet(cfg.out_dir, managed=["metrics.json"])
+    check_encoder(spec.encoder)
     uri = check_tracking_uri() if cfg.tracking.enabled else None
     module = build_module(spec)
 

@@ -25,7 +25,7 @@ import pandas as pd
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError, DataError
-from fairltr.workflows.ranking import FairParams, RankerSpec, train_and_evaluate
+from fairltr.workflows.ranking import FairParams, RankerSpec, train_and_evaluate, validate_tables
 
 __all__ = ["RankingTrial", "DprTrial", "ranking_trial", "dpr_trial", "run_sweep_job", "mean_over_folds",
            "RANKING_METHODS"]
@@ -102,10 +102,12 @@ def ranking_trial(method: str, folds: Sequence[Fold], *, loss: str = "exposure_h
         raise ConfigError(f"unknown ranking sweep method {method!r}; choose one of {list(RANKING_METHODS)}")
     if not folds:
         raise ConfigError("a sweep needs at least one (train, test) pair")
+    base = RankerSpec(seed=seed, max_iter=max_iter, device="cpu")
     for i, (train, test) in enumerate(folds):
         for name, df in (("train", train), ("test", test)):
             if len(df) == 0:
                 raise DataError(f"the {name} table{f' of fold {i + 1}' if len(folds) > 1 else ''} is empty")
+        validate_tables(train, test, base, columns)  # bad data stops the sweep before the study, not in trial 0
     if method == "deltr":
         from fairltr.losses import available_losses, get_loss
 
@@ -114,7 +116,6 @@ def ranking_trial(method: str, folds: Sequence[Fold], *, loss: str = "exposure_h
                               f"{available_losses('ranking')}")
     pooled = folds[0][0] if len(folds) == 1 else pd.concat([tr for tr, _ in folds], ignore_index=True)
     space = method_space(method, pooled, loss=loss, group=columns.group, p_range=p_range, alpha_range=alpha_range)
-    base = RankerSpec(seed=seed, max_iter=max_iter, device="cpu")
     return RankingTrial(method, list(folds), space, base, columns, loss)
 
 
@@ -181,8 +182,16 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
 
     ``folds`` replaces ``cfg.train``/``cfg.test`` for ranking methods (e.g. TREC's six folds).
     All inputs are read and validated before the study is created or joined."""
+    from fairltr.tracking.config import check_tracking_uri
+    from fairltr.workflows.outputs import check_output_dir
     from tuning.sweep import run_sweep
+    from tuning.tracking import resolve_tracking_uri
 
+    if not str(cfg.study).strip():
+        raise ConfigError("--study must be a non-empty name")
+    check_output_dir(cfg.out)
+    if cfg.mlflow:
+        check_tracking_uri(resolve_tracking_uri(cfg.tracking_uri))
     if cfg.method == "dpr":
         opts = dict(cfg.method_options)
         opts.setdefault("cache_dir", Path(cfg.out) / "cache")

@@ -15,7 +15,7 @@ from fairltr.errors import ConfigError
 from fairltr.metrics import DEFAULT_K
 from fairltr.workflows.options import RankingSource, TrackingOptions
 from fairltr.workflows.outputs import OutputSet, check_output_file
-from fairltr.workflows.ranking import RankerSpec, evaluate_ranked, train_and_evaluate
+from fairltr.workflows.ranking import RankerSpec, evaluate_ranked, train_and_evaluate, validate_tables
 
 __all__ = ["TrainRankerConfig", "TrainRankerResult", "train_ranker", "EvaluateRankerConfig",
            "EvaluateRankerResult", "evaluate_ranker", "MODEL_FORMATS", "check_k"]
@@ -96,6 +96,8 @@ def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResu
     columns = cfg.train.columns
     train = cfg.train.path if _streamed(cfg) else cfg.train.read()
     test = cfg.test.read() if cfg.test is not None else None
+    if isinstance(train, pd.DataFrame):
+        validate_tables(train, test, cfg.spec, columns)
     out = OutputSet(cfg.out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS] + ["predictions.csv", "metrics.json"])
     uri = check_tracking_uri() if cfg.tracking.enabled else None
 
