@@ -123,6 +123,23 @@ def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, ex
     click.echo(f"MLflow run {res.run_id}", err=True)
 
 
+@cli.command("mark-run")
+@click.argument("run_id")
+@click.option("--status", type=click.Choice(["FAILED", "KILLED", "FINISHED"], case_sensitive=False), default="FAILED",
+              show_default=True, help="status to set")
+@click.option("--force", is_flag=True, help="also change a run that is not RUNNING")
+def mark_run_cmd(run_id, status, force):
+    """End an MLflow run that a fairltr command left RUNNING because it lost the tracking server
+    (that command printed this run id). Runs that are not RUNNING are left alone unless --force."""
+    from fairltr.workflows.registry import mark_run
+
+    before, after = mark_run(run_id, status, force=force)
+    if before == after:
+        click.echo(f"MLflow run {run_id} is {before}; left as it is" + ("" if force else " (not RUNNING)"))
+    else:
+        click.echo(f"MLflow run {run_id}: {before} -> {after}")
+
+
 @cli.command("compare-runs")
 @click.option("--experiment", required=True, help="MLflow experiment whose finished runs to compare")
 @click.option("--relevance", default="kendall_tau", show_default=True, help="x axis (metric key)")

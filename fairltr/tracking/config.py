@@ -3,6 +3,22 @@
 Policy: ``MLFLOW_TRACKING_URI`` (or a URI set with ``mlflow.set_tracking_uri``) wins; otherwise
 a local SQLite store ``sqlite:///<cwd>/mlflow.db`` — MLflow 3.17's own default, made explicit so
 that a stray ``./mlruns`` folder never switches the store to the deprecated file backend.
+
+:func:`configure` (called by every job before its first tracking call) also
+
+* makes the first use of a local SQLite store race-free: MLflow creates and migrates the tables
+  when a process first opens a database, and concurrent first uses crash on "table already
+  exists" or leave ``_alembic_tmp_*`` tables behind. That first open runs under an exclusive
+  file lock ``<database>.lock`` beside the database (:func:`init_store`), so one process
+  creates the tables and the others find them. Server URIs (``http://``) are not touched: the
+  server opens its store itself;
+* shortens MLflow's HTTP timeout and retries (:data:`FAST_FAIL_ENV`) unless the user set them;
+* keeps credentials out of what is printed: MLflow's "View run at <URI>" lines are suppressed for
+  URIs with a password, and a logging filter redacts ``scheme://user:password@`` in MLflow's,
+  urllib3's and alembic's log records (:func:`redact_text`);
+* ends runs left RUNNING by an earlier fairltr command that lost the tracking server: those
+  commands record the run in a small local file (:mod:`fairltr.tracking.runs`), and the next
+  command against the same store sets the recorded status.
 """
 
 from __future__ import annotations
@@ -15,7 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 from fairltr.errors import ConfigError
 
 __all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "lightning_logger",
-           "redact_uri", "redact_text", "check_tracking_uri", "FAST_FAIL_ENV"]
+           "redact_uri", "redact_text", "check_tracking_uri", "FAST_FAIL_ENV", "init_store", "sqlite_path",
+           "install_redaction"]
 
 # MLflow's HTTP client defaults (120 s timeout, 7 retries with exponential backoff) make an
 # unreachable server cost minutes; fairltr fails in seconds unless the user set them.
@@ -40,17 +57,87 @@ def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
 
 
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (None for other URIs and in-memory databases)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
+
+
+_READY: set[str] = set()
+
+
+def init_store(uri: str) -> None:
+    """Open the tracking and registry stores of ``uri`` once per process; for a local SQLite
+    database, under the exclusive file lock ``<database>.lock`` (see the module docstring).
+    Other URIs return at once."""
+    db = sqlite_path(uri)
+    if uri in _READY or db is None:
+        return
+    from mlflow import MlflowClient
+
+    from fairltr.files import file_lock
+
+    if not db.parent.is_dir() or not os.access(db.parent, os.W_OK):
+        return  # check_tracking_uri / MLflow report this with the path
+    with file_lock(db.with_name(db.name + ".lock"), timeout=300.0):
+        client = MlflowClient(uri, registry_uri=uri)
+        client.search_experiments(max_results=1)  # creates / migrates the tables when needed
+        client.search_registered_models(max_results=1)
+    _READY.add(uri)
+
+
+class _RedactFilter:
+    """A logging filter that redacts ``scheme://user:password@`` in a record's message."""
+
+    def filter(self, record) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            return True
+        cleaned = redact_text(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+_REDACT_FILTER = _RedactFilter()
+
+
+def install_redaction(names: tuple[str, ...] = ("mlflow", "urllib3", "alembic", "")) -> None:
+    """Add the redacting filter to the named loggers and to their handlers (idempotent)."""
+    import logging
+
+    for name in names:
+        logger = logging.getLogger(name)
+        targets = [logger, *logger.handlers]
+        for target in targets:
+            if _REDACT_FILTER not in getattr(target, "filters", []):
+                target.addFilter(_REDACT_FILTER)
+
+
 def configure(experiment: str | None = None) -> str:
     """Point MLflow at :func:`tracking_uri` (and the registry at the same store); select
     ``experiment`` unless a run is active or ``mlflow run`` handed us one (``MLFLOW_RUN_ID``).
-    Returns the tracking URI."""
+    First use of a SQLite store is serialized, runs an earlier command could not end are ended,
+    credentials are kept out of MLflow's output (module docstring). Returns the tracking URI."""
     import mlflow
 
     for key, value in FAST_FAIL_ENV.items():
         os.environ.setdefault(key, value)
     uri = tracking_uri()
+    if redact_text(uri) != uri or redact_uri(uri) != uri:
+        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    install_redaction()
     if not mlflow.is_tracking_uri_set():
         mlflow.set_tracking_uri(uri)
+    init_store(uri)
+    from fairltr.tracking.runs import settle_pending_ends
+
+    settle_pending_ends(uri)
     if experiment and mlflow.active_run() is None and not os.environ.get("MLFLOW_RUN_ID"):
         mlflow.set_experiment(experiment)
     return uri
@@ -66,6 +153,7 @@ def lightning_logger(experiment: str = DEFAULT_EXPERIMENT, run_name: str | None 
     from lightning.pytorch.loggers import MLFlowLogger
 
     uri = tracking_uri()
+    init_store(uri)
     active = mlflow.active_run()
     run_id = active.info.run_id if active is not None else os.environ.get("MLFLOW_RUN_ID")
     if run_id:

@@ -10,19 +10,33 @@
   ``fairltr.<key>``. MLflow's client batches params, metrics and tags itself.
 * :func:`log_metrics` logs the finite values only (NaN = undefined: skipped, so a gate on it
   fails closed).
+
+Never RUNNING forever: when ending a run fails (the tracking server is gone), the run id, the
+status it should get and a digest of the tracking URI (never the URI: it may hold a password)
+are written to ``pending_run_ends.json`` in the fairltr state folder (``$FAIRLTR_STATE_DIR``,
+else ``$XDG_STATE_HOME/fairltr``, else ``~/.local/state/fairltr``), and one line on stderr names
+the run and the command that marks it (``fairltr mark-run RUN_ID --status FAILED``). The next
+fairltr command against the same store (:func:`fairltr.tracking.config.configure` calls
+:func:`settle_pending_ends`) sets the recorded status on runs still RUNNING and forgets them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-__all__ = ["job_run", "child_run", "end_run_status", "log_params", "log_metrics", "finite_metrics"]
+__all__ = ["job_run", "child_run", "end_run_status", "log_params", "log_metrics", "finite_metrics", "mark_run",
+           "record_pending_end", "settle_pending_ends", "pending_ends_file", "RUN_STATUSES"]
+
+RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 
 
 def finite_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -62,18 +76,148 @@ def _ended_on_exit(run_id: str) -> Iterator[None]:
 
 def _end_quietly(run_id: str, status: str, raise_errors: bool = False) -> None:
     """Pop ``run_id`` from the active-run stack and set its status; while an exception is
-    already propagating, a second failure (the server is gone) must not mask it."""
+    already propagating, a second failure (the server is gone) must not mask it. When setting
+    the status fails, the run is recorded for :func:`settle_pending_ends` and one line says how
+    to mark it."""
     import mlflow
 
     try:
         active = mlflow.active_run()
         if active is not None and active.info.run_id == run_id:
-            mlflow.end_run(status)
+            mlflow.end_run(status)  # pops the run before it calls the store
         else:
             mlflow.MlflowClient().set_terminated(run_id, status)
-    except Exception:
+    except Exception as exc:
+        _report_unended(run_id, status, exc)
         if raise_errors:
             raise
+
+
+def _report_unended(run_id: str, status: str, exc: BaseException) -> None:
+    import sys
+
+    from fairltr.tracking.config import redact_text, redact_uri, tracking_uri
+
+    uri = tracking_uri()
+    try:
+        saved = record_pending_end(uri, run_id, status)
+    except Exception:  # the state folder cannot be written: the printed line is all we have
+        saved = None
+    reason = redact_text(" ".join(str(getattr(exc, "message", None) or exc).split()))[:160]
+    later = "the next fairltr command against this tracking store marks it, or run: " if saved else "run: "
+    sys.stderr.write(f"fairltr: MLflow run {run_id} could not be marked {status} at {redact_uri(uri)} ({reason}); "
+                     f"{later}fairltr mark-run {run_id} --status {status}\n")
+
+
+# ---------------------------------------------------------------------------- pending ends
+def pending_ends_file() -> Path:
+    """``pending_run_ends.json`` in ``$FAIRLTR_STATE_DIR`` / ``$XDG_STATE_HOME/fairltr`` /
+    ``~/.local/state/fairltr``."""
+    base = os.environ.get("FAIRLTR_STATE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        base = str(Path(xdg) / "fairltr")
+    return Path(base) / "pending_run_ends.json"
+
+
+def _store_key(uri: str) -> str:
+    return hashlib.sha256(uri.encode("utf-8")).hexdigest()
+
+
+def _read_pending(path: Path) -> list[dict[str, Any]]:
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [e for e in entries if isinstance(e, dict) and {"store", "run_id", "status"} <= set(e)] \
+        if isinstance(entries, list) else []
+
+
+def record_pending_end(uri: str, run_id: str, status: str) -> Path:
+    """Remember that ``run_id`` of the store ``uri`` should be ended with ``status``."""
+    from fairltr.files import atomic_write_text, file_lock
+    from fairltr.tracking.config import redact_uri
+
+    path = pending_ends_file()
+    with file_lock(path.with_name(path.name + ".lock"), timeout=30.0):
+        entries = [e for e in _read_pending(path) if e["run_id"] != run_id]
+        entries.append({"store": _store_key(uri), "shown": redact_uri(uri), "run_id": run_id, "status": status,
+                        "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        atomic_write_text(path, json.dumps(entries, indent=1))
+    return path
+
+
+_SETTLED: set[str] = set()
+
+
+def settle_pending_ends(uri: str) -> list[str]:
+    """End the recorded runs of store ``uri`` that are still RUNNING (once per process and
+    store; best effort: any failure leaves the records for the next command). Returns the ids
+    of the runs ended."""
+    path = pending_ends_file()
+    if uri in _SETTLED or not path.is_file():
+        return []
+    _SETTLED.add(uri)
+    key = _store_key(uri)
+    try:
+        if not any(e["store"] == key for e in _read_pending(path)):
+            return []
+        from mlflow import MlflowClient
+        from mlflow.exceptions import MlflowException
+
+        from fairltr.files import atomic_write_text, file_lock
+
+        client = MlflowClient(uri)
+        ended: list[str] = []
+        with file_lock(path.with_name(path.name + ".lock"), timeout=30.0):
+            keep = []
+            reachable = True
+            for e in _read_pending(path):
+                if e["store"] != key or not reachable:
+                    keep.append(e)
+                    continue
+                try:
+                    if client.get_run(e["run_id"]).info.status == "RUNNING":
+                        client.set_terminated(e["run_id"], e["status"])
+                        ended.append(e["run_id"])
+                except MlflowException as exc:
+                    if getattr(exc, "error_code", "") != "RESOURCE_DOES_NOT_EXIST":
+                        keep.append(e)  # store unreachable: keep this one and the rest for later
+                        reachable = False
+            atomic_write_text(path, json.dumps(keep, indent=1))
+        return ended
+    except Exception:
+        return []
+
+
+def mark_run(run_id: str, status: str = "FAILED", *, force: bool = False) -> tuple[str, str]:
+    """Set the status of ``run_id`` to ``status`` (FINISHED, FAILED or KILLED) when it is
+    RUNNING (any status with ``force``); forget its pending record. Returns (status before,
+    status after)."""
+    import mlflow
+
+    from fairltr.errors import ConfigError
+    from fairltr.files import atomic_write_text, file_lock
+    from fairltr.tracking.config import configure
+
+    status = status.upper()
+    if status not in RUN_STATUSES:
+        raise ConfigError(f"status must be one of {RUN_STATUSES}, got {status!r}")
+    configure()
+    client = mlflow.MlflowClient()
+    before = client.get_run(run_id).info.status
+    after = before
+    if before == "RUNNING" or force:
+        client.set_terminated(run_id, status)
+        after = status
+    path = pending_ends_file()
+    if path.is_file():
+        with file_lock(path.with_name(path.name + ".lock"), timeout=30.0):
+            entries = _read_pending(path)
+            rest = [e for e in entries if e["run_id"] != run_id]
+            if len(rest) != len(entries):
+                atomic_write_text(path, json.dumps(rest, indent=1))
+    return before, after
 
 
 @contextmanager

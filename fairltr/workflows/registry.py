@@ -17,7 +17,7 @@ from fairltr.workflows.options import RankingSource
 from fairltr.workflows.train_ranker import check_k
 
 __all__ = ["EvaluateModelConfig", "EvaluateModelResult", "evaluate_model", "PromoteConfig", "promote_model",
-           "CompareRunsConfig", "compare_runs", "RetrievalEvalData"]
+           "CompareRunsConfig", "compare_runs", "RetrievalEvalData", "mark_run"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,17 @@ def promote_model(cfg: PromoteConfig):
     return promote(cfg.model, cfg.version, parsed, data=data, alias=cfg.alias, no_champion=cfg.no_champion,
                    unloadable_champion=cfg.unloadable_champion, allow_unverified=cfg.allow_unverified,
                    experiment=cfg.experiment, lock_timeout=cfg.lock_timeout, lock_lease=cfg.lock_lease, **kw)
+
+
+# ---------------------------------------------------------------------------------- mark a run
+def mark_run(run_id: str, status: str = "FAILED", force: bool = False) -> tuple[str, str]:
+    """``fairltr mark-run``: end a run an earlier command left RUNNING (the tracking server was
+    lost), see :func:`fairltr.tracking.runs.mark_run`. Returns (status before, status after)."""
+    from fairltr.tracking.config import check_tracking_uri
+    from fairltr.tracking.runs import mark_run as _mark_run
+
+    check_tracking_uri()
+    return _mark_run(run_id, status, force=force)
 
 
 # ---------------------------------------------------------------------------------- compare
