@@ -1,0 +1,433 @@
+"""Streamed DELTR (Lightning, Parquet) vs the full-batch estimator; every ratio measured in this run.
+
+Data (generated once under ``--data-dir``, reused while its parameters match; never committed):
+``train.parquet`` with ``--rows`` rows (default 10^7) x 32 float32 features, an int8 protected
+group (30%), queries of 1,000-5,000 candidates (``query_id`` sorted), row groups of 131,072 rows
+(so queries run over row-group boundaries) and a planted bias: features are noisy views of a
+latent merit z, the training judgment is z - 1 x protected; ``test.parquet`` (200,000 rows, other
+queries) has the unbiased judgment z. ``prefix.parquet`` holds the whole queries of the first
+``--prefix-rows`` rows (default 10^6).
+
+Every configuration runs in a fresh child process (``--child``); its peak RSS is the kernel's
+high-water mark (``VmHWM`` in /proc/<pid>/status) of the child and, under DDP, of each spawned
+worker (read by a Lightning callback in the worker at the end of training); the DDP figure is the
+SUM of the per-process peaks (an upper bound: the peaks need not coincide). The estimator's
+children are watched: one whose RSS passes ``--budget-gb`` is killed and reported as not fitting.
+
+1. streamed, 1 and 2 processes, on the big file: peak RSS, seconds per epoch (Lightning epoch
+   start to end, rank 0), scan and final-objective pass included in the wall time.
+2. full-batch estimator (``DELTR.fit``, L-BFGS; ``--fit-iters`` iterations for the memory runs,
+   since memory does not depend on the iteration count) on growing prefixes (10^5, 10^6, then
+   doubling) while the previous peak, scaled linearly, stays under the budget.
+3. on the prefix: the converged estimator vs streamed defaults, at gamma 0 and ``--gamma``:
+   exposure_ratio and kendall_tau on the test file.
+
+Usage:  python benchmarks/bench_streaming.py [--rows 10000000] [--data-dir /tmp/fairltr-bench]
+        [--budget-gb 8] [--out benchmarks/results/streaming.md] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import lightning.pytorch as pl
+import numpy as np
+
+N_FEATURES = 32
+ROW_GROUP = 131_072
+MIN_Q, MAX_Q = 1_000, 5_000
+TEST_ROWS = 200_000
+GEN_VERSION = 1
+
+
+# ---------------------------------------------------------------------------- data
+def _queries(rng: np.random.Generator, n_rows: int, qid0: int, biased: bool):
+    """One chunk of whole queries: (query_id, protected, X float32 (n, 32), judgment float32)."""
+    sizes = []
+    total = 0
+    while total < n_rows:
+        s = int(min(rng.integers(MIN_Q, MAX_Q + 1), n_rows - total))
+        sizes.append(s)
+        total += s
+    sizes = np.asarray(sizes)
+    qid = np.repeat(np.arange(qid0, qid0 + len(sizes), dtype=np.int64), sizes)
+    protected = (rng.random(total) < 0.3).astype(np.int8)
+    z = rng.standard_normal(total, dtype=np.float32)
+    noise = np.logspace(-0.3, 1.0, N_FEATURES).astype(np.float32)  # informative ... weak features
+    x = z[:, None] + noise[None, :] * rng.standard_normal((total, N_FEATURES), dtype=np.float32)
+    y = (z - protected) if biased else z
+    return qid, protected, x, y.astype(np.float32), len(sizes)
+
+
+def _table(qid, protected, x, y):
+    import pyarrow as pa
+
+    cols = {"query_id": qid, "protected": protected}
+    cols.update({f"x{j + 1}": x[:, j] for j in range(N_FEATURES)})
+    cols["judgment"] = y
+    return pa.table(cols)
+
+
+def generate(data_dir: Path, rows: int, prefix_rows: int, seed: int = 0) -> dict:
+    """Write train/test/prefix Parquet files (chunk by chunk, ~1M rows in memory at a time)."""
+    import pyarrow.parquet as pq
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    meta_path = data_dir / "meta.json"
+    want = {"rows": rows, "prefix_rows": prefix_rows, "seed": seed, "features": N_FEATURES, "version": GEN_VERSION}
+    if meta_path.exists() and all((data_dir / f).exists() for f in ("train.parquet", "test.parquet", "prefix.parquet")):
+        meta = json.loads(meta_path.read_text())
+        if {k: meta.get(k) for k in want} == want:
+            return meta
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    written, qid0, prefix_done = 0, 0, False
+    schema = _table(*_queries(np.random.default_rng(1), 10, 0, True)[:4]).schema
+    with pq.ParquetWriter(data_dir / "train.parquet", schema) as big, \
+            pq.ParquetWriter(data_dir / "prefix.parquet", schema) as pre:
+        while written < rows:
+            qid, prot, x, y, nq = _queries(rng, min(1_000_000, rows - written), qid0, True)
+            table = _table(qid, prot, x, y)
+            big.write_table(table, row_group_size=ROW_GROUP)
+            if not prefix_done:  # whole queries of the first prefix_rows rows
+                keep = table
+                if written + len(table) > prefix_rows:
+                    ends = np.flatnonzero(np.diff(qid)) + 1
+                    cut = int(ends[ends <= prefix_rows - written].max(initial=0))
+                    keep = table.slice(0, cut)
+                    prefix_done = True
+                if len(keep):
+                    pre.write_table(keep, row_group_size=ROW_GROUP)
+                prefix_done = prefix_done or written + len(table) >= prefix_rows
+            written += len(table)
+            qid0 += nq
+    qid, prot, x, y, _ = _queries(rng, TEST_ROWS, 10 ** 8, False)
+    pq.write_table(_table(qid, prot, x, y), data_dir / "test.parquet", row_group_size=ROW_GROUP)
+    meta = dict(want, train_queries=qid0, prefix_actual_rows=pq.ParquetFile(data_dir / "prefix.parquet").metadata.num_rows,
+                bytes=(data_dir / "train.parquet").stat().st_size, generate_s=time.perf_counter() - t0)
+    meta_path.write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+# ---------------------------------------------------------------------------- memory
+def vm_hwm_mb(pid: int | str = "self") -> float:
+    """Peak resident set (VmHWM) of a process in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def vm_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+class Probe(pl.Callback):
+    """Writes this process's epoch times and VmHWM to ``<out>.<rank>`` at the end of training
+    (a module-level class: DDP's spawn pickles it into the workers)."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.rec: dict = {"epochs": []}
+        self._t = 0.0
+
+    def on_fit_start(self, trainer, module):
+        self.rec["fit_start"] = time.time()
+
+    def on_train_epoch_start(self, trainer, module):
+        self._t = time.time()
+
+    def on_train_epoch_end(self, trainer, module):
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        self.rec["epochs"].append({"start": self._t, "end": time.time(), "batches": done})
+
+    def on_fit_end(self, trainer, module):
+        self.rec.update(fit_end=time.time(), rank=trainer.global_rank, pid=os.getpid(), vm_hwm_mb=vm_hwm_mb())
+        Path(f"{self.out}.{trainer.global_rank}").write_text(json.dumps(self.rec))
+
+
+# ---------------------------------------------------------------------------- child jobs
+def _read_prefix(path: str, rows: int):
+    """The whole queries of the first ``rows`` rows of a Parquet file, as a DataFrame."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    parts, n = [], 0
+    for rb in pf.iter_batches(batch_size=ROW_GROUP):
+        parts.append(rb)
+        n += rb.num_rows
+        if n > rows:
+            break
+    table = pa.Table.from_batches(parts)
+    del parts
+    q = table.column("query_id").to_numpy()
+    ends = np.flatnonzero(np.diff(q)) + 1
+    cut = len(q) if len(q) <= rows else int(ends[ends <= rows].max())
+    df = table.slice(0, cut).to_pandas()
+    del table
+    return df
+
+
+def _metrics(model, test_path: str) -> dict:
+    import pandas as pd
+
+    from fairltr.metrics import evaluate_ranking
+
+    test = pd.read_parquet(test_path)
+    res = evaluate_ranking(test, model.predict(test), k=(10,))
+    return {k: res[k] for k in ("exposure_ratio", "kendall_tau", "ndcg_at_10")}
+
+
+def child(job: dict) -> dict:
+    import torch
+
+    threads = job.get("threads")
+    if threads:
+        torch.set_num_threads(threads)
+    out: dict = {"job": job}
+    t0 = time.time()
+    if job["kind"] == "stream":
+        from lightning_modules import train_deltr_lightning
+
+        probe_path = tempfile.mktemp(prefix="probe-")
+        options = {"callbacks": [Probe(probe_path)]}
+        if job.get("limit"):
+            options["limit_train_batches"] = job["limit"]
+        model = train_deltr_lightning(job["train"], gamma=job["gamma"], devices=job["devices"], accelerator="cpu",
+                                      epochs=job.get("epochs"), trainer_options=options)
+        out["wall_s"] = time.time() - t0
+        workers = []
+        for r in range(job["devices"]):
+            p = Path(f"{probe_path}.{r}")
+            if p.exists():
+                workers.append(json.loads(p.read_text()))
+                p.unlink()
+        rank0 = next(w for w in workers if w["rank"] == 0)
+        out["epoch_s"] = [e["end"] - e["start"] for e in rank0["epochs"]]
+        out["batches"] = [e["batches"] for e in rank0["epochs"]]
+        out["before_fit_s"] = rank0["fit_start"] - t0  # scan (+ spawning workers)
+        out["after_fit_s"] = time.time() - rank0["fit_end"]  # final objective pass (+ joining the workers)
+        out["worker_hwm_mb"] = [w["vm_hwm_mb"] for w in workers if w["pid"] != os.getpid()]
+        out["n_iter"] = model.n_iter_
+        out["optimizer"], out["lr"], out["batch_queries"] = model.optimizer, model.lr, model.training_["batch_queries"]
+        out["final_total"] = model.history[-1]["total"]
+        out["hwm_mb"] = vm_hwm_mb()  # before the test evaluation below
+        if job.get("test"):
+            out["metrics"] = _metrics(model, job["test"])
+    else:  # the full-batch estimator on a prefix
+        from fairltr import DELTR
+
+        df = _read_prefix(job["train"], job["rows"])
+        out["rows"], out["queries"] = len(df), int(df["query_id"].nunique())
+        t1 = time.time()
+        model = DELTR(gamma=job["gamma"], max_iter=job.get("max_iter") or 200, device="cpu").fit(df)
+        out["fit_s"] = time.time() - t1
+        out["wall_s"] = time.time() - t0
+        out["n_iter"] = model.n_iter_
+        out["final_total"] = model.history[-1]["total"]
+        out["hwm_mb"] = vm_hwm_mb()  # before the test evaluation below
+        del df
+        if job.get("test"):
+            out["metrics"] = _metrics(model, job["test"])
+    return out
+
+
+def run_child(job: dict, budget_mb: float | None = None) -> dict:
+    """Run ``job`` in a fresh interpreter; kill it if its RSS passes ``budget_mb``."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(job)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = {"flag": False, "rss": 0.0}
+
+    def watch():
+        while proc.poll() is None:
+            rss = vm_rss_mb(proc.pid)
+            killed["rss"] = max(killed["rss"], rss)
+            if budget_mb and rss > budget_mb:
+                killed["flag"] = True
+                proc.kill()
+                return
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    stdout, stderr = proc.communicate()
+    watcher.join()
+    if killed["flag"]:
+        return {"job": job, "killed": True, "rss_at_kill_mb": killed["rss"]}
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"child failed ({proc.returncode}): {job}\n{stderr[-3000:]}")
+    res = json.loads(lines[-1][len("RESULT "):])
+    res["children_maxrss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    return res
+
+
+# ---------------------------------------------------------------------------- report
+def _fmt(v, nd=1):
+    return "-" if v is None else (f"{v:,.{nd}f}" if isinstance(v, float) else f"{v:,}")
+
+
+def report(meta: dict, res: dict, args) -> str:
+    s1, s2 = res["stream1"], res["stream2"]
+    mem = s1["hwm_mb"]
+    mem2 = s2["hwm_mb"] + sum(s2["worker_hwm_mb"])
+    ep1, ep2 = float(np.mean(s1["epoch_s"])), float(np.mean(s2["epoch_s"]))
+    lines = [
+        "# Streamed DELTR (Lightning, Parquet) vs the full-batch estimator",
+        "",
+        f"Measured by `python benchmarks/bench_streaming.py` on {time.strftime('%Y-%m-%d')}: "
+        f"{platform.machine()}, {os.cpu_count()} cores (shared with other jobs; load average at start "
+        f"{res['load_start']}), torch threads: 2 for one process, 1 per process under DDP (Lightning's default).",
+        "",
+        f"Data: {meta['rows']:,} rows x {N_FEATURES} float32 features + protected (int8), {meta['train_queries']:,} "
+        f"queries of {MIN_Q:,}-{MAX_Q:,} candidates, row groups of {ROW_GROUP:,} rows, file {meta['bytes'] / 2**30:.2f} GiB "
+        f"(snappy); planted bias: training judgment = merit - 1 x protected; test file {TEST_ROWS:,} rows with "
+        f"unbiased judgments. Streamed settings: the defaults of `train_deltr_lightning` (Adam, lr "
+        f"{s1['lr']}, {s1['batch_queries']} queries per step).",
+        "",
+        "## Memory and time",
+        "",
+        "| run | rows | processes | peak RSS (MB) | s / epoch | steps / epoch | wall s (whole call) |",
+        "|---|---|---|---|---|---|---|",
+        f"| streamed | {meta['rows']:,} | 1 | {mem:,.0f} | {ep1:,.1f} | {s1['batches'][0]} | {s1['wall_s']:,.1f} |",
+        f"| streamed (DDP, gloo) | {meta['rows']:,} | 2 | {mem2:,.0f} (main {s2['hwm_mb']:,.0f} + workers "
+        f"{' + '.join(f'{w:,.0f}' for w in s2['worker_hwm_mb'])}) | {ep2:,.1f} | {s2['batches'][0]} per process | {s2['wall_s']:,.1f} |",
+    ]
+    if "stream_prefix" in res:
+        sp = res["stream_prefix"]
+        lines.append(f"| streamed | {meta['prefix_actual_rows']:,} | 1 | {sp['hwm_mb']:,.0f} | "
+                     f"{float(np.mean(sp['epoch_s'])):,.2f} | {sp['batches'][0]} | {sp['wall_s']:,.1f} ({sp['n_iter']} epochs) |")
+    fitted = [r for r in res["fullbatch"] if not r.get("killed")]
+    for r in res["fullbatch"]:
+        if r.get("killed"):
+            lines.append(f"| full-batch estimator | {r['job']['rows']:,} | 1 | killed above the {args.budget_gb:g} GB budget "
+                         f"(RSS {r['rss_at_kill_mb']:,.0f}) | - | - | - |")
+        else:
+            lines.append(f"| full-batch estimator ({r['n_iter']} L-BFGS it.) | {r['rows']:,} | 1 | {r['hwm_mb']:,.0f} | - | - | "
+                         f"{r['wall_s']:,.1f} |")
+    big = max(fitted, key=lambda r: r["rows"])
+    per_row = (big["hwm_mb"] - fitted[0]["hwm_mb"]) / max(big["rows"] - fitted[0]["rows"], 1)
+    extrap = big["hwm_mb"] + per_row * (meta["rows"] - big["rows"])
+    lines += [
+        "",
+        "Ratios (same run):",
+        "",
+        f"* streamed peak RSS at {meta['rows']:,} rows / full-batch peak RSS at its largest measured prefix "
+        f"({big['rows']:,} rows): **{mem / big['hwm_mb']:.2f}** (1 process), **{mem2 / big['hwm_mb']:.2f}** (2 processes, summed).",
+        f"* full-batch peak RSS grows by {per_row * 1e6:,.0f} MB per 10^6 rows (between {fitted[0]['rows']:,} and "
+        f"{big['rows']:,} rows); a straight-line extrapolation to {meta['rows']:,} rows gives about {extrap / 1024:,.1f} GB "
+        f"(an estimate, not a measurement): streamed / full-batch at 10^7 rows = about {mem / extrap:.3f}.",
+        f"* seconds per epoch, 2 processes / 1 process: **{ep2 / ep1:.2f}** ({ep1:,.1f} s vs {ep2:,.1f} s; "
+        f"{'full epochs' if not args.limit else f'{args.limit:g} of an epoch, scaled by 1/{args.limit:g}'}).",
+        f"* goal peak RSS < 2 GB at 10^7 rows: {'met' if mem < 2048 else 'NOT met'} with 1 process ({mem:,.0f} MB), "
+        f"{'met' if mem2 < 2048 else 'NOT met'} with 2 processes ({mem2:,.0f} MB summed over the 3 processes).",
+        f"* wall time outside the epochs (1 process): {s1['before_fit_s']:,.1f} s before training (validation + "
+        f"statistics scan, Trainer set-up), {s1['after_fit_s']:,.1f} s after (the exact final objective: one more read).",
+        "",
+        f"## Agreement on the {meta['prefix_actual_rows']:,}-row prefix (test file metrics)",
+        "",
+        "| gamma | run | epochs / iterations | train objective | exposure_ratio | kendall_tau | ndcg_at_10 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    worst = 0.0
+    for g in res["agreement"]:
+        e, s = g["estimator"], g["streamed"]
+        for name, r in (("full-batch estimator (L-BFGS)", e), ("streamed (Adam, defaults)", s)):
+            m = r["metrics"]
+            lines.append(f"| {g['gamma']:g} | {name} | {r['n_iter']} | {r['final_total']:,.3f} | {m['exposure_ratio']:.4f} | "
+                         f"{m['kendall_tau']:.4f} | {m['ndcg_at_10']:.4f} |")
+        d = {k: abs(e["metrics"][k] - s["metrics"][k]) for k in ("exposure_ratio", "kendall_tau")}
+        worst = max(worst, *d.values())
+        lines.append(f"| {g['gamma']:g} | abs. difference | | | {d['exposure_ratio']:.4f} | {d['kendall_tau']:.4f} | |")
+    lines += ["", f"Largest difference: {worst:.4f} ({'within' if worst <= 0.01 else 'NOT within'} 0.01).", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--prefix-rows", type=int, default=1_000_000)
+    ap.add_argument("--data-dir", default=str(Path(tempfile.gettempdir()) / "fairltr-bench"))
+    ap.add_argument("--gamma", type=float, default=1e6, help="the fair gamma of the agreement check (besides 0)")
+    ap.add_argument("--budget-gb", type=float, default=8.0, help="kill a full-batch run above this RSS")
+    ap.add_argument("--fit-iters", type=int, default=3, help="L-BFGS iterations of the full-batch memory runs")
+    ap.add_argument("--limit", type=float, default=None, help="fraction of an epoch for the big streamed runs")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "streaming.md"))
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    if args.child:
+        print("RESULT " + json.dumps(child(json.loads(args.child))), flush=True)
+        return
+
+    data = Path(args.data_dir)
+    meta = generate(data, args.rows, args.prefix_rows)
+    print(f"data: {json.dumps(meta)}", flush=True)
+    train, prefix, test = str(data / "train.parquet"), str(data / "prefix.parquet"), str(data / "test.parquet")
+    res: dict = {"load_start": " ".join(f"{v:.1f}" for v in os.getloadavg())}
+    budget = args.budget_gb * 1024
+
+    def show(tag, r):
+        keep = {k: v for k, v in r.items() if k not in ("job",)}
+        print(f"{tag}: {json.dumps(keep)}", flush=True)
+        return r
+
+    # 1. streamed on the big file (1 epoch), 1 and 2 processes
+    for devices, tag in ((1, "stream1"), (2, "stream2")):
+        job = {"kind": "stream", "train": train, "gamma": 0.0, "devices": devices, "epochs": 1,
+               "threads": 2 if devices == 1 else None, "limit": args.limit}
+        res[tag] = show(tag, run_child(job))
+        if args.limit:
+            res[tag]["epoch_s"] = [t / args.limit for t in res[tag]["epoch_s"]]
+    # 2. full-batch estimator on growing prefixes, while the scaled peak fits the budget
+    res["fullbatch"] = []
+    rows = [100_000, args.prefix_rows]
+    while rows[-1] * 2 <= args.rows:
+        rows.append(rows[-1] * 2)
+    for n in rows:
+        if res["fullbatch"]:
+            last = res["fullbatch"][-1]
+            if last.get("killed") or last["hwm_mb"] * n / last["rows"] > budget:
+                break
+        job = {"kind": "fullbatch", "train": train, "rows": n, "gamma": 0.0, "max_iter": args.fit_iters, "threads": 2}
+        r = run_child(job, budget_mb=budget)
+        if r.get("killed"):
+            r["rows"] = n
+        res["fullbatch"].append(show(f"fullbatch {n}", r))
+    # 3. agreement on the prefix
+    res["agreement"] = []
+    for gamma in (0.0, args.gamma):
+        e = show(f"estimator gamma={gamma:g}", run_child(
+            {"kind": "fullbatch", "train": prefix, "rows": args.rows, "gamma": gamma, "test": test, "threads": 2}))
+        s = show(f"streamed gamma={gamma:g}", run_child(
+            {"kind": "stream", "train": prefix, "gamma": gamma, "devices": 1, "test": test, "threads": 2}))
+        res["agreement"].append({"gamma": gamma, "estimator": e, "streamed": s})
+        if gamma == 0.0:
+            res["stream_prefix"] = s
+    text = report(meta, res, args)
+    print(text)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"meta": meta, "results": res}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
