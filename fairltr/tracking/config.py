@@ -14,7 +14,7 @@ that a stray ``./mlruns`` folder never switches the store to the deprecated file
   server opens its store itself;
 * shortens MLflow's HTTP timeout and retries (:data:`FAST_FAIL_ENV`) unless the user set them;
 * keeps credentials out of what is printed: MLflow's "View run at <URI>" lines are suppressed for
-  URIs with a password, and a logging filter redacts ``scheme://user:password@`` in MLflow's,
+  URIs with a password (``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT=true``, even when set otherwise), and a logging filter redacts ``scheme://user:password@`` in MLflow's,
   urllib3's and alembic's log records (:func:`redact_text`);
 * ends runs left RUNNING by an earlier fairltr command that lost the tracking server: those
   commands record the run in a small local file (:mod:`fairltr.tracking.runs`), and the next
@@ -129,8 +129,8 @@ def configure(experiment: str | None = None) -> str:
     for key, value in FAST_FAIL_ENV.items():
         os.environ.setdefault(key, value)
     uri = tracking_uri()
-    if redact_text(uri) != uri or redact_uri(uri) != uri:
-        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    if redact_text(uri) != uri or redact_uri(uri) != uri:  # its "View run at <URI>" lines would show the password
+        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     install_redaction()
     if not mlflow.is_tracking_uri_set():
         mlflow.set_tracking_uri(uri)

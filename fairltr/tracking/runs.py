@@ -103,10 +103,21 @@ def _report_unended(run_id: str, status: str, exc: BaseException) -> None:
         saved = record_pending_end(uri, run_id, status)
     except Exception:  # the state folder cannot be written: the printed line is all we have
         saved = None
-    reason = redact_text(" ".join(str(getattr(exc, "message", None) or exc).split()))[:160]
+    reason = _short_reason(redact_text(" ".join(str(getattr(exc, "message", None) or exc).split())))
     later = "the next fairltr command against this tracking store marks it, or run: " if saved else "run: "
     sys.stderr.write(f"fairltr: MLflow run {run_id} could not be marked {status} at {redact_uri(uri)} ({reason}); "
                      f"{later}fairltr mark-run {run_id} --status {status}\n")
+
+
+def _short_reason(text: str) -> str:
+    """The cause of a failed tracking call in a few words (connection refused, timed out...)."""
+    lowered = text.lower()
+    for needle, short in (("connection refused", "connection refused"), ("timed out", "timed out"),
+                          ("name or service not known", "unknown host"), ("max retries exceeded", "server unreachable"),
+                          ("connection reset", "connection reset"), ("remote end closed", "connection closed")):
+        if needle in lowered:
+            return short
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 # ---------------------------------------------------------------------------- pending ends
@@ -203,6 +214,13 @@ def mark_run(run_id: str, status: str = "FAILED", *, force: bool = False) -> tup
     status = status.upper()
     if status not in RUN_STATUSES:
         raise ConfigError(f"status must be one of {RUN_STATUSES}, got {status!r}")
+    path = pending_ends_file()
+    if path.is_file():  # this command decides the run's status: forget what was recorded for it
+        with file_lock(path.with_name(path.name + ".lock"), timeout=30.0):
+            entries = _read_pending(path)
+            rest = [e for e in entries if e["run_id"] != run_id]
+            if len(rest) != len(entries):
+                atomic_write_text(path, json.dumps(rest, indent=1))
     configure()
     client = mlflow.MlflowClient()
     before = client.get_run(run_id).info.status
@@ -210,13 +228,6 @@ def mark_run(run_id: str, status: str = "FAILED", *, force: bool = False) -> tup
     if before == "RUNNING" or force:
         client.set_terminated(run_id, status)
         after = status
-    path = pending_ends_file()
-    if path.is_file():
-        with file_lock(path.with_name(path.name + ".lock"), timeout=30.0):
-            entries = _read_pending(path)
-            rest = [e for e in entries if e["run_id"] != run_id]
-            if len(rest) != len(entries):
-                atomic_write_text(path, json.dumps(rest, indent=1))
     return before, after
 
 
