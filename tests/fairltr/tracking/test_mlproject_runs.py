@@ -1,0 +1,183 @@
+"""Every MLproject entry point, end to end: ``mlflow run . -e <entry> --env-manager local`` on
+small inputs against the session's MLflow server. Inside ``mlflow run`` each command logs into
+the run ``mlflow run`` created (a sweep: that run is the study's parent, trials are nested);
+nothing escapes into a second top-level run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+ALL_ENTRY_POINTS = {"quickstart", "train_deltr", "reproduce_deltr", "train_dpr", "evaluate", "evaluate_registered",
+                    "promote", "compare_runs", "sweep"}
+
+
+def mlflow_run(entry: str, params: dict[str, object], experiment: str, cwd: Path, uri: str):
+    env = dict(os.environ, MLFLOW_TRACKING_URI=uri)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("MLFLOW_RUN_ID", None)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    cmd = [str(Path(sys.executable).with_name("mlflow")), "run", str(REPO), "-e", entry, "--env-manager", "local",
+           "--experiment-name", experiment]
+    for k, v in params.items():
+        cmd += ["-P", f"{k}={v}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=cwd)
+    assert proc.returncode == 0, f"mlflow run -e {entry} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def runs_of(experiment: str):
+    import mlflow
+
+    runs = mlflow.search_runs(experiment_names=[experiment], output_format="list")
+    top = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    nested = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(top) == 1, f"{len(top)} top-level runs: {[r.info.run_name for r in top]}"
+    (run,) = top
+    assert all(r.data.tags["mlflow.parentRunId"] == run.info.run_id for r in nested)
+    assert run.info.status == "FINISHED"
+    return run, nested
+
+
+def exp_name(entry: str) -> str:
+    return f"mlproject-{entry}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, tiny_rankings):
+    d = tmp_path_factory.mktemp("mlproject-runs")
+    train, test = tiny_rankings
+    train.to_csv(d / "train.csv", index=False)
+    test.to_csv(d / "test.csv", index=False)
+    return d
+
+
+@pytest.fixture(scope="module")
+def registered(mlflow_server, files):
+    """Two registered ranker versions made by `mlflow run -e train_deltr` (gamma 0 and 1e4), in
+    one experiment: (model name, experiment name)."""
+    import mlflow
+
+    name, exp = f"mlproject-ranker-{uuid.uuid4().hex[:6]}", exp_name("train-deltr")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
+        mlflow.set_tracking_uri(mlflow_server.uri)
+        for gamma in (0, 10000):
+            mlflow_run("train_deltr", {"train": files / "train.csv", "test": files / "test.csv", "gamma": gamma,
+                                       "out": files / f"model-g{gamma}", "register": name, "max-iter": 30},
+                       exp, files, mlflow_server.uri)
+    return name, exp
+
+
+def test_quickstart(mlflow_tracking, tmp_path):
+    exp = exp_name("quickstart")
+    mlflow_run("quickstart", {"queries": 6, "candidates": 5, "out": tmp_path / "qs"}, exp, tmp_path, mlflow_tracking)
+    run, nested = runs_of(exp)
+    assert run.data.tags["mlflow.project.entryPoint"] == "quickstart"
+    assert len(nested) == 3 and all("exposure_ratio" in r.data.metrics for r in nested)
+    assert (tmp_path / "qs" / "comparison.json").is_file()
+
+
+def test_reproduce_deltr(mlflow_tracking, deltr_data, tmp_path):
+    exp = exp_name("reproduce")
+    mlflow_run("reproduce_deltr", {"data": deltr_data, "datasets": "law-race", "fair": "false",
+                                   "out": tmp_path / "rep"}, exp, tmp_path, mlflow_tracking)
+    run, nested = runs_of(exp)
+    assert not nested
+    m = run.data.metrics
+    assert {"law-race/gamma_0/exposure_ratio", "law-race/deltr_large/exposure_ratio",
+            "law-race/colorblind/kendall_tau"} <= set(m)
+    assert m["required_results_held"] == m["required_results"] >= 1
+    assert (tmp_path / "rep" / "reproduction.md").is_file()
+
+
+def test_reproduce_metric_keys_are_distinct_and_valid(deltr_data):
+    """p*, p+ and p- settings get distinct keys MLflow accepts (no '+', '*')."""
+    import re
+
+    from fairltr.workflows.deltr_paper import DATASETS, default_settings
+
+    keys = [s.key for s in default_settings(DATASETS["law-race"], with_fair=True)]
+    assert len(set(keys)) == len(keys)
+    assert {"fair_post_p_star", "fair_post_p_plus", "fair_post_p_minus", "fair_pre_p_plus"} <= set(keys)
+    assert all(re.fullmatch(r"[a-z0-9_]+", k) for k in keys)
+
+
+def test_train_dpr_registers_a_retriever(mlflow_tracking, tiny_bert, parallel_dir, tmp_path):
+    import mlflow
+    import pandas as pd
+
+    exp, name = exp_name("dpr"), f"mlproject-retriever-{uuid.uuid4().hex[:6]}"
+    mlflow_run("train_dpr", {"data": parallel_dir, "model": tiny_bert, "steps": 2, "out": tmp_path / "dpr",
+                             "register": name, "batch-size": 4, "pooling": "cls", "threads": 1},
+               exp, tmp_path, mlflow_tracking)
+    run, _ = runs_of(exp)
+    assert run.data.tags["fairltr.registered_version"] == "1" and "mrc_at_5" in run.data.metrics
+    model = mlflow.pyfunc.load_model(f"models:/{name}/1")
+    out = model.predict(pd.DataFrame({"query_id": ["a"], "text": ["red apple"]}), params={"k": 3})
+    assert list(out["rank"]) == [1, 2, 3]
+
+
+def test_evaluate(files, tmp_path, registered, mlflow_tracking):
+    exp = exp_name("evaluate")
+    mlflow_run("evaluate", {"model": files / "model-g0" / "model.json", "data": files / "test.csv",
+                            "out": tmp_path / "m.json"}, exp, tmp_path, mlflow_tracking)
+    assert (tmp_path / "m.json").is_file()
+
+
+def test_evaluate_registered(files, tmp_path, registered, mlflow_tracking):
+    exp = exp_name("evaluate-registered")
+    mlflow_run("evaluate_registered", {"model_uri": f"models:/{registered[0]}/2", "data": files / "test.csv"},
+               exp, tmp_path, mlflow_tracking)
+    run, _ = runs_of(exp)
+    assert "exposure_ratio" in run.data.metrics and "ndcg_at_10" in run.data.metrics
+
+
+def test_promote(files, tmp_path, registered, mlflow_tracking):
+    """The gates string logged by mlflow run and by fairltr must not clash (it used to end FAILED)."""
+    import mlflow
+
+    exp = exp_name("promote")
+    mlflow_run("promote", {"model": registered[0], "version": 2, "gates": "0.8<=exposure_ratio<=2;kendall_tau>=0",
+                           "data": files / "test.csv"}, exp, tmp_path, mlflow_tracking)
+    run, _ = runs_of(exp)
+    # mlflow run logs the shell-quoted value itself; fairltr's params never clash with it
+    assert run.data.params["gates"].strip("'") == "0.8<=exposure_ratio<=2;kendall_tau>=0"
+    champion = mlflow.MlflowClient().get_model_version_by_alias(registered[0], "champion")
+    assert champion.version == "2"
+
+
+def test_compare_runs(tmp_path, registered, mlflow_tracking):
+    import mlflow
+
+    exp = exp_name("compare")
+    mlflow_run("compare_runs", {"experiment": registered[1]}, exp, tmp_path, mlflow_tracking)
+    run, _ = runs_of(exp)
+    assert "relevance_vs_exposure.png" in {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
+
+
+def test_sweep_uses_the_mlflow_run_as_parent(files, tmp_path, mlflow_tracking):
+    exp = exp_name("sweep")
+    mlflow_run("sweep", {"train": files / "train.csv", "test": files / "test.csv", "trials": 3,
+                         "storage": f"sqlite:///{tmp_path / 'optuna.db'}", "study": "mlproject", "out": tmp_path / "sw",
+                         "max-iter": 20}, exp, tmp_path, mlflow_tracking)
+    run, nested = runs_of(exp)
+    assert run.data.tags["fairltr.sweep.role"] == "study"
+    assert len(nested) == 3 and all(r.data.tags["fairltr.sweep.role"] == "trial" for r in nested)
+    assert "hypervolume" in run.data.metrics
+
+
+def test_every_entry_point_has_an_end_to_end_test():
+    from mlflow.projects._project_spec import load_project
+
+    declared = set(load_project(str(REPO))._entry_points)
+    assert declared == ALL_ENTRY_POINTS, declared ^ ALL_ENTRY_POINTS
+    tested = {name[len("test_"):].split("_uses")[0].split("_registers")[0] for name in globals()
+              if name.startswith("test_")}
+    assert ALL_ENTRY_POINTS <= tested | {"train_deltr"}, ALL_ENTRY_POINTS - tested  # train_deltr: fixture + test_mlproject.py
