@@ -305,6 +305,7 @@ class TrainRetrieverResult:
     registered_version: str | None = None
     model_uri: str | None = None
     evaluation: dict[str, Any] | None = None  # the evaluate_run result (DataFrames), when evaluated
+    timings: dict[str, float] = field(default_factory=dict)  # package_s, log_register_s
 
 
 def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> TrainRetrieverResult:
@@ -397,8 +398,12 @@ def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb
             Path(tmp) / "retriever", query_encoder=enc / "query", doc_encoder=doc_dir, corpus=data.corpus,
             pooling=spec.pooling, normalize=spec.normalize, max_query_length=spec.max_query_length,
             max_doc_length=spec.max_doc_length, doc_embeddings=doc_emb if spec.freeze_documents else None)
+        t1 = time.perf_counter()
         info = log_retriever_model(package, name="model", register=cfg.tracking.register)
-        echo(f"retriever packaged and logged in {time.perf_counter() - t0:.0f} s ({info.model_uri})")
+        t2 = time.perf_counter()
+        result.timings.update(package_s=t1 - t0, log_register_s=t2 - t1)
+        echo(f"retriever packaged in {t1 - t0:.0f} s, logged{' and registered' if cfg.tracking.register else ''} "
+             f"in {t2 - t1:.1f} s ({info.model_uri})")
     import mlflow
 
     mlflow.set_tag("fairltr.model_uri", info.model_uri)
