@@ -28,6 +28,7 @@ __all__ = [
     "RankingBatch", "to_batch", "validate_ranking_frame", "select_features", "check_column_roles",
     "numeric_column", "numeric_matrix", "query_codes", "scatter_back", "show_value",
     "ORIGIN_KEY", "set_origin", "frame_source", "row_place", "locate_row",
+    "RankingRows", "ranking_rows", "pad_queries",
 ]
 
 
@@ -385,6 +386,97 @@ def _positions(codes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarra
     return slots, sizes, int(sizes.max()) if len(sizes) else 0
 
 
+@dataclass
+class RankingRows:
+    """A validated ranking table as flat per-row arrays (no padding): memory O(rows).
+
+    ``features`` (R, F) float64, ``judgments`` (R,) float64, ``groups`` (R,) int64; ``codes`` (R,)
+    the position of each row's query in ``query_ids`` (first appearance), ``slots`` (R,) its
+    position inside the query (row order), ``sizes`` (Q,) the candidates of each query.
+    Row r is the r-th (positional) row of the source frame. :func:`pad_queries` pads any subset
+    of the queries into a :class:`RankingBatch`.
+    """
+
+    features: np.ndarray
+    judgments: np.ndarray
+    groups: np.ndarray
+    codes: np.ndarray
+    slots: np.ndarray
+    sizes: np.ndarray
+    query_ids: list
+    feature_names: list[str]
+
+    @property
+    def n_rows(self) -> int:
+        return int(len(self.codes))
+
+    @property
+    def n_queries(self) -> int:
+        return int(len(self.sizes))
+
+
+def ranking_rows(
+    df: pd.DataFrame,
+    *,
+    query: str = "query_id",
+    group: str | None = "protected",
+    judgment: str | None = "judgment",
+    features: Sequence[str] | None = None,
+    item: str | None = None,
+    source: str | None = None,
+) -> RankingRows:
+    """Validate ``df`` (exactly as :func:`to_batch`) and return its rows unpadded."""
+    features = select_features(df, query=query, judgment=judgment, item=item, group=group,
+                               features=features, source=source)
+    validate_ranking_frame(df, query=query, columns=features, group=group, item=item, judgment=judgment,
+                           source=source)
+    codes, qids = query_codes(df, query)
+    slots, sizes, _ = _positions(codes, len(qids))
+    feat = numeric_matrix(df, features, query=query, source=source)
+    jud = numeric_column(df, judgment, query=query, source=source) if judgment else np.zeros(len(df))
+    grp = (numeric_column(df, group, query=query, source=source).astype(np.int64) if group
+           else np.zeros(len(df), np.int64))
+    return RankingRows(features=feat, judgments=jud, groups=grp, codes=codes, slots=slots, sizes=sizes,
+                       query_ids=qids, feature_names=list(features))
+
+
+def pad_queries(
+    rows: RankingRows, queries: Sequence[int] | np.ndarray | None = None, dtype: torch.dtype = torch.float64
+) -> RankingBatch:
+    """A :class:`RankingBatch` of the given query positions (in that order; None: every query in
+    table order), padded to the longest of them: (len(queries), max n_q, F) cells.
+    ``row_index`` holds each slot's positional row in the source frame (-1 = padding)."""
+    if queries is None:
+        codes, slots, take = rows.codes, rows.slots, None
+        qpos = np.arange(rows.n_queries)
+    else:
+        qpos = np.asarray(queries, dtype=np.int64).reshape(-1)
+        local = np.full(rows.n_queries, -1, dtype=np.int64)
+        local[qpos] = np.arange(len(qpos))
+        codes = local[rows.codes]
+        take = np.flatnonzero(codes >= 0)
+        codes, slots = codes[take], rows.slots[take]
+    n_q = len(qpos)
+    n_max = int(rows.sizes[qpos].max()) if n_q else 0
+
+    def pad(values: np.ndarray, fill: float, np_dtype) -> np.ndarray:
+        out = np.full((n_q, n_max) + values.shape[1:], fill, dtype=np_dtype)
+        out[codes, slots] = values if take is None else values[take]
+        return out
+
+    mask = np.zeros((n_q, n_max), dtype=bool)
+    mask[codes, slots] = True
+    return RankingBatch(
+        features=torch.from_numpy(pad(rows.features, 0.0, np.float64)).to(dtype),
+        judgments=torch.from_numpy(pad(rows.judgments, 0.0, np.float64)).to(dtype),
+        groups=torch.from_numpy(pad(rows.groups, 0, np.int64)),
+        mask=torch.from_numpy(mask),
+        row_index=torch.from_numpy(pad(np.arange(rows.n_rows, dtype=np.int64), -1, np.int64)),
+        query_ids=[rows.query_ids[i] for i in qpos.tolist()],
+        feature_names=list(rows.feature_names),
+    )
+
+
 def to_batch(
     df: pd.DataFrame,
     *,
@@ -396,7 +488,7 @@ def to_batch(
     dtype: torch.dtype = torch.float64,
     source: str | None = None,
 ) -> RankingBatch:
-    """Validate ``df`` and pad it into a :class:`RankingBatch`.
+    """Validate ``df`` and pad it into a :class:`RankingBatch` of (Q, longest query) slots.
 
     ``features=None`` takes every column except query, judgment and item (the group column is
     kept as a feature: DELTR's "standard" ranker sees it; drop it for colorblind); each of them
@@ -404,36 +496,12 @@ def to_batch(
     ``group=None`` puts every candidate in group 0; ``judgment=None`` gives zero judgments.
     Rows of one query need not be adjacent: they are grouped, keeping their relative order.
     Errors name the file and line recorded by the reader (``df.attrs``), else ``source``.
+    One long query pads every other to its length: for tables of very unequal query lengths
+    use :func:`fairltr.buckets.to_buckets` (memory proportional to the rows).
     """
-    features = select_features(df, query=query, judgment=judgment, item=item, group=group,
-                               features=features, source=source)
-    validate_ranking_frame(df, query=query, columns=features, group=group, item=item, judgment=judgment,
-                           source=source)
-
-    codes, qids = query_codes(df, query)
-    slots, sizes, n_max = _positions(codes, len(qids))
-    n_q = len(qids)
-
-    def pad(values: np.ndarray, fill: float, np_dtype) -> np.ndarray:
-        out = np.full((n_q, n_max) + values.shape[1:], fill, dtype=np_dtype)
-        out[codes, slots] = values
-        return out
-
-    feat = numeric_matrix(df, features, query=query, source=source)
-    jud = numeric_column(df, judgment, query=query, source=source) if judgment else np.zeros(len(df))
-    grp = (numeric_column(df, group, query=query, source=source).astype(np.int64) if group
-           else np.zeros(len(df), np.int64))
-    mask = np.zeros((n_q, n_max), dtype=bool)
-    mask[codes, slots] = True
-    return RankingBatch(
-        features=torch.from_numpy(pad(feat, 0.0, np.float64)).to(dtype),
-        judgments=torch.from_numpy(pad(jud, 0.0, np.float64)).to(dtype),
-        groups=torch.from_numpy(pad(grp, 0, np.int64)),
-        mask=torch.from_numpy(mask),
-        row_index=torch.from_numpy(pad(np.arange(len(df), dtype=np.int64), -1, np.int64)),
-        query_ids=qids,
-        feature_names=features,
-    )
+    rows = ranking_rows(df, query=query, group=group, judgment=judgment, features=features, item=item,
+                        source=source)
+    return pad_queries(rows, dtype=dtype)
 
 
 def scatter_back(values: torch.Tensor, batch: RankingBatch, n_rows: int) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The DELTR estimator: a linear ranker trained on ListNet + gamma * disparate exposure.
 
-Full-batch over padded queries (no per-query loop), deterministic for a seed, on CPU or CUDA.
+Full-batch over queries padded in length buckets (no per-query loop; memory proportional to the rows),
+deterministic for a seed, on CPU or CUDA.
 Weights are saved as JSON or safetensors (never pickle).
 """
 
@@ -17,12 +18,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from fairltr.buckets import BucketedBatch, split_batch, to_buckets
 from fairltr.data import (ORIGIN_KEY, RankingBatch, check_column_roles, frame_source, numeric_matrix, query_codes,
-                          select_features, show_value, to_batch)
+                          select_features, show_value)
 from fairltr.errors import ConfigError, DataError, one_line
 from fairltr.files import atomic_write_bytes, atomic_write_text, check_writable
 from fairltr.losses.linear import LinearDELTRObjective, fused_variant
-from fairltr.losses.objective import deltr_objective
+from fairltr.losses.objective import ObjectiveTerms, deltr_objective
 from fairltr.losses.registry import get_loss
 
 __all__ = ["DELTR", "resolve_device", "rank_frame"]
@@ -154,24 +156,32 @@ class DELTR:
         query = self.query_ if self.query_ in df.columns else None
         return numeric_matrix(df, self.feature_names_, query=query)
 
-    def _check_fairness_signal(self, batch: RankingBatch, where: str | None) -> None:
+    def _check_fairness_signal(self, batches: RankingBatch | Sequence[RankingBatch], where: str | None) -> None:
         """With gamma > 0 the fairness term needs protected (group >= 1) and non-protected
-        candidates, and the exposure losses a query holding both; else it is 0 everywhere."""
+        candidates, and the exposure losses a query holding both; else it is 0 everywhere.
+        ``batches``: one padded batch or the length buckets of one table."""
         if self.gamma == 0 or self.fairness_loss == "none":
             return
-        m = batch.mask.cpu()
-        protected = batch.groups.cpu() >= 1
+        if isinstance(batches, RankingBatch):
+            batches = [batches]
+        any_protected = any_unprotected = any_mixed = False
+        for batch in batches:
+            m = batch.mask.cpu()
+            protected = batch.groups.cpu() >= 1
+            has_p, has_u = (protected & m).any(dim=1), (~protected & m).any(dim=1)
+            any_protected |= bool(has_p.any())
+            any_unprotected |= bool(has_u.any())
+            any_mixed |= bool((has_p & has_u).any())
         prefix = f"{where}: " if where else ""
         advice = f"use gamma 0 or a different group column (--group; now {self.protected!r})"
         useless = f"so the fairness term would be 0 everywhere and gamma={self.gamma:g} would do nothing; {advice}"
-        if not bool((protected & m).any()):
+        if not any_protected:
             raise DataError(f"{prefix}no protected candidate (group column {self.protected!r} >= 1) in the "
                             f"training data, {useless}")
-        if not bool((~protected & m).any()):
+        if not any_unprotected:
             raise DataError(f"{prefix}every candidate is protected (group column {self.protected!r} >= 1) in the "
                             f"training data, {useless}")
-        mixed = (protected & m).any(dim=1) & (~protected & m).any(dim=1)
-        if fused_variant(self.fairness_loss)[0] and not bool(mixed.any()):
+        if fused_variant(self.fairness_loss)[0] and not any_mixed:
             raise DataError(f"{prefix}no query has both protected and non-protected candidates (group column "
                             f"{self.protected!r}), {useless}")
 
@@ -203,62 +213,86 @@ class DELTR:
             raise DataError(f"{where + ': ' if where else ''}group column {self.protected!r} not in the training "
                             f"table; columns: {list(df.columns)}")
         feature_names = self._select_features(df, query, judgment, features, item)
-        batch = to_batch(df, query=query, group=self.protected, judgment=judgment, item=item,
-                         features=feature_names, dtype=self.dtype)
-        self._check_fairness_signal(batch, frame_source(df))
+        buckets = to_buckets(df, query=query, group=self.protected, judgment=judgment, item=item,
+                             features=feature_names, dtype=self.dtype)
+        self._check_fairness_signal(buckets.batches, frame_source(df))
         self.query_, self.judgment_ = query, judgment
         self.feature_names_ = feature_names
-        return self.fit_batch(batch, callback=callback, progress=progress)
+        return self.fit_batch(buckets, callback=callback, progress=progress)
 
     def fit_batch(
         self,
-        batch: RankingBatch,
+        batch: RankingBatch | BucketedBatch,
         callback: Callable[[int, dict[str, float]], None] | None = None,
         progress: bool = False,
     ) -> "DELTR":
-        """Train on an already padded batch (its ``feature_names`` become the model's; with
-        ``colorblind=True`` a feature named like the group column is dropped here too)."""
+        """Train on an already padded batch, or on the length buckets of a table
+        (:func:`fairltr.buckets.to_buckets`, which :meth:`fit` uses). Its ``feature_names``
+        become the model's; with ``colorblind=True`` a feature named like the group column is
+        dropped here too. A padded batch is cut into length buckets (:func:`fairltr.buckets.split_batch`)
+        so that the training tensors hold at most 2 x rows slots; the objective and its gradient
+        are summed over the buckets, which equals the one-batch objective (a sum over queries)
+        up to floating-point summation order. A batch whose padding is within that bound stays
+        one bucket and is trained exactly as one batch."""
         device = self._device()
         torch.manual_seed(self.seed)
         gen = torch.Generator().manual_seed(self.seed)
-        names = list(batch.feature_names) or list(self.feature_names_)
-        x = batch.features.to(self.dtype)
+        batches = list((split_batch(batch) if isinstance(batch, RankingBatch) else batch).batches)
+        names = list(batches[0].feature_names) or list(self.feature_names_)
+        xs = [b.features.to(self.dtype) for b in batches]
         if self.colorblind and self.protected in names:
             keep = [i for i, name in enumerate(names) if name != self.protected]
             if not keep:
                 raise DataError("no feature columns to train on after dropping the group column (colorblind)")
-            x, names = x[..., keep], [names[i] for i in keep]
-        m = batch.mask
-        if not names or x.shape[-1] != len(names):
-            raise DataError(f"the batch has {x.shape[-1]} feature(s) but {len(names)} feature name(s)")
-        self._check_fairness_signal(batch, None)
+            xs, names = [x[..., keep] for x in xs], [names[i] for i in keep]
+        n_features = xs[0].shape[-1]
+        if not names or n_features != len(names):
+            raise DataError(f"the batch has {n_features} feature(s) but {len(names)} feature name(s)")
+        self._check_fairness_signal(batches, None)
         self.feature_names_ = names
         if self.standardize:
-            real = x[m]
+            real = xs[0][batches[0].mask] if len(xs) == 1 else torch.cat([x[b.mask] for x, b in zip(xs, batches)])
             mean = real.mean(0)
             std = real.std(0, unbiased=False)
             std = torch.where(std > 0, std, torch.ones_like(std))
+            del real
         else:
-            mean = torch.zeros(x.shape[-1], dtype=self.dtype)
-            std = torch.ones(x.shape[-1], dtype=self.dtype)
-        x = ((x - mean) / std).masked_fill(~m.unsqueeze(-1), 0.0).to(device)
-        y, g, m = batch.judgments.to(device, self.dtype), batch.groups.to(device), m.to(device)
-        n_groups = max(2, int(batch.groups[batch.mask].max()) + 1)
-        w = (0.01 * torch.randn(x.shape[-1], generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
+            mean = torch.zeros(n_features, dtype=self.dtype)
+            std = torch.ones(n_features, dtype=self.dtype)
+        real_groups = [b.groups[b.mask] for b in batches if bool(b.mask.any())]
+        n_groups = max(2, max((int(gr.max()) + 1 for gr in real_groups), default=1))
+        w = (0.01 * torch.randn(n_features, generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
 
         fused, variant = fused_variant(self.fairness_loss)
-        if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
-            objective = LinearDELTRObjective(x, y, g, m, self.gamma, variant=variant,
-                                             reduce=self.reduce, n_groups=n_groups)
+        # buckets without a real candidate contribute nothing (keep one so that the sum is defined)
+        used = [i for i, b in enumerate(batches) if bool(b.mask.any())] or [0]
+        parts = []  # per bucket: a fused objective, or the standardised tensors for autograd
+        for i in used:
+            b = batches[i]
+            x = ((xs[i] - mean) / std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
+            xs[i] = None  # type: ignore[call-overload]  # release the (colorblind) copy early
+            y, g, m = b.judgments.to(device, self.dtype), b.groups.to(device), b.mask.to(device)
+            if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
+                parts.append(LinearDELTRObjective(x, y, g, m, self.gamma, variant=variant,
+                                                  reduce=self.reduce, n_groups=n_groups))
+            else:
+                parts.append((x, y, g, m))
             del x
+        del xs
 
-            def evaluate():
-                return objective(w)
-        else:  # a plugin fairness loss: autograd through the scores
+        def bucket_terms(part) -> ObjectiveTerms:
+            if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
+                return part(w)
+            x, y, g, m = part  # a plugin fairness loss: autograd through the scores
+            return deltr_objective(x @ w, y, g, m, self.gamma, fairness_loss=self.fairness_loss,
+                                   reduce=self.reduce, n_groups=n_groups)
 
-            def evaluate():
-                return deltr_objective(x @ w, y, g, m, self.gamma, fairness_loss=self.fairness_loss,
-                                       reduce=self.reduce, n_groups=n_groups)
+        def evaluate() -> ObjectiveTerms:
+            t = bucket_terms(parts[0])
+            for part in parts[1:]:  # the objective is a sum over queries: add the buckets' sums
+                u = bucket_terms(part)
+                t = ObjectiveTerms(t.total + u.total, t.listnet + u.listnet, t.exposure + u.exposure)
+            return t
 
         def terms():
             t = evaluate()

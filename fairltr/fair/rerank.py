@@ -3,8 +3,9 @@
 Walk positions i = 1..k; if the protected count so far is below m(i), take the best remaining
 protected candidate, else the best remaining candidate of either group. Within each group
 candidates are taken by decreasing score (ties: earlier input row first), whatever the input
-order. Queries are processed together on padded (Q, N) arrays; the only Python loop is over
-positions.
+order. Queries are processed together on padded (Q, N) arrays, one array per length bucket
+(:func:`fairltr.buckets.length_buckets`: padded slots <= 2 x rows, so one very long query does
+not pad every other to its length); the only Python loop is over positions.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from fairltr.buckets import length_buckets
 from fairltr.data import ORIGIN_KEY, query_codes, validate_ranking_frame
 from fairltr.errors import ConfigError, DataError
 from fairltr.fair.mtable import _mtable_cached, check_params
@@ -105,28 +107,67 @@ def rerank(
     n_q = len(uniques)
     prot = df[group].to_numpy(dtype=np.float64) >= 1
 
-    # padded (Q, N) layout; each query's candidates by decreasing score, ties by input order
     sizes, slot = _layout(codes, n_q)
     kq = sizes if k is None else np.minimum(sizes, k)
-    big_k = int(kq.max())
+    rank = np.zeros(n, dtype=np.int64)  # 0: not (yet) ranked
+    feasible = np.ones(n_q, dtype=bool)
+    tables: dict[int, np.ndarray] = {}  # required counts per distinct k_q (adjusted tables depend on k)
+    buckets = length_buckets(sizes)
+    for queries in buckets:
+        if len(buckets) == 1:
+            rows, local = np.arange(n), codes
+        else:
+            to_local = np.full(n_q, -1, dtype=np.int64)
+            to_local[queries] = np.arange(len(queries))
+            local = to_local[codes]
+            rows = np.flatnonzero(local >= 0)
+            local = local[rows]
+        feasible[queries] = _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, prot, rank,
+                                           tables, p, alpha, adjust)
+
+    # output: queries in order of first appearance, each in rank order
+    start = np.cumsum(sizes) - sizes
+    final = np.empty(n, dtype=np.int64)
+    final[start[codes] + rank - 1] = np.arange(n)
+    out = df.iloc[final].copy()
+    out["score"] = s[final]
+    out["rank"] = rank[final]
+    out["fair_feasible"] = feasible[codes[final]]
+    out.attrs.pop(ORIGIN_KEY, None)  # rows re-ordered and re-indexed: the reader's line map no longer applies
+    return out.reset_index(drop=True)
+
+
+def _rerank_bucket(
+    row_ids: np.ndarray, codes: np.ndarray, slot: np.ndarray, sizes: np.ndarray, kq: np.ndarray, s: np.ndarray,
+    prot: np.ndarray, rank: np.ndarray, tables: dict[int, np.ndarray], p: float, alpha: float, adjust: bool,
+) -> np.ndarray:
+    """FA*IR over the queries of one bucket: ``row_ids`` (frame rows), their bucket-local query
+    ``codes`` and ``slot``; ``sizes`` and ``kq`` per bucket query. Writes the 1-based ``rank`` of
+    every row in place and returns the bucket's per-query feasibility flags."""
+    n_q = len(sizes)
     width = int(sizes.max())
+    big_k = int(kq.max())
+    # padded (Q, N) layout; each query's candidates by decreasing score, ties by input order
     rows = np.full((n_q, width), -1, dtype=np.int64)
-    rows[codes, slot] = np.arange(n)
+    rows[codes, slot] = row_ids
     padded_scores = np.full((n_q, width), np.inf)
-    padded_scores[codes, slot] = -s
+    padded_scores[codes, slot] = -s[row_ids]
     rows_sorted = np.take_along_axis(rows, np.argsort(padded_scores, axis=1, kind="stable"), axis=1)
+    del rows, padded_scores
     valid = rows_sorted >= 0
     is_prot = valid & prot[np.maximum(rows_sorted, 0)]
     p_rows, n_prot = _group_lists(rows_sorted, is_prot, width)
     u_rows, n_unprot = _group_lists(rows_sorted, valid & ~is_prot, width)
+    del is_prot
     s_ext = np.append(s, -np.inf)  # row -1 (past a group's end) scores -inf
     p_flat, u_flat = p_rows.ravel(), u_rows.ravel()
 
-    # one required-count table per distinct k_q (adjusted tables depend on k)
     lengths, table_of = np.unique(kq, return_inverse=True)
-    tables = np.zeros((len(lengths), big_k), dtype=np.int64)
+    table = np.zeros((len(lengths), big_k), dtype=np.int64)
     for d, length in enumerate(lengths):
-        tables[d, :length] = required_counts(_mtable_cached(int(length), p, alpha, bool(adjust)))
+        if int(length) not in tables:
+            tables[int(length)] = required_counts(_mtable_cached(int(length), p, alpha, bool(adjust)))
+        table[d, :length] = tables[int(length)]
 
     ip = np.arange(n_q) * (width + 1)  # flat pointers into p_rows / u_rows
     iu = ip.copy()
@@ -134,10 +175,9 @@ def rerank(
     u_end = iu + n_unprot
     taken_p = np.zeros(n_q, dtype=np.int64)
     feasible = np.ones(n_q, dtype=bool)
-    rank = np.zeros(n, dtype=np.int64)  # 0: not in the fair top k
     for t in range(big_k):
         active = t < kq
-        need = taken_p < tables[table_of, t]
+        need = taken_p < table[table_of, t]
         has_p = ip < p_end
         has_u = iu < u_end
         pr, ur = p_flat[ip], u_flat[iu]
@@ -156,12 +196,4 @@ def rerank(
     rest = valid & (rank[np.maximum(rows_sorted, 0)] == 0)
     qi, si = np.nonzero(rest)
     rank[rows_sorted[qi, si]] = kq[qi] + np.cumsum(rest, axis=1)[qi, si]
-    ranked = np.empty((n_q, width), dtype=np.int64)
-    ranked[codes, rank - 1] = np.arange(n)
-    final = ranked[np.arange(width)[None, :] < sizes[:, None]]
-    out = df.iloc[final].copy()
-    out["score"] = s[final]
-    out["rank"] = rank[final]
-    out["fair_feasible"] = feasible[codes[final]]
-    out.attrs.pop(ORIGIN_KEY, None)  # rows re-ordered and re-indexed: the reader's line map no longer applies
-    return out.reset_index(drop=True)
+    return feasible

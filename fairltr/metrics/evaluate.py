@@ -1,4 +1,9 @@
-"""One call from a ranking table and scores to SPEC's metric dictionary."""
+"""One call from a ranking table and scores to the metric dictionary (relevance, exposure, parity).
+
+Metrics are computed per query on queries padded in length buckets
+(:func:`fairltr.buckets.to_buckets`: padded slots <= 2 x rows, so one very long query does not
+pad every other to its length) and averaged over queries in table order.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fairltr.data import RankingBatch, show_value, to_batch
+from fairltr.buckets import BucketedBatch, to_buckets
+from fairltr.data import RankingBatch, show_value
 from fairltr.errors import DataError
 from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import ranks_by
@@ -17,23 +23,32 @@ from fairltr.metrics.parity import (
 )
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
-__all__ = ["per_query_metrics", "aggregate", "evaluate_batch", "evaluate_ranking"]
+__all__ = ["per_query_metrics", "aggregate", "evaluate_batch", "evaluate_ranking", "per_query_table", "score_buckets"]
 
 DEFAULT_K = (1, 5, 10, 20, 100)
 
 
 def per_query_metrics(
-    scores: torch.Tensor,
-    batch: RankingBatch,
+    scores: torch.Tensor | Sequence[torch.Tensor],
+    batch: RankingBatch | BucketedBatch,
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Per-query metric tensors (Q,), NaN where undefined.
 
+    ``batch`` is one padded batch with ``scores`` (Q, N), or length buckets with ``scores`` one
+    (Q_b, N_b) tensor per bucket; either way the result is in table query order.
     ``exposure_disparity`` / ``exposure_shortfall`` here are each query's own value computed from
     that query's exposure ratio; :func:`aggregate` reports them from the averaged ratio instead.
     """
+    if isinstance(batch, BucketedBatch):
+        if isinstance(scores, torch.Tensor) or len(scores) != len(batch.batches):
+            raise ValueError(f"per_query_metrics: give one score tensor per bucket ({len(batch.batches)})")
+        k = tuple(k)
+        per = [per_query_metrics(s, b, k=k, exposure_k=exposure_k, retrieval=retrieval)
+               for s, b in zip(scores, batch.batches)]
+        return {name: batch.per_query([p[name] for p in per]) for name in per[0]}
     mask = batch.mask.to(scores.device)
     judg = batch.judgments.to(scores.device)
     groups = batch.groups.to(scores.device)
@@ -73,30 +88,24 @@ def aggregate(per_query: dict[str, torch.Tensor]) -> dict[str, float]:
     return result
 
 
-def evaluate_batch(scores: torch.Tensor, batch: RankingBatch, **kw) -> dict[str, float]:
+def evaluate_batch(
+    scores: torch.Tensor | Sequence[torch.Tensor], batch: RankingBatch | BucketedBatch, **kw
+) -> dict[str, float]:
+    """:func:`aggregate` of :func:`per_query_metrics` (one batch, or length buckets)."""
     return aggregate(per_query_metrics(scores, batch, **kw))
 
 
-def evaluate_ranking(
+def score_buckets(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray | pd.Series | str,
     *,
     query: str = "query_id",
     group: str = "protected",
     judgment: str = "judgment",
-    k: Iterable[int] = DEFAULT_K,
-    exposure_k: int | None = None,
-    retrieval: bool = False,
-) -> dict[str, float]:
-    """SPEC §3 metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries.
-
-    Keys: ``ndcg_at_<k>``, ``precision_at_<k>``, ``selection_ratio_at_<k>`` (and ``mrr_at_<k>``,
-    ``recall_at_<k>`` with ``retrieval=True``) for every k in ``k``, ``kendall_tau``,
-    ``exposure_protected``, ``exposure_nonprotected``, ``exposure_ratio`` (mean over queries of
-    the per-query ratio), ``exposure_gap``, ``exposure_disparity`` and ``exposure_shortfall``
-    (from that reported ``exposure_ratio`` R: 1 - min(R, 1/R) and max(0, 1 - R)); each with a
-    ``<metric>_n_queries`` companion.
-    """
+) -> tuple[BucketedBatch, list[torch.Tensor]]:
+    """Check ``scores`` (one finite number per row, or a column name) and pad the table's query,
+    group and judgment columns with them in length buckets; returns the buckets and the
+    per-bucket (Q_b, N_b) score tensors. Errors name the column, row and query."""
     missing = [c for c in dict.fromkeys([query, group, judgment]) if c not in df.columns]
     if missing:
         raise DataError(f"missing column(s) {missing}; available columns: {list(df.columns)}")
@@ -112,5 +121,50 @@ def evaluate_ranking(
         raise DataError(f"score at row {row} is {s[row]} (query {show_value(df[query].iloc[row])}); scores must be finite")
     frame = df[list(dict.fromkeys([query, group, judgment]))].copy()
     frame["__score__"] = s
-    batch = to_batch(frame, query=query, group=group, judgment=judgment, features=["__score__"])
-    return evaluate_batch(batch.features[..., 0], batch, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+    buckets = to_buckets(frame, query=query, group=group, judgment=judgment, features=["__score__"])
+    return buckets, [b.features[..., 0] for b in buckets.batches]
+
+
+def evaluate_ranking(
+    df: pd.DataFrame,
+    scores: Sequence[float] | np.ndarray | pd.Series | str,
+    *,
+    query: str = "query_id",
+    group: str = "protected",
+    judgment: str = "judgment",
+    k: Iterable[int] = DEFAULT_K,
+    exposure_k: int | None = None,
+    retrieval: bool = False,
+) -> dict[str, float]:
+    """Metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries.
+
+    Keys: ``ndcg_at_<k>``, ``precision_at_<k>``, ``selection_ratio_at_<k>`` (and ``mrr_at_<k>``,
+    ``recall_at_<k>`` with ``retrieval=True``) for every k in ``k``, ``kendall_tau``,
+    ``exposure_protected``, ``exposure_nonprotected``, ``exposure_ratio`` (mean over queries of
+    the per-query ratio), ``exposure_gap``, ``exposure_disparity`` and ``exposure_shortfall``
+    (from that reported ``exposure_ratio`` R: 1 - min(R, 1/R) and max(0, 1 - R)); each with a
+    ``<metric>_n_queries`` companion. Memory is proportional to the rows (length buckets).
+    """
+    buckets, s = score_buckets(df, scores, query=query, group=group, judgment=judgment)
+    return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+
+
+def per_query_table(
+    df: pd.DataFrame,
+    scores: Sequence[float] | np.ndarray | pd.Series | str,
+    *,
+    query: str = "query_id",
+    group: str = "protected",
+    judgment: str = "judgment",
+    k: Iterable[int] = DEFAULT_K,
+    exposure_k: int | None = None,
+    retrieval: bool = False,
+) -> pd.DataFrame:
+    """One row per query (table order of first appearance): the query id in column ``query``,
+    then every :func:`per_query_metrics` value (NaN where undefined). Memory proportional to the
+    rows (length buckets)."""
+    buckets, s = score_buckets(df, scores, query=query, group=group, judgment=judgment)
+    per_q = per_query_metrics(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+    table = pd.DataFrame({name: v.detach().cpu().to(torch.float64).numpy() for name, v in per_q.items()})
+    table.insert(0, query, buckets.query_ids)
+    return table
