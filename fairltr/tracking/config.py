@@ -35,8 +35,10 @@ __all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "config
            "install_redaction"]
 
 # MLflow's HTTP client defaults (120 s timeout, 7 retries with exponential backoff) make an
-# unreachable server cost minutes; fairltr fails in seconds unless the user set them.
-FAST_FAIL_ENV = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "30", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+# unreachable server cost minutes; fairltr fails in seconds unless the user set them: a refused
+# connection after about 3 s (two retries, back-off 1 s), a server that accepts but never answers
+# after about 50 s per call (15 s per attempt: MLflow uses one number for connect and read).
+FAST_FAIL_ENV = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "15", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
                  "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
 
 DEFAULT_EXPERIMENT = "fairltr"
