@@ -150,3 +150,26 @@ def test_numeric_matrix_is_exact_and_finds_the_first_bad_cell():
     assert numeric_matrix(df, []).shape == (6, 0)
     with pytest.raises(DataError, match=r"^row 2 \(0-based\): infinite value -inf in column 'x2' \(query 'b'\)"):
         numeric_matrix(df.assign(x2=[0.1, 0.2, -np.inf, np.inf, 0.5, 0.6]), ["x1", "x2"], query="query_id")
+
+
+def test_ranking_rows_and_pad_queries():
+    from fairltr.data import pad_queries, ranking_rows
+
+    df = _frame()
+    rows = ranking_rows(df, features=["x1", "x2"])
+    assert rows.n_rows == 6 and rows.n_queries == 3 and rows.query_ids == ["b", "a", "c"]
+    assert rows.sizes.tolist() == [2, 3, 1] and rows.codes.tolist() == [0, 1, 0, 1, 2, 1]
+    assert rows.slots.tolist() == [0, 0, 1, 1, 0, 2]
+    np.testing.assert_array_equal(rows.features, df[["x1", "x2"]].to_numpy())
+    full = to_batch(df, features=["x1", "x2"])
+    whole = pad_queries(rows)
+    for name in ("features", "judgments", "groups", "mask", "row_index"):
+        assert torch.equal(getattr(whole, name), getattr(full, name))
+    # a subset, in the given order, padded to its own longest query ("b": 2 rows, "c": 1 row)
+    sub = pad_queries(rows, [2, 0], dtype=torch.float32)
+    assert sub.query_ids == ["c", "b"] and sub.mask.shape == (2, 2) and sub.features.dtype == torch.float32
+    assert sub.row_index.tolist() == [[4, -1], [0, 2]]
+    assert sub.judgments.tolist() == [[5.0, 0.0], [3.0, 1.0]]
+    assert sub.groups.tolist() == [[0, 0], [0, 1]]
+    empty = pad_queries(rows, [])
+    assert empty.mask.shape == (0, 0) and empty.query_ids == []

@@ -314,3 +314,120 @@ def test_last_history_entry_is_the_objective_at_the_returned_weights(kwargs):
     t = deltr_objective(b.features[..., 0], b.judgments, b.groups, b.mask, 300.0)
     assert model.history[-1]["total"] == pytest.approx(float(t.total), rel=1e-10)
     assert model.history[-1]["exposure"] == pytest.approx(float(t.exposure), rel=1e-8, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------- length buckets
+def _skewed(seed=0, groups=2) -> pd.DataFrame:
+    """_synthetic's model on queries of very unequal length (one of 150, one of 60, many of 3-8,
+    a one-row query, a one-group query), rows of a query not adjacent."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(3, 9, size=30)
+    sizes[0], sizes[1], sizes[2] = 150, 60, 1
+    qid = np.repeat(np.arange(30) * 3 + 1, sizes)
+    n = len(qid)
+    prot = rng.integers(0, groups, size=n) * (rng.random(n) < 0.6)
+    prot[qid == 4 * 3 + 1] = 0  # one query without protected candidates
+    x1, x2 = rng.normal(size=(2, n))
+    df = pd.DataFrame({"query_id": qid, "protected": prot, "x1": x1 + 0.5 * (prot == 0), "x2": x2,
+                       "judgment": 2.0 * x1 + x2 - 1.5 * (prot >= 1) + 0.1 * rng.normal(size=n)})
+    return df.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+def _one_bucket(df: pd.DataFrame, features=None):
+    """The whole table as ONE padded batch (every query padded to the longest), the pre-bucket layout."""
+    from fairltr.buckets import BucketedBatch
+
+    full = to_batch(df, features=features)
+    return BucketedBatch([full], [np.arange(full.n_queries)], full.query_ids, len(df), full.feature_names)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(gamma=0.0),
+    dict(gamma=50.0),
+    dict(gamma=50.0, fairness_loss="exposure_symmetric", l2=0.1),
+    dict(gamma=50.0, colorblind=True),
+    dict(gamma=50.0, optimizer="adam", max_iter=200),
+    dict(gamma=50.0, reduce="mean", groups=3),
+    dict(gamma=50.0, reduce="max", groups=3),
+])
+def test_bucketed_training_equals_one_padded_batch(kwargs):
+    from fairltr.buckets import to_buckets
+
+    kwargs = dict(kwargs)
+    df = _skewed(seed=4, groups=kwargs.pop("groups", 2))
+    assert len(to_buckets(df).batches) > 1
+    kwargs.setdefault("max_iter", 25)
+    bucketed = DELTR(tol=0.0, seed=1, **kwargs).fit(df)
+    one = DELTR(tol=0.0, seed=1, **kwargs).fit_batch(_one_bucket(df))
+    np.testing.assert_allclose(bucketed.mean_, one.mean_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(bucketed.scale_, one.scale_, rtol=1e-12)
+    np.testing.assert_allclose(bucketed.weights_, one.weights_, rtol=1e-8, atol=1e-8)
+    # near convergence tol=0 stops when the total no longer changes, which may differ by one step
+    assert abs(len(bucketed.history) - len(one.history)) <= 1
+    for a, b in zip(bucketed.history, one.history):
+        for key in ("total", "listnet", "exposure"):
+            assert a[key] == pytest.approx(b[key], rel=1e-8, abs=1e-8), key
+
+
+def test_bucketed_autograd_path_equals_one_padded_batch():
+    df = _skewed(seed=5)
+    name = "test_deltr_bucketed_autograd_hinge"
+    register_loss(FairnessLoss(name, "ranking", lambda *a, **k: exposure_hinge(*a, **k), (GAMMA,)))
+    try:
+        bucketed = DELTR(gamma=50.0, max_iter=15, tol=0.0, fairness_loss=name).fit(df)
+        one = DELTR(gamma=50.0, max_iter=15, tol=0.0, fairness_loss=name).fit_batch(_one_bucket(df))
+        fused = DELTR(gamma=50.0, max_iter=15, tol=0.0).fit(df)
+    finally:
+        registry_module._REGISTRY.pop(name, None)
+    np.testing.assert_allclose(bucketed.weights_, one.weights_, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(bucketed.weights_, fused.weights_, rtol=1e-6, atol=1e-9)
+
+
+def test_fit_batch_of_a_padded_skewed_batch_splits_it_like_fit():
+    df = _skewed(seed=6)
+    a = DELTR(gamma=10.0, max_iter=10, tol=0.0).fit(df)
+    b = DELTR(gamma=10.0, max_iter=10, tol=0.0).fit_batch(to_batch(df))
+    np.testing.assert_array_equal(a.weights_, b.weights_)  # the same buckets, the same arithmetic
+    assert a.history == b.history
+
+
+def test_uniform_table_is_trained_as_one_batch():
+    """One bucket: bit-for-bit the one padded batch (the uniform case is unchanged)."""
+    df = _synthetic(n_queries=8, n=10, seed=7)
+    a = DELTR(gamma=100.0, max_iter=10, tol=0.0).fit(df)
+    b = DELTR(gamma=100.0, max_iter=10, tol=0.0).fit_batch(_one_bucket(df))
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+    assert a.history == b.history
+
+
+def test_fairness_signal_is_checked_over_all_buckets():
+    # the only query holding both groups is the long one (its own bucket); the short ones are one-sided
+    long = pd.DataFrame({"query_id": 0, "protected": [0, 1] * 20, "x1": np.linspace(-1, 1, 40),
+                         "judgment": np.linspace(1, 0, 40)})
+    short = pd.DataFrame({"query_id": np.repeat(np.arange(1, 21), 2), "protected": np.repeat([0, 1] * 10, 2),
+                          "x1": np.tile([0.5, -0.5], 20), "judgment": np.tile([1.0, 0.0], 20)})
+    df = pd.concat([long, short], ignore_index=True)
+    from fairltr.buckets import to_buckets
+
+    assert len(to_buckets(df).batches) == 2
+    model = DELTR(gamma=10.0, max_iter=5).fit(df)
+    assert np.all(np.isfinite(model.weights_)) and model.n_iter_ >= 1
+    with pytest.raises(DataError, match="no query has both protected and non-protected"):
+        DELTR(gamma=10.0).fit(pd.concat([long.assign(protected=0), short], ignore_index=True))
+
+
+def test_degenerate_bucketed_tables_train_without_nan():
+    one_query = _synthetic(n_queries=1, n=12, seed=8)
+    m = DELTR(gamma=100.0, max_iter=10).fit(one_query)
+    assert np.all(np.isfinite(m.weights_))
+    # a long query and one-row queries (two buckets)
+    df = pd.concat([_synthetic(n_queries=1, n=30, seed=9),
+                    pd.DataFrame({"query_id": [50, 51, 52], "protected": [1, 0, 1], "x1": [0.1, 0.2, 0.3],
+                                  "x2": [0.0, 1.0, 2.0], "judgment": [1.0, 2.0, 3.0]})], ignore_index=True)
+    from fairltr.buckets import to_buckets
+
+    assert len(to_buckets(df).batches) == 2
+    m = DELTR(gamma=100.0, max_iter=10).fit(df)
+    ref = DELTR(gamma=100.0, max_iter=10).fit_batch(_one_bucket(df))
+    assert all(math.isfinite(h["total"]) for h in m.history)
+    np.testing.assert_allclose(m.weights_, ref.weights_, rtol=1e-8, atol=1e-8)

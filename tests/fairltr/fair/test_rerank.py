@@ -182,3 +182,53 @@ def test_required_counts_look_ahead():
     assert required_counts(np.array([0, 0, 2, 2])).tolist() == [0, 1, 2, 2]
     table = mtable(50, 0.3, 0.1)
     assert np.array_equal(required_counts(table), table)  # steps of at most one: unchanged
+
+
+# ---------------------------------------------------------------------------- length buckets
+def skewed_table(rng: np.random.Generator, ties: bool = False) -> pd.DataFrame:
+    """random_table plus one long query, a few mid-length ones, one-row queries and a query
+    without protected candidates: padded to one (Q, N) array it is mostly padding."""
+    base = random_table(rng, n_queries=60, max_len=12, ties=ties)
+    sizes = [300, 90, 70, 1, 1, 40]
+    q = np.repeat(-np.arange(1, len(sizes) + 1), sizes)
+    n = len(q)
+    score = rng.normal(size=n)
+    extra = pd.DataFrame({"query_id": q, "protected": (rng.random(n) < 0.3).astype(int),
+                          "score": np.round(score, 0) if ties else score, "item": np.arange(n) + len(base)})
+    extra.loc[extra.query_id == -6, "protected"] = 0  # no protected candidate: infeasible when m > 0
+    return pd.concat([base, extra]).sample(frac=1.0, random_state=int(rng.integers(1 << 30))).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("k", [None, 10, 60])
+def test_bucketed_rerank_is_identical_to_one_padded_array(seed, k, monkeypatch):
+    import importlib
+
+    from fairltr.buckets import length_buckets
+
+    rerank_module = importlib.import_module("fairltr.fair.rerank")  # the package re-exports the function
+
+    rng = np.random.default_rng(100 + seed)
+    df = skewed_table(rng, ties=seed % 2 == 1)
+    sizes = df.groupby("query_id", sort=False).size().to_numpy()
+    assert len(length_buckets(sizes)) > 1
+    out = rerank(df, "score", k=k, p=0.4, alpha=0.1)
+    # the unbucketed layout: every query in one (Q, longest) array, as before buckets
+    monkeypatch.setattr(rerank_module, "length_buckets", lambda s, *a, **kw: [np.arange(len(s))])
+    one = rerank(df, "score", k=k, p=0.4, alpha=0.1)
+    pd.testing.assert_frame_equal(out, one)
+    check_against_reference(df, out, k, 0.4, 0.1)
+    assert not out.loc[out.query_id == -6, "fair_feasible"].any()
+
+
+def test_rerank_degenerate_bucketed_tables():
+    one_query = pd.DataFrame({"query_id": [5] * 4, "protected": [0, 0, 1, 1], "score": [4.0, 3, 2, 1],
+                              "item": range(4)})
+    out = rerank(one_query, "score", k=4, p=0.5, alpha=0.1)
+    check_against_reference(one_query, out, 4, 0.5, 0.1)
+    # a long query and one-row queries (two buckets), one of them protected
+    df = pd.DataFrame({"query_id": [1] * 30 + [2, 3], "protected": [0] * 20 + [1] * 10 + [1, 0],
+                       "score": list(np.linspace(1, 0, 30)) + [0.5, 0.5], "item": range(32)})
+    out = rerank(df, "score", k=None, p=0.5, alpha=0.1)
+    check_against_reference(df, out, None, 0.5, 0.1)
+    assert out.query_id.tolist() == [1] * 30 + [2, 3] and out["rank"].tolist() == list(range(1, 31)) + [1, 1]

@@ -116,3 +116,93 @@ def test_metric_declarations():
     assert all(m.degenerate for m in METRICS.values())
     with pytest.raises(KeyError, match="unknown metric"):
         metric_info("accuracy")
+
+
+# ---------------------------------------------------------------------------- length buckets
+def _skewed(seed: int) -> pd.DataFrame:
+    """One long query, mid-length and short ones, a one-row query, a query without protected
+    items, one without non-protected items, one with all-equal judgments, negative judgments;
+    rows of a query not adjacent. Padded to one batch it is mostly padding (several buckets)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 15, size=60)
+    sizes[0], sizes[1:4], sizes[4] = 400, rng.integers(80, 200, size=3), 1
+    qid = np.repeat([f"q{i}" for i in rng.permutation(60)], sizes)
+    n = len(qid)
+    df = pd.DataFrame({"qid": qid, "grp": (rng.random(n) < 0.4).astype(int),
+                       "rel": rng.integers(-1, 4, size=n).astype(float), "score": rng.normal(size=n)})
+    df.loc[df.qid == df.qid.iloc[-1], "grp"] = 0  # the last row's query: no protected item
+    first = df.qid.iloc[0]
+    df.loc[df.qid == first, "grp"] = 2  # another group >= 1 only: no non-protected item
+    df.loc[df.qid == df.qid.unique()[5], "rel"] = 1.0  # all judgments equal
+    df.loc[rng.random(n) < 0.05, "score"] = 0.0  # score ties
+    return df.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+def _unbucketed(df, **kw):
+    """The same metrics from one padded batch (every query padded to the longest)."""
+    from fairltr.data import to_batch
+    from fairltr.metrics import evaluate_batch
+
+    frame = df[["qid", "grp", "rel"]].assign(__score__=df.score.to_numpy())
+    batch = to_batch(frame, query="qid", group="grp", judgment="rel", features=["__score__"])
+    return batch, evaluate_batch(batch.features[..., 0], batch, **kw)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kw", [{}, {"k": (3, 50), "exposure_k": 10, "retrieval": True}])
+def test_bucketed_metrics_equal_one_padded_batch(seed, kw):
+    from fairltr.buckets import to_buckets
+
+    df = _skewed(seed)
+    assert len(to_buckets(df, query="qid", group="grp", judgment="rel", features=["score"]).batches) > 1
+    res = evaluate_ranking(df, "score", query="qid", group="grp", judgment="rel", **kw)
+    _, ref = _unbucketed(df, **kw)
+    assert set(res) == set(ref)
+    for key, value in ref.items():
+        if isinstance(value, float) and math.isnan(value):
+            assert math.isnan(res[key]), key
+        else:
+            assert res[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    both = df.assign(p=df.grp >= 1).groupby("qid").p.agg(lambda s: 0 < s.sum() < len(s))
+    assert res["exposure_ratio_n_queries"] == int(both.sum()) <= 58  # one-sided queries are left out
+
+
+def test_per_query_table_equals_one_padded_batch():
+    from fairltr.metrics import per_query_metrics
+    from fairltr.metrics.evaluate import per_query_table
+
+    df = _skewed(7)
+    table = per_query_table(df, df.score.to_numpy(), query="qid", group="grp", judgment="rel", k=(5,))
+    batch, _ = _unbucketed(df)
+    ref = per_query_metrics(batch.features[..., 0], batch, k=(5,))
+    assert table.columns.tolist() == ["qid", *ref]
+    assert table.qid.tolist() == batch.query_ids == list(df.qid.unique())
+    for name, values in ref.items():
+        np.testing.assert_allclose(table[name].to_numpy(), values.numpy(), rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_per_query_metrics_of_buckets_needs_one_score_tensor_per_bucket():
+    from fairltr.metrics import per_query_metrics
+    from fairltr.metrics.evaluate import score_buckets
+
+    buckets, scores = score_buckets(_skewed(1), "score", query="qid", group="grp", judgment="rel")
+    assert len(scores) == len(buckets.batches) > 1
+    with pytest.raises(ValueError, match="one score tensor per bucket"):
+        per_query_metrics(scores[:1], buckets)
+
+
+def test_degenerate_tables_bucketed():
+    one_query = pd.DataFrame({"query_id": [7] * 4, "protected": [0, 1, 0, 1], "judgment": [3.0, 2, 1, 0]})
+    res = evaluate_ranking(one_query, [0.4, 0.3, 0.2, 0.1], k=(2,))
+    assert res["kendall_tau"] == pytest.approx(1.0) and res["precision_at_2"] == 1.0
+    # a long query and two one-row queries: two buckets; one-row queries have no kendall_tau and
+    # one-sided groups no exposure ratio
+    long_and_ones = pd.DataFrame({"query_id": [1] * 10 + [2, 3], "protected": [0, 1] * 5 + [1, 0],
+                                  "judgment": list(range(10)) + [1.0, 0.0]})
+    from fairltr.buckets import to_buckets
+
+    assert len(to_buckets(long_and_ones, features=["protected"]).batches) == 2
+    res = evaluate_ranking(long_and_ones, -np.arange(12.0), k=(1,))
+    assert res["kendall_tau"] == pytest.approx(-1.0) and res["kendall_tau_n_queries"] == 1
+    assert res["precision_at_1_n_queries"] == 3 and res["exposure_ratio_n_queries"] == 1
+    assert res["ndcg_at_1_n_queries"] == 2  # query 3's only judgment is 0: no ideal DCG
