@@ -42,6 +42,7 @@ from pathlib import Path
 
 import lightning.pytorch as pl
 import numpy as np
+import torch
 
 N_FEATURES = 32
 ROW_GROUP = 131_072
@@ -138,6 +139,12 @@ def vm_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user + system, all threads) of this process so far."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 class Probe(pl.Callback):
     """Writes this process's epoch times and VmHWM to ``<out>.<rank>`` at the end of training
     (a module-level class: DDP's spawn pickles it into the workers)."""
@@ -151,11 +158,12 @@ class Probe(pl.Callback):
         self.rec["fit_start"] = time.time()
 
     def on_train_epoch_start(self, trainer, module):
-        self._t = time.time()
+        self._t, self._cpu = time.time(), _cpu_s()
 
     def on_train_epoch_end(self, trainer, module):
         done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
-        self.rec["epochs"].append({"start": self._t, "end": time.time(), "batches": done})
+        self.rec["epochs"].append({"start": self._t, "end": time.time(), "cpu_s": _cpu_s() - self._cpu,
+                                   "batches": done, "threads": torch.get_num_threads()})
 
     def on_fit_end(self, trainer, module):
         self.rec.update(fit_end=time.time(), rank=trainer.global_rank, pid=os.getpid(), vm_hwm_mb=vm_hwm_mb())
@@ -196,8 +204,6 @@ def _metrics(model, test_path: str) -> dict:
 
 
 def child(job: dict) -> dict:
-    import torch
-
     threads = job.get("threads")
     if threads:
         torch.set_num_threads(threads)
@@ -221,6 +227,8 @@ def child(job: dict) -> dict:
                 p.unlink()
         rank0 = next(w for w in workers if w["rank"] == 0)
         out["epoch_s"] = [e["end"] - e["start"] for e in rank0["epochs"]]
+        out["epoch_cpu_s"] = [sum(w["epochs"][i]["cpu_s"] for w in workers) for i in range(len(rank0["epochs"]))]
+        out["worker_threads"] = rank0["epochs"][0]["threads"] if rank0["epochs"] else None
         out["batches"] = [e["batches"] for e in rank0["epochs"]]
         out["before_fit_s"] = rank0["fit_start"] - t0  # scan (+ spawning workers)
         out["after_fit_s"] = time.time() - rank0["fit_end"]  # final objective pass (+ joining the workers)
@@ -285,77 +293,90 @@ def _fmt(v, nd=1):
 
 
 def report(meta: dict, res: dict, args) -> str:
-    s1, s2 = res["stream1"], res["stream2"]
-    mem = s1["hwm_mb"]
+    s1, s1t2, s2 = res["stream1"], res["stream1t2"], res["stream2"]
+    mem = max(s1["hwm_mb"], s1t2["hwm_mb"])
     mem2 = s2["hwm_mb"] + sum(s2["worker_hwm_mb"])
-    ep1, ep2 = float(np.mean(s1["epoch_s"])), float(np.mean(s2["epoch_s"]))
+    mem2_proc = max([s2["hwm_mb"], *s2["worker_hwm_mb"]])
+    ep = {k: float(np.mean(res[k]["epoch_s"])) for k in ("stream1", "stream1t2", "stream2")}
+    cpu = {k: float(np.mean(res[k]["epoch_cpu_s"])) for k in ("stream1", "stream1t2", "stream2")}
+    scope = "one full epoch each" if not args.limit else f"{args.limit:g} of an epoch each, scaled by 1/{args.limit:g}"
     lines = [
         "# Streamed DELTR (Lightning, Parquet) vs the full-batch estimator",
         "",
         f"Measured by `python benchmarks/bench_streaming.py` on {time.strftime('%Y-%m-%d')}: "
-        f"{platform.machine()}, {os.cpu_count()} cores (shared with other jobs; load average at start "
-        f"{res['load_start']}), torch threads: 2 for one process, 1 per process under DDP (Lightning's default).",
+        f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs (load average at start "
+        f"{res['load_start']}, at the end {res['load_end']}), so wall times are noisy; CPU seconds (user + system, "
+        f"summed over threads and processes) are not affected by the other jobs.",
         "",
         f"Data: {meta['rows']:,} rows x {N_FEATURES} float32 features + protected (int8), {meta['train_queries']:,} "
-        f"queries of {MIN_Q:,}-{MAX_Q:,} candidates, row groups of {ROW_GROUP:,} rows, file {meta['bytes'] / 2**30:.2f} GiB "
-        f"(snappy); planted bias: training judgment = merit - 1 x protected; test file {TEST_ROWS:,} rows with "
-        f"unbiased judgments. Streamed settings: the defaults of `train_deltr_lightning` (Adam, lr "
-        f"{s1['lr']}, {s1['batch_queries']} queries per step).",
+        f"queries of at most {MAX_Q:,} candidates (mostly {MIN_Q:,}-{MAX_Q:,}), row groups of {ROW_GROUP:,} rows, "
+        f"file {meta['bytes'] / 2**30:.2f} GiB (snappy); planted bias: training judgment = merit - 1 x protected; "
+        f"test file {TEST_ROWS:,} rows (other queries) with the unbiased merit as judgment. Streamed runs use the "
+        f"defaults of `train_deltr_lightning` (Adam, lr {s1['lr']}, {s1['batch_queries']} queries per step, float64).",
         "",
-        "## Memory and time",
+        f"## Memory and time at {meta['rows']:,} rows ({scope})",
         "",
-        "| run | rows | processes | peak RSS (MB) | s / epoch | steps / epoch | wall s (whole call) |",
+        "| run | processes x torch threads | peak RSS (MB) | wall s / epoch | CPU s / epoch | steps / epoch | wall s, whole call |",
         "|---|---|---|---|---|---|---|",
-        f"| streamed | {meta['rows']:,} | 1 | {mem:,.0f} | {ep1:,.1f} | {s1['batches'][0]} | {s1['wall_s']:,.1f} |",
-        f"| streamed (DDP, gloo) | {meta['rows']:,} | 2 | {mem2:,.0f} (main {s2['hwm_mb']:,.0f} + workers "
-        f"{' + '.join(f'{w:,.0f}' for w in s2['worker_hwm_mb'])}) | {ep2:,.1f} | {s2['batches'][0]} per process | {s2['wall_s']:,.1f} |",
+        f"| streamed | 1 x 1 | {s1['hwm_mb']:,.0f} | {ep['stream1']:,.1f} | {cpu['stream1']:,.1f} | {s1['batches'][0]} | {s1['wall_s']:,.1f} |",
+        f"| streamed | 1 x 2 | {s1t2['hwm_mb']:,.0f} | {ep['stream1t2']:,.1f} | {cpu['stream1t2']:,.1f} | {s1t2['batches'][0]} | {s1t2['wall_s']:,.1f} |",
+        f"| streamed, DDP (gloo) | 2 x {s2.get('worker_threads')} | {mem2:,.0f} summed: main {s2['hwm_mb']:,.0f} (idle during training) + "
+        f"workers {' + '.join(f'{w:,.0f}' for w in s2['worker_hwm_mb'])} | {ep['stream2']:,.1f} | {cpu['stream2']:,.1f} | "
+        f"{s2['batches'][0]} per process | {s2['wall_s']:,.1f} |",
     ]
-    if "stream_prefix" in res:
-        sp = res["stream_prefix"]
-        lines.append(f"| streamed | {meta['prefix_actual_rows']:,} | 1 | {sp['hwm_mb']:,.0f} | "
-                     f"{float(np.mean(sp['epoch_s'])):,.2f} | {sp['batches'][0]} | {sp['wall_s']:,.1f} ({sp['n_iter']} epochs) |")
     fitted = [r for r in res["fullbatch"] if not r.get("killed")]
+    lines += ["", "Full-batch estimator (`DELTR.fit`, L-BFGS, "
+              f"{args.fit_iters} iterations: memory does not depend on the count) on prefixes of the same file:", "",
+              "| rows | queries | peak RSS (MB) | wall s |", "|---|---|---|---|"]
     for r in res["fullbatch"]:
         if r.get("killed"):
-            lines.append(f"| full-batch estimator | {r['job']['rows']:,} | 1 | killed above the {args.budget_gb:g} GB budget "
-                         f"(RSS {r['rss_at_kill_mb']:,.0f}) | - | - | - |")
+            lines.append(f"| {r['rows']:,} | - | killed above the {args.budget_gb:g} GB budget (RSS {r['rss_at_kill_mb']:,.0f}) | - |")
         else:
-            lines.append(f"| full-batch estimator ({r['n_iter']} L-BFGS it.) | {r['rows']:,} | 1 | {r['hwm_mb']:,.0f} | - | - | "
-                         f"{r['wall_s']:,.1f} |")
+            lines.append(f"| {r['rows']:,} | {r['queries']:,} | {r['hwm_mb']:,.0f} | {r['wall_s']:,.1f} |")
+    nxt = res.get("fullbatch_next")
+    if nxt:
+        lines.append(f"| {nxt['rows']:,} | - | not run: predicted {nxt['predicted_mb']:,.0f} MB > the {args.budget_gb:g} GB "
+                     "budget this shared machine allows | - |")
     big = max(fitted, key=lambda r: r["rows"])
-    per_row = (big["hwm_mb"] - fitted[0]["hwm_mb"]) / max(big["rows"] - fitted[0]["rows"], 1)
+    a = fitted[-2] if len(fitted) > 1 else fitted[0]
+    per_row = (big["hwm_mb"] - a["hwm_mb"]) / max(big["rows"] - a["rows"], 1)
     extrap = big["hwm_mb"] + per_row * (meta["rows"] - big["rows"])
     lines += [
         "",
-        "Ratios (same run):",
+        "Ratios (all measured in this run):",
         "",
-        f"* streamed peak RSS at {meta['rows']:,} rows / full-batch peak RSS at its largest measured prefix "
-        f"({big['rows']:,} rows): **{mem / big['hwm_mb']:.2f}** (1 process), **{mem2 / big['hwm_mb']:.2f}** (2 processes, summed).",
-        f"* full-batch peak RSS grows by {per_row * 1e6:,.0f} MB per 10^6 rows (between {fitted[0]['rows']:,} and "
-        f"{big['rows']:,} rows); a straight-line extrapolation to {meta['rows']:,} rows gives about {extrap / 1024:,.1f} GB "
-        f"(an estimate, not a measurement): streamed / full-batch at 10^7 rows = about {mem / extrap:.3f}.",
-        f"* seconds per epoch, 2 processes / 1 process: **{ep2 / ep1:.2f}** ({ep1:,.1f} s vs {ep2:,.1f} s; "
-        f"{'full epochs' if not args.limit else f'{args.limit:g} of an epoch, scaled by 1/{args.limit:g}'}).",
-        f"* goal peak RSS < 2 GB at 10^7 rows: {'met' if mem < 2048 else 'NOT met'} with 1 process ({mem:,.0f} MB), "
-        f"{'met' if mem2 < 2048 else 'NOT met'} with 2 processes ({mem2:,.0f} MB summed over the 3 processes).",
-        f"* wall time outside the epochs (1 process): {s1['before_fit_s']:,.1f} s before training (validation + "
-        f"statistics scan, Trainer set-up), {s1['after_fit_s']:,.1f} s after (the exact final objective: one more read).",
+        f"* streamed peak RSS at {meta['rows']:,} rows / full-batch peak RSS at its largest prefix that fits the "
+        f"budget ({big['rows']:,} rows): **{mem / big['hwm_mb']:.2f}** (1 process); DDP: {mem2_proc / big['hwm_mb']:.2f} "
+        f"per process, {mem2 / big['hwm_mb']:.2f} summed over the 3 processes.",
+        f"* full-batch peak RSS grows by {per_row * 1e6:,.0f} MB per 10^6 rows ({a['rows']:,} -> {big['rows']:,} rows); "
+        f"a straight line to {meta['rows']:,} rows gives about {extrap / 1024:,.1f} GB (an extrapolation, not a "
+        f"measurement), i.e. streamed / full-batch at 10^7 rows of about {mem / extrap:.3f}.",
+        f"* wall s per epoch, 2 processes / 1 process: **{ep['stream2'] / ep['stream1']:.2f}** against 1 thread, "
+        f"**{ep['stream2'] / ep['stream1t2']:.2f}** against 2 threads; CPU s per epoch, 2 processes / 1 process (1 thread): "
+        f"{cpu['stream2'] / cpu['stream1']:.2f}.",
+        f"* goal peak RSS < 2 GB at 10^7 rows: {'met' if mem < 2048 else 'NOT met'} by one training process "
+        f"({mem:,.0f} MB) and by every DDP process (at most {mem2_proc:,.0f} MB); the DDP total summed over the "
+        f"caller and both workers is {mem2:,.0f} MB ({'under' if mem2 < 2048 else 'over'} 2 GB), of which about 580 MB "
+        "per process is the imported libraries (torch + Lightning, which pulls in transformers).",
+        f"* wall time of the 1 x 1 call outside its epoch: {s1['before_fit_s']:,.1f} s before training (validation + "
+        f"statistics scan, Trainer set-up) and {s1['after_fit_s']:,.1f} s after (the exact final objective at the "
+        "returned weights: one more read of the file).",
         "",
-        f"## Agreement on the {meta['prefix_actual_rows']:,}-row prefix (test file metrics)",
+        f"## Agreement on the {meta['prefix_actual_rows']:,}-row prefix (metrics on the test file)",
         "",
-        "| gamma | run | epochs / iterations | train objective | exposure_ratio | kendall_tau | ndcg_at_10 |",
-        "|---|---|---|---|---|---|---|",
+        "| gamma | run | epochs / iterations | train objective | exposure_ratio | kendall_tau | ndcg_at_10 | peak RSS (MB) | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     worst = 0.0
     for g in res["agreement"]:
-        e, s = g["estimator"], g["streamed"]
-        for name, r in (("full-batch estimator (L-BFGS)", e), ("streamed (Adam, defaults)", s)):
+        e, st = g["estimator"], g["streamed"]
+        for name, r in (("full-batch estimator (L-BFGS, converged)", e), ("streamed (Adam, defaults)", st)):
             m = r["metrics"]
             lines.append(f"| {g['gamma']:g} | {name} | {r['n_iter']} | {r['final_total']:,.3f} | {m['exposure_ratio']:.4f} | "
-                         f"{m['kendall_tau']:.4f} | {m['ndcg_at_10']:.4f} |")
-        d = {k: abs(e["metrics"][k] - s["metrics"][k]) for k in ("exposure_ratio", "kendall_tau")}
+                         f"{m['kendall_tau']:.4f} | {m['ndcg_at_10']:.4f} | {r['hwm_mb']:,.0f} | {r['wall_s']:,.1f} |")
+        d = {k: abs(e["metrics"][k] - st["metrics"][k]) for k in ("exposure_ratio", "kendall_tau")}
         worst = max(worst, *d.values())
-        lines.append(f"| {g['gamma']:g} | abs. difference | | | {d['exposure_ratio']:.4f} | {d['kendall_tau']:.4f} | |")
+        lines.append(f"| {g['gamma']:g} | abs. difference | | | {d['exposure_ratio']:.4f} | {d['kendall_tau']:.4f} | | | |")
     lines += ["", f"Largest difference: {worst:.4f} ({'within' if worst <= 0.01 else 'NOT within'} 0.01).", ""]
     return "\n".join(lines)
 
@@ -389,22 +410,30 @@ def main() -> None:
         print(f"{tag}: {json.dumps(keep)}", flush=True)
         return r
 
-    # 1. streamed on the big file (1 epoch), 1 and 2 processes
-    for devices, tag in ((1, "stream1"), (2, "stream2")):
+    # 1. streamed on the big file (1 epoch): 1 process with 1 and 2 threads, 2 processes (1 thread each)
+    for devices, threads, tag in ((1, 1, "stream1"), (1, 2, "stream1t2"), (2, None, "stream2")):
         job = {"kind": "stream", "train": train, "gamma": 0.0, "devices": devices, "epochs": 1,
-               "threads": 2 if devices == 1 else None, "limit": args.limit}
+               "threads": threads, "limit": args.limit}
         res[tag] = show(tag, run_child(job))
         if args.limit:
-            res[tag]["epoch_s"] = [t / args.limit for t in res[tag]["epoch_s"]]
+            for key in ("epoch_s", "epoch_cpu_s"):
+                res[tag][key] = [t / args.limit for t in res[tag][key]]
     # 2. full-batch estimator on growing prefixes, while the scaled peak fits the budget
     res["fullbatch"] = []
     rows = [100_000, args.prefix_rows]
     while rows[-1] * 2 <= args.rows:
         rows.append(rows[-1] * 2)
     for n in rows:
-        if res["fullbatch"]:
-            last = res["fullbatch"][-1]
-            if last.get("killed") or last["hwm_mb"] * n / last["rows"] > budget:
+        done = res["fullbatch"]
+        if done and done[-1].get("killed"):
+            break
+        if len(done) >= 2:  # predict from the slope of the last two measurements
+            a, b = done[-2], done[-1]
+            slope = (b["hwm_mb"] - a["hwm_mb"]) / max(b["rows"] - a["rows"], 1)
+            predicted = b["hwm_mb"] + slope * (n - b["rows"])
+            print(f"fullbatch {n}: predicted peak {predicted:,.0f} MB (budget {budget:,.0f})", flush=True)
+            if predicted > budget:
+                res["fullbatch_next"] = {"rows": n, "predicted_mb": predicted}
                 break
         job = {"kind": "fullbatch", "train": train, "rows": n, "gamma": 0.0, "max_iter": args.fit_iters, "threads": 2}
         r = run_child(job, budget_mb=budget)
@@ -421,6 +450,7 @@ def main() -> None:
         res["agreement"].append({"gamma": gamma, "estimator": e, "streamed": s})
         if gamma == 0.0:
             res["stream_prefix"] = s
+    res["load_end"] = " ".join(f"{v:.1f}" for v in os.getloadavg())
     text = report(meta, res, args)
     print(text)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -455,18 +455,20 @@ def pad_rows(
     sizes = np.asarray(sizes, dtype=np.int64)
     nq, n_max = len(sizes), int(sizes.max()) if len(sizes) else 0
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    codes = np.repeat(np.arange(nq), sizes)
-    slots = np.arange(int(sizes.sum())) - np.repeat(starts, sizes)
-    x = np.zeros((nq, n_max, features.shape[1]), dtype=np.float64)
-    x[codes, slots] = features
-    y = np.zeros((nq, n_max), dtype=np.float64)
-    y[codes, slots] = judgments
-    g = np.zeros((nq, n_max), dtype=np.int64)
-    g[codes, slots] = groups
-    m = np.zeros((nq, n_max), dtype=bool)
-    m[codes, slots] = True
-    idx = np.full((nq, n_max), -1, dtype=np.int64)
-    idx[codes, slots] = rows if rows is not None else np.arange(len(codes))
+    # flat slot of every row: query k's rows fill slots k * n_max .. k * n_max + sizes[k] - 1
+    flat = np.arange(int(sizes.sum())) + np.repeat(np.arange(nq) * n_max - starts, sizes)
+    x = np.zeros((nq * n_max, features.shape[1]), dtype=np.float64)
+    x[flat] = features
+    x = x.reshape(nq, n_max, features.shape[1])
+    y = np.zeros(nq * n_max, dtype=np.float64)
+    y[flat] = judgments
+    g = np.zeros(nq * n_max, dtype=np.int64)
+    g[flat] = groups
+    m = np.zeros(nq * n_max, dtype=bool)
+    m[flat] = True
+    idx = np.full(nq * n_max, -1, dtype=np.int64)
+    idx[flat] = rows if rows is not None else np.arange(len(flat))
+    y, g, m, idx = (a.reshape(nq, n_max) for a in (y, g, m, idx))
     return RankingBatch(
         features=torch.from_numpy(x).to(dtype), judgments=torch.from_numpy(y).to(dtype),
         groups=torch.from_numpy(g), mask=torch.from_numpy(m), row_index=torch.from_numpy(idx),
@@ -492,8 +494,6 @@ def iter_query_batches(
     units = np.arange(layout.n_units) if units is None else np.asarray(units, dtype=np.int64)
     queries = layout.queries_of(units)
     cursor = _RowCursor(layout, chunk_rows)
-    names = layout.columns
-    fpos = [names.index(c) for c in layout.feature_names]
     for b0 in range(0, len(queries), batch_queries):
         qs = queries[b0:b0 + batch_queries]
         starts, sizes = layout.query_start[qs], layout.query_size[qs]
@@ -505,14 +505,16 @@ def iter_query_batches(
         for lo, hi in zip(run_lo.tolist(), run_hi.tolist()):
             pieces.extend(cursor.take(lo, hi))
         table = pa.Table.from_batches(pieces)
-        values = _matrix(table, names)
-        del table, pieces
-        x = values[:, fpos]
-        if layout.standardize:
-            x = (x - layout.mean) / layout.scale
+        del pieces
+        x = _matrix(table, layout.feature_names)
+        if layout.standardize:  # in place: (x - mean) / scale
+            x -= layout.mean
+            x /= layout.scale
+        judgments, groups = _as_float(table.column(layout.judgment)), _as_float(table.column(layout.group))
+        del table
         rows = np.concatenate([np.arange(lo, hi) for lo, hi in zip(run_lo.tolist(), run_hi.tolist())])
         yield pad_rows(
-            x, values[:, names.index(layout.judgment)], values[:, names.index(layout.group)].astype(np.int64),
-            sizes, rows=rows, query_ids=[layout.query_ids[k] for k in qs.tolist()],
+            x, judgments, groups.astype(np.int64), sizes, rows=rows,
+            query_ids=[layout.query_ids[k] for k in qs.tolist()],
             feature_names=layout.feature_names, dtype=dtype,
         )

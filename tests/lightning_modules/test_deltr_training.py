@@ -109,6 +109,10 @@ def test_adam_default_budget_and_bad_settings(frames):
         train_deltr_lightning(train, gamma=1.0, batch_queries=0)
     with pytest.raises(ConfigError, match="trainer_options may not set"):
         train_deltr_lightning(train, gamma=1.0, trainer_options={"max_epochs": 3})
+    with pytest.raises(ConfigError, match="lr_decay must be one of"):
+        train_deltr_lightning(train, gamma=1.0, batch_queries=4, lr_decay="step")
+    with pytest.raises(ConfigError, match="lr_decay applies to Adam only"):
+        train_deltr_lightning(train, gamma=1.0, lr_decay="cosine")
 
 
 @pytest.mark.parametrize("n,size", [(10, 4), (1, 1), (7, 7), (9, 2)])
@@ -124,19 +128,32 @@ def test_sampler_deals_the_same_global_batches_to_any_number_of_processes(n, siz
     assert sorted(sum(list(s), [])) == list(range(n))
 
 
-def test_two_epochs_of_mini_batches_equal_a_manual_adam_loop(frames):
-    """Independent check of the Lightning loop: Adam on the same batches by hand."""
+@pytest.mark.parametrize("decay", ["cosine", "none", "linear"])
+def test_two_epochs_of_mini_batches_equal_a_manual_adam_loop(frames, decay):
+    """Independent check of the Lightning loop: Adam on the same batches by hand, with the
+    learning rate of step t (of T) set to 0.01 x (1 + cos(pi t / T)) / 2, 0.01, or 0.01 x (1 - t / T)."""
+    import math
+
     from lightning_modules import DELTRModule, RankingDataModule
 
     train, _ = frames
-    model = train_deltr_lightning(train, gamma=20.0, batch_queries=6, epochs=2, shuffle=False, seed=1)
+    model = train_deltr_lightning(train, gamma=20.0, batch_queries=6, epochs=2, shuffle=False, seed=1,
+                                  lr_decay=None if decay == "cosine" else decay)
+    assert model.training_["lr_decay"] == decay
     dm = RankingDataModule(train, batch_size=6, shuffle=False)
     dm.setup()
     ref = DELTRModule(dm.n_features, gamma=20.0, seed=1, n_groups=2)
     opt = torch.optim.Adam(ref.parameters(), lr=0.01)
+    total = 2 * len(dm.train_dataloader())
+    factor = {"cosine": lambda t: 0.5 * (1 + math.cos(math.pi * t / total)), "none": lambda t: 1.0,
+              "linear": lambda t: 1 - t / total}[decay]
+    step = 0
     for _ in range(2):
         for batch in dm.train_dataloader():
+            opt.param_groups[0]["lr"] = 0.01 * factor(step)
             opt.zero_grad()
             ref.objective(batch).total.backward()
             opt.step()
+            step += 1
+    assert step == total == 6  # 16 training queries, 6 per step, 2 epochs
     np.testing.assert_allclose(model.weights_, ref.weight.detach().numpy(), rtol=1e-12, atol=1e-14)
