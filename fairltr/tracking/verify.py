@@ -91,11 +91,18 @@ def folder_digest(root: str | os.PathLike) -> str:
 
 
 def _download(uri: str, dst: Path) -> Path:
-    """The artifacts of ``uri`` in ``dst`` (no progress bar)."""
+    """The artifacts of ``uri`` in ``dst`` (no progress bar unless the user asked for one)."""
     import mlflow
 
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(dst)))
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    previous = os.environ.get(key)
+    if previous is None:
+        os.environ[key] = "false"
+    try:
+        return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(dst)))
+    finally:
+        if previous is None:
+            os.environ.pop(key, None)
 
 
 def _same_files(local: Path, logged: Path) -> str | None:
