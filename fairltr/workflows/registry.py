@@ -5,7 +5,7 @@ evaluator plugins (``fairltr evaluate-model``), promote a version behind fairnes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
