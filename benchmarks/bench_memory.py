@@ -9,17 +9,21 @@ each operation should stay near 1.
 
 Every measurement runs in a FRESH child process (``--child OP TABLE``) that builds its table,
 records its peak RSS so far (``ru_maxrss``: the table, the imports), runs one operation and
-reports the new peak RSS and the operation's wall time. The child's address space is capped
-(``--cap-gib``, RLIMIT_AS) and its run time limited (``--timeout``), so a regression fails with
-MemoryError or a timeout instead of eating the machine. Operations:
+reports the new peak RSS and the operation's wall time. glibc's mmap threshold is fixed in the
+children so that freed temporaries leave the process and peaks repeat (``--malloc-default``
+keeps the dynamic one). The child's address space is capped (``--cap-gib``, RLIMIT_AS) and its
+run time limited (``--timeout``), so a regression fails with MemoryError or a timeout instead
+of eating the machine. Operations:
 
 * ``evaluate``: ``evaluate_ranking(df, "score")`` (default cut-offs 1, 5, 10, 20, 100);
-* ``rerank``: ``rerank(df, "score", k=--rerank-k, p=0.3, alpha=0.1)``;
+* ``rerank``: ``rerank(df, "score", k=--rerank-k, p=0.3, alpha=0.1)`` (``--rerank-k 0``: k=None, every
+  candidate re-ranked);
 * ``fit``: ``DELTR(gamma=1e5, max_iter=--iters, tol=0).fit(df)`` (L-BFGS, the features and the
   protected column).
 
-Usage:  python benchmarks/bench_memory.py [--features 8] [--cap-gib 8] [--timeout 300]
-        [--ops evaluate rerank fit] [--markdown OUT.md] [--json OUT.json] [--label TEXT]
+Usage:  python benchmarks/bench_memory.py [--features 8] [--iters 5] [--rerank-k 100] [--cap-gib 8]
+        [--timeout 300] [--ops evaluate rerank fit] [--tables uniform skewed] [--malloc-default]
+        [--markdown OUT.md] [--json OUT.json] [--label TEXT]
 Run with PYTHONPATH=<another checkout> to measure another version of fairltr the same way.
 """
 
@@ -29,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -86,7 +91,7 @@ def child(op: str, table: str, args) -> dict:
         if op == "evaluate":
             evaluate_ranking(df, "score")
         elif op == "rerank":
-            rerank(df, "score", k=args.rerank_k, p=0.3, alpha=0.1)
+            rerank(df, "score", k=args.rerank_k or None, p=0.3, alpha=0.1)
         elif op == "fit":
             DELTR(gamma=1e5, max_iter=args.iters, tol=0.0, device="cpu").fit(
                 df[["query_id", *features, "judgment"]], features=features)
@@ -96,17 +101,47 @@ def child(op: str, table: str, args) -> dict:
     except MemoryError as exc:
         record.update(ok=False, error=f"MemoryError: {str(exc)[:160]}")
     except RuntimeError as exc:  # torch reports a failed allocation as RuntimeError
-        record.update(ok=False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+        asked = re.search(r"you tried to allocate (\d+) bytes", str(exc))
+        record.update(ok=False, error=(f"torch could not allocate {int(asked.group(1)) / 2**30:.2f} GiB more" if asked
+                                       else f"RuntimeError: {str(exc).splitlines()[0][:160]}"))
     record["seconds"] = time.perf_counter() - t0
     record["peak_mib"] = _peak_mib()
     return record
 
 
 # ---------------------------------------------------------------------------- parent
+def padding_summary() -> str:
+    """Padded slots of each table as one batch (queries x longest) and in length buckets."""
+    import numpy as np
+
+    try:
+        from fairltr.buckets import length_buckets
+    except ImportError:  # a fairltr without length buckets
+        length_buckets = None
+    parts = []
+    for kind in TABLES:
+        sizes = np.full(10_000, 100, dtype=np.int64)
+        if kind == "skewed":
+            sizes[0] = 10_000
+        text = f"{kind}: {sizes.sum():,} rows, one padded batch {len(sizes) * sizes.max():,} slots"
+        if length_buckets is not None:
+            buckets = length_buckets(sizes)
+            cells = sum(len(b) * int(sizes[b].max()) for b in buckets)
+            text += f", {len(buckets)} length bucket(s) {cells:,} slots"
+        parts.append(text)
+    return "Padding: " + "; ".join(parts) + "."
+
+
 def measure(op: str, table: str, args) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", op, table, "--features", str(args.features),
            "--cap-gib", str(args.cap_gib), "--iters", str(args.iters), "--rerank-k", str(args.rerank_k)]
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    if not args.malloc_default:
+        # glibc's default mmap threshold grows as large blocks are freed, after which freed
+        # temporaries stay in the heap: the same operation then peaks anywhere between 800 and
+        # 1,200 MiB from run to run. A fixed threshold (glibc's initial 128 KiB) returns every
+        # large block to the system when freed, so the peak is that of the live arrays and repeats.
+        env["MALLOC_MMAP_THRESHOLD_"] = "131072"
     t0 = time.perf_counter()
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
@@ -159,9 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES))
     ap.add_argument("--features", type=int, default=8, help="numeric features (plus the protected column)")
     ap.add_argument("--iters", type=int, default=5, help="L-BFGS iterations of DELTR.fit")
-    ap.add_argument("--rerank-k", type=int, default=100, help="FA*IR k (top-k re-ranked per query)")
+    ap.add_argument("--rerank-k", type=int, default=100, help="FA*IR k (top-k re-ranked per query; 0: every candidate)")
     ap.add_argument("--cap-gib", type=float, default=8.0, help="address-space cap of each child (RLIMIT_AS)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before a child is killed")
+    ap.add_argument("--malloc-default", action="store_true",
+                    help="keep glibc's dynamic mmap threshold in the children (peaks then vary from run to run)")
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--markdown", type=Path, help="append the table (with the settings) to this file")
     ap.add_argument("--json", type=Path, help="write the raw records as JSON")
@@ -173,9 +210,15 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = (f"{args.label + ': ' if args.label else ''}fairltr from {Path(fairltr.__file__).parent}, "
                 f"{args.features} features + protected, DELTR {args.iters} L-BFGS iterations (gamma 1e5), "
-                f"FA*IR k={args.rerank_k} p=0.3 alpha=0.1, cap {args.cap_gib:g} GiB address space per child, "
-                f"Python {platform.python_version()}, 1 torch thread")
+                f"FA*IR k={args.rerank_k or 'None (every candidate)'} p=0.3 alpha=0.1, "
+                f"cap {args.cap_gib:g} GiB address space per child, "
+                f"Python {platform.python_version()}, 1 torch thread, "
+                f"{'glibc default malloc' if args.malloc_default else 'MALLOC_MMAP_THRESHOLD_=131072'}")
     print(settings, flush=True)
+    cells = padding_summary()
+    if cells:
+        print(cells, flush=True)
+        settings += f"\n\n{cells}"
     results = []
     for op in args.ops:
         for table in args.tables:
