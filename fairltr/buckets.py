@@ -94,8 +94,8 @@ class BucketedBatch:
         """Per-bucket (Q_b, ...) tensors -> one (Q, ...) tensor in table query order."""
         if len(values) != len(self.batches):
             raise ValueError(f"per_query: {len(values)} tensors for {len(self.batches)} buckets")
-        if len(values) == 1:
-            return values[0]
+        if len(values) == 1 and np.array_equal(self.queries[0], np.arange(self.n_queries)):
+            return values[0]  # one bucket in table order: already (Q, ...)
         first = values[0]
         out = torch.empty((self.n_queries,) + tuple(first.shape[1:]), dtype=first.dtype, device=first.device)
         for v, q in zip(values, self.queries):

@@ -130,7 +130,7 @@ def test_one_bucket_is_exactly_to_batch():
     assert len(bb.batches) == 1 and bb.queries[0].tolist() == list(range(full.n_queries))
     for name in ("features", "judgments", "groups", "mask", "row_index"):
         assert torch.equal(getattr(bb.batches[0], name), getattr(full, name))
-    assert bb.per_query([full.n_items]) is not None
+    assert torch.equal(bb.per_query([full.n_items]), full.n_items)
 
 
 def test_to_buckets_errors_are_to_batchs():
@@ -180,3 +180,12 @@ def test_split_batch_uses_the_last_real_slot_and_unnamed_queries():
     assert widths == {(0, 2): 40, (1, 3, 4, 5): 2}  # extents 40, 2, 6, 2, 2, 2: 2 x 40 <= 2 x (40 + 6)
     assert all(b.query_ids == [] for b in parts.batches)
     assert int(sum(b.mask.sum() for b in parts.batches)) == int(mask.sum())
+
+
+def test_per_query_of_a_single_permuted_bucket():
+    df = skewed_frame(1, long=8)
+    full = to_batch(df, features=["x1"])
+    order = np.arange(full.n_queries)[::-1].copy()
+    bb = BucketedBatch([full.select(order)], [order], full.query_ids, len(df), ["x1"])
+    assert bb.per_query([bb.batches[0].n_items]).tolist() == full.n_items.tolist()
+    np.testing.assert_array_equal(bb.scatter_back([bb.batches[0].features[..., 0]]), df.x1.to_numpy())
