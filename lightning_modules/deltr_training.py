@@ -164,9 +164,14 @@ class DELTRTrainingModule(DELTRModule):
             return opt
         total = max(int(self.trainer.estimated_stepping_batches), 1)
         if self.lr_decay == "cosine":  # lr_t = lr * (1 + cos(pi t / T)) / 2
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 0.5 * (1.0 + math.cos(math.pi * min(t, total) / total)))
+
+            def factor(t: int) -> float:
+                return 0.5 * (1.0 + math.cos(math.pi * min(t, total) / total))
         else:  # linear: lr_t = lr * (1 - t / T)
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: max(0.0, 1.0 - t / total))
+
+            def factor(t: int) -> float:
+                return max(0.0, 1.0 - t / total)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 

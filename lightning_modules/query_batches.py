@@ -27,7 +27,9 @@ from lightning_modules.ranking_datamodule import QueryDataset, RankingDataModule
 __all__ = ["QueryBatchSampler", "SelectQueriesOrEmpty", "ShardedRankingDataModule", "empty_batch"]
 
 
-def empty_batch(n_features: int, dtype: torch.dtype = torch.float64, feature_names: list[str] | None = None) -> RankingBatch:
+def empty_batch(
+    n_features: int, dtype: torch.dtype = torch.float64, feature_names: list[str] | None = None
+) -> RankingBatch:
     """A batch of one query with no real candidate (mask all False): it adds nothing to the loss."""
     return RankingBatch(
         features=torch.zeros(1, 1, n_features, dtype=dtype), judgments=torch.zeros(1, 1, dtype=dtype),

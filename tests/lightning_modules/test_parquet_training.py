@@ -177,3 +177,13 @@ def test_streamed_model_registers_through_the_ranker_pyfunc(mlflow_tracking, tab
     loaded = mlflow.pyfunc.load_model(f"models:/{name}/{info.registered_model_version}")
     out = loaded.predict(df)
     np.testing.assert_allclose(out["score"].to_numpy(), model.predict(df), rtol=0, atol=1e-12)
+
+
+def test_float32_stream_is_close_to_float64(table, tmp_path):
+    df, path = table
+    kw = dict(gamma=100.0, batch_queries=8, epochs=3, shuffle=False)
+    f64 = train_deltr_lightning(path, **kw)
+    f32 = train_deltr_lightning(path, dtype=torch.float32, **kw)
+    assert f32.get_params()["dtype"] == "float32"
+    np.testing.assert_allclose(f32.predict(df), f64.predict(df), rtol=1e-4, atol=1e-4)
+    assert DELTR.load(f32.save(tmp_path / "m.json")).dtype == torch.float32
