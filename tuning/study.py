@@ -53,6 +53,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 SAMPLERS = ("nsga2", "tpe", "gp")
+CREATED_AT_ATTR = "fairltr_created_at"
 
 
 def default_storage_url(out: str | Path | None = None) -> str:
@@ -274,6 +275,7 @@ def open_study(name: str, storage, directions: Sequence[str], sampler, config: M
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
         created = False
     if created:
+        study.set_user_attr(CREATED_AT_ATTR, time.time())  # lets resumed workers tell a dead creator from a slow one
         for k, v in config.items():
             study.set_user_attr(k, v)
     else:
@@ -499,6 +501,7 @@ def _worker_loop(study, guarded, n_trials, report, fail_stale, guard, current, p
             consecutive = 0
         elif ft.state == TrialState.FAIL:
             report.failed.append(ft.number)
+            _log.warning("trial %d failed: %s", ft.number, ft.user_attrs.get("fairltr_error", "see the storage"))
             consecutive += 1
             if consecutive >= max_consecutive_failures:
                 raise FairltrError(f"{consecutive} trials failed in a row; last error: "

@@ -177,7 +177,9 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
     if not os.environ.get("FAIRLTR_VERBOSE"):
         import optuna
 
-        optuna.logging.set_verbosity(optuna.logging.WARNING)  # the bar / nested runs replace Optuna's per-trial lines
+        # the bar and the nested runs replace Optuna's per-trial lines; a failed trial is reported
+        # in one line by the worker loop instead of Optuna's warning with a traceback
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
     plugin = method_plugin(cfg.method)
     if default_objectives is None:
         default_objectives = plugin.default_objectives if plugin else DEFAULT_OBJECTIVES
@@ -233,15 +235,20 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
 
     tracker = None
     if cfg.mlflow:
+        from fairltr.tracking.config import redact_uri
         from tuning.tracking import SweepTracker
 
         tracker = SweepTracker(cfg.tracking_uri, cfg.experiment, cfg.study)
-        tracker.attach(study, created, {
-            **{k: v for k, v in checked.items() if k != "search_space"}, "sampler": cfg.sampler,
-            "seed": cfg.seed, "n_trials": cfg.n_trials, "train": cfg.train, "test": cfg.test,
-            "search_space": repr(runner.space),
-        })
-        echo(f"MLflow: parent run {tracker.parent_run_id} in {tracker.tracking_uri}")
+        try:
+            tracker.attach(study, created, {
+                **{k: v for k, v in checked.items() if k != "search_space"}, "sampler": cfg.sampler,
+                "seed": cfg.seed, "n_trials": cfg.n_trials, "train": cfg.train, "test": cfg.test,
+                "search_space": repr(runner.space),
+            })
+        except BaseException as exc:
+            tracker.abort(exc)
+            raise
+        echo(f"MLflow: parent run {tracker.parent_run_id} in {redact_uri(tracker.tracking_uri)}")
 
     bar = None
     if cfg.progress:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -28,6 +29,7 @@ PARENT_ATTR = "mlflow_parent_run_id"
 TAG_STUDY = "fairltr.sweep.study"
 TAG_TRIAL = "fairltr.sweep.trial"
 TAG_ROLE = "fairltr.sweep.role"
+TAG_WORKER = "fairltr.sweep.worker"
 
 
 def resolve_tracking_uri(uri: str | None = None) -> str:
@@ -78,12 +80,16 @@ class SweepTracker:
     def __init__(self, tracking_uri: str | None, experiment: str, study_name: str) -> None:
         from mlflow import MlflowClient
 
+        from fairltr.tracking.config import init_store
+
         self.tracking_uri = resolve_tracking_uri(tracking_uri)
+        init_store(self.tracking_uri)  # a fresh local SQLite store is created once, all-or-nothing
         sqlite_wal(self.tracking_uri)
         self.client = MlflowClient(tracking_uri=self.tracking_uri)
         self.study_name = study_name
         self.experiment_id = self._experiment(experiment)
         self.parent_run_id: str | None = None
+        self.worker = f"{socket.gethostname()}:{os.getpid()}"
         self._open_trial_run: str | None = None
 
     def _experiment(self, name: str) -> str:
@@ -102,12 +108,19 @@ class SweepTracker:
         raise ConfigError(f"cannot create or find MLflow experiment {name!r} at {self.tracking_uri}")
 
     # ------------------------------------------------------------------ parent
-    def attach(self, study, created: bool, params: Mapping[str, Any], wait_seconds: float = 60.0) -> str:
-        """Find (or, for the creating worker, create) the study's parent run; returns its id."""
-        run_id = study.user_attrs.get(PARENT_ATTR)
+    def attach(self, study, created: bool, params: Mapping[str, Any], wait_seconds: float = 20.0) -> str:
+        """Find (or, for the creating worker, create) the study's parent run; returns its id.
+
+        A worker joining a study without a parent run waits for its creator to make one, but
+        only up to ``wait_seconds`` after the study was created: a creator that died (Ctrl-C)
+        before making it leaves the job to the next worker, which makes it at once."""
+        from tuning.study import CREATED_AT_ATTR
+
+        attrs = study.user_attrs
+        run_id = attrs.get(PARENT_ATTR)
         if run_id is None and not created:
-            deadline = time.monotonic() + wait_seconds
-            while run_id is None and time.monotonic() < deadline:
+            deadline = float(attrs.get(CREATED_AT_ATTR, 0.0)) + wait_seconds
+            while run_id is None and time.time() < deadline:
                 time.sleep(0.5)
                 run_id = study.user_attrs.get(PARENT_ATTR)  # user_attrs re-reads the storage
         if run_id is None:  # creator, or the creator died before writing the attribute
@@ -120,7 +133,8 @@ class SweepTracker:
                 self.client.set_tag(run_id, TAG_ROLE, "study")
             else:
                 run = self.client.create_run(self.experiment_id, run_name=self.study_name,
-                                             tags={TAG_STUDY: self.study_name, TAG_ROLE: "study"})
+                                             tags={TAG_STUDY: self.study_name, TAG_ROLE: "study",
+                                                   TAG_WORKER: self.worker})
                 run_id = run.info.run_id
             log_params(run_id, params, client=self.client)
             study.set_user_attr(PARENT_ATTR, run_id)
@@ -141,7 +155,7 @@ class SweepTracker:
             raise RuntimeError("attach() must be called before log_trial()")
         run = self.client.create_run(self.experiment_id, run_name=f"trial-{number}", tags={
             "mlflow.parentRunId": self.parent_run_id, TAG_STUDY: self.study_name,
-            TAG_TRIAL: str(number), TAG_ROLE: "trial", **(tags or {}),
+            TAG_TRIAL: str(number), TAG_ROLE: "trial", TAG_WORKER: self.worker, **(tags or {}),
         })
         rid = run.info.run_id
         self._open_trial_run = rid
@@ -164,10 +178,20 @@ class SweepTracker:
 
         status = end_run_status(exc)
         try:
+            # this worker's runs still RUNNING, also one whose create call was cut short before it
+            # returned its id: trial runs are deleted (their trials end FAIL), a parent is ended
+            mine = self.client.search_runs(
+                [self.experiment_id], max_results=100,
+                filter_string=f"tags.`{TAG_WORKER}` = '{self.worker}' and attributes.status = 'RUNNING'")
+            ids = {r.info.run_id: r.data.tags.get(TAG_ROLE) for r in mine}
             if self._open_trial_run is not None:
-                self.client.delete_run(self._open_trial_run)
-                self._open_trial_run = None
-            if self.parent_run_id is not None:
+                ids[self._open_trial_run] = "trial"
+            for run_id, role in ids.items():
+                self.client.set_terminated(run_id, status)
+                if role == "trial":
+                    self.client.delete_run(run_id)
+            self._open_trial_run = None
+            if self.parent_run_id is not None and self.parent_run_id not in ids:
                 self.client.set_terminated(self.parent_run_id, status)
         except Exception:
             pass

@@ -34,6 +34,12 @@ _EXPORTS = {
     "gate_cutoffs": "gates",
     "PromotionDecision": "promotion", "promote": "promotion", "current_champion": "promotion",
     "evaluate_model_uri": "promotion",
+    # verified models (content digests) and the promotion lock
+    "open_verified": "verify", "fetch_verified": "verify", "load_verified": "verify", "folder_digest": "verify",
+    "ModelRejected": "verify", "acquire_lock": "lock", "LockTimeout": "lock",
+    # run life cycle
+    "job_run": "runs", "child_run": "runs", "log_params": "runs", "log_metrics": "runs", "mark_run": "runs",
+    "redact_uri": "config", "redact_text": "config", "check_tracking_uri": "config", "init_store": "config",
     # comparison of runs (DELTR Figure 1)
     "runs_table": "compare", "log_runs_comparison": "compare",
     # figures and report

@@ -86,10 +86,36 @@ def init_store(uri: str) -> None:
     if not db.parent.is_dir() or not os.access(db.parent, os.W_OK):
         return  # check_tracking_uri / MLflow report this with the path
     with file_lock(db.with_name(db.name + ".lock"), timeout=300.0):
+        if not db.exists():
+            _create_sqlite_store(db)
         client = MlflowClient(uri, registry_uri=uri)
-        client.search_experiments(max_results=1)  # creates / migrates the tables when needed
+        client.search_experiments(max_results=1)  # migrates the tables when an older MLflow made them
         client.search_registered_models(max_results=1)
     _READY.add(uri)
+
+
+def _create_sqlite_store(db: Path) -> None:
+    """Create a fresh MLflow store all-or-nothing: the tables are made in a temporary file beside
+    ``db``, which is renamed to ``db`` only when complete, so an interrupted first use (Ctrl-C,
+    a killed process) leaves no half-made database that every later command would trip over."""
+    from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as RegistryStore
+    from mlflow.store.tracking import DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.utils.uri import resolve_uri_if_local
+
+    tmp = db.with_name(f".{db.name}.init-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        tmp_uri = f"sqlite:///{tmp}"
+        for store in (SqlAlchemyStore(tmp_uri, resolve_uri_if_local(DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH)),
+                      RegistryStore(tmp_uri)):
+            store.engine.dispose()
+        for side in ("-wal", "-shm", "-journal"):
+            if Path(str(tmp) + side).exists():
+                raise RuntimeError(f"the new MLflow store {tmp} was not closed cleanly")
+        os.replace(tmp, db)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class _RedactFilter:

@@ -27,7 +27,7 @@ def _command(files: Path, trials: int) -> list[str]:
     return [sys.executable, "-c", code, "sweep", "--method", "deltr", "--train", str(files / "train.csv"),
             "--test", str(files / "test.csv"), "--trials", str(trials), "--study", "ctrl-c", "--out",
             str(files / "out"), "--storage", f"sqlite:///{files / 'optuna.db'}", "--tracking-uri",
-            f"sqlite:///{files / 'mlflow.db'}", "--experiment", "interrupt", "--max-iter", "40", "--no-progress",
+            f"sqlite:///{files / 'mlflow.db'}", "--experiment", "interrupt", "--max-iter", "200", "--no-progress",
             "--heartbeat-interval", "1", "--grace-period", "3"]
 
 
@@ -55,7 +55,7 @@ def _trial_states(files: Path) -> list[TrialState]:
 
 @pytest.mark.slow
 def test_sigint_at_random_moments_never_hangs_or_leaks(tmp_path):
-    train, test = make_biased_rankings(12, 15, 0.3, seed=5)
+    train, test = make_biased_rankings(40, 30, 0.3, seed=5)  # a trial takes a few tenths of a second
     train.to_csv(tmp_path / "train.csv", index=False)
     test.to_csv(tmp_path / "test.csv", index=False)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -68,7 +68,7 @@ def test_sigint_at_random_moments_never_hangs_or_leaks(tmp_path):
     outcomes = []
     for i, delay in enumerate(delays):
         log = tmp_path / f"run{i}.log"
-        proc = subprocess.Popen(_command(tmp_path, 400), stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
+        proc = subprocess.Popen(_command(tmp_path, 100_000), stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
                                 preexec_fn=_restore_sigint)
         time.sleep(delay)
         if proc.poll() is not None:
