@@ -299,13 +299,15 @@ def count_states(study) -> dict[str, int]:
 
 
 class InterruptGuard:
-    """Ctrl-C (SIGINT) during a sweep, made reliable: the handler records the interrupt and
-    raises ``KeyboardInterrupt`` in the main thread; when that exception is swallowed (raised
-    inside a finalizer, which Python only reports as "Exception ignored"), :meth:`check` raises
-    it again at the next safe point. Outside the main thread it does nothing."""
+    """Ctrl-C (SIGINT) during a sweep, made reliable. While a trial's objective runs (training),
+    the handler raises ``KeyboardInterrupt`` at once: Optuna catches it there and marks the trial
+    FAIL. Anywhere else in the worker loop (Optuna's own bookkeeping, whose clean-up code breaks on
+    an exception at the wrong line) the interrupt is only recorded, and :meth:`check` raises it at
+    the next safe point, a fraction of a second later. Outside the main thread it does nothing."""
 
     def __init__(self) -> None:
         self.interrupted = False
+        self._immediate = False
         self._previous: Any = None
 
     def __enter__(self) -> "InterruptGuard":
@@ -326,10 +328,21 @@ class InterruptGuard:
 
     def _handle(self, signum, frame) -> None:
         self.interrupted = True
-        raise KeyboardInterrupt
+        if self._immediate:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def immediate(self) -> Iterator[None]:
+        """Inside this block an interrupt raises at once (and one that came before raises now)."""
+        self.check()
+        self._immediate = True
+        try:
+            yield
+        finally:
+            self._immediate = False
 
     def check(self) -> None:
-        """Raise ``KeyboardInterrupt`` when an interrupt arrived (and was maybe swallowed)."""
+        """Raise ``KeyboardInterrupt`` when an interrupt arrived."""
         if self.interrupted:
             raise KeyboardInterrupt
 
@@ -438,7 +451,8 @@ def run_worker(
             trial.set_user_attr("fairltr_surplus", True)
             raise optuna.TrialPruned(f"surplus trial: {ahead} earlier trials already fill --trials {n_trials}")
         try:
-            return objective(trial)
+            with guard.immediate():
+                return objective(trial)
         except (FairltrError, KeyboardInterrupt, optuna.TrialPruned):
             raise
         except Exception as exc:  # one bad trial (e.g. a diverging fit) must not end the sweep
@@ -486,6 +500,7 @@ def _worker_loop(study, guarded, n_trials, report, fail_stale, guard, current, p
             break
         if n_complete + states.get("RUNNING", 0) >= n_trials:
             time.sleep(poll_seconds)  # others are running the last trials; one may still fail
+            guard.check()
             fail_stale()
             continue
         before = len(report.surplus)
@@ -508,3 +523,4 @@ def _worker_loop(study, guarded, n_trials, report, fail_stale, guard, current, p
                                    f"{ft.user_attrs.get('fairltr_error', 'see the log')}")
         elif len(report.surplus) > before:
             time.sleep(poll_seconds)
+            guard.check()
