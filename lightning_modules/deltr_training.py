@@ -54,6 +54,7 @@ from fairltr.errors import ConfigError, DataError
 from fairltr.losses.registry import get_loss
 from fairltr.parquet_stream import DEFAULT_CHUNK_ROWS, iter_query_batches, scan_parquet
 from lightning_modules.deltr_module import DELTRModule
+from lightning_modules.quiet import quiet_lightning
 
 __all__ = [
     "DELTRTrainingModule", "train_deltr_lightning", "default_epochs", "quiet_lightning",
@@ -193,45 +194,6 @@ def objective_over(module: DELTRModule, batches: Iterable[RankingBatch], l2: flo
     return acc
 
 
-_QUIET_ENV = "FAIRLTR_QUIET_LIGHTNING"
-_LOGGERS = ("lightning.pytorch", "lightning.fabric", "pytorch_lightning")
-_NOISE = (".*validation_step.*val_dataloader.*", ".*IterableDataset.*__len__.*", ".*LeafSpec.*",
-          ".*does not have many workers.*", ".*smaller than the logging interval.*")
-
-
-def _silence() -> None:
-    for name in _LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
-    for msg in _NOISE:
-        warnings.filterwarnings("ignore", message=msg)
-
-
-@contextlib.contextmanager
-def quiet_lightning(enabled: bool = True):
-    """Silence Lightning's banners (GPU/TPU available, tips, DDP set-up, "stopped" notes) and its
-    warnings that do not apply here (no validation loader, an IterableDataset with a length).
-    Spawned DDP workers inherit the request through an environment variable."""
-    if not enabled:
-        yield
-        return
-    levels = [logging.getLogger(n).level for n in _LOGGERS]
-    before = os.environ.get(_QUIET_ENV)
-    with warnings.catch_warnings():
-        try:
-            _silence()
-            os.environ[_QUIET_ENV] = "1"
-            yield
-        finally:
-            for name, level in zip(_LOGGERS, levels):
-                logging.getLogger(name).setLevel(level)
-            if before is None:
-                os.environ.pop(_QUIET_ENV, None)
-            else:
-                os.environ[_QUIET_ENV] = before
-
-
-if os.environ.get(_QUIET_ENV) == "1":  # imported while unpickling a DDP worker of a quiet call
-    _silence()
 
 
 def default_epochs(optimizer: str, steps_per_epoch: int) -> int:

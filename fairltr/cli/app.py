@@ -15,6 +15,21 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _unreachable(text: str) -> str | None:
+    """A one-line reason for MLflow's long "Max retries exceeded ... Connection refused" texts."""
+    import re
+
+    from fairltr.tracking.config import redact_uri
+
+    if not re.search(r"Max retries exceeded|Connection refused|Failed to establish a new connection|timed out", text):
+        return None
+    url = re.search(r"(https?://[^\s'\"]+?)(/api/|\s|$)", text)
+    where = redact_uri(url.group(1)) if url else "the MLflow tracking server"
+    why = "connection refused" if "refused" in text.lower() else "no answer (timed out)" if "timed out" in text else \
+        "connection failed"
+    return f"MLflow tracking server {where} is not reachable ({why}); start it, fix MLFLOW_TRACKING_URI, or use --no-track"
+
+
 def user_error_message(exc: BaseException) -> str | None:
     """The one-line message for an error that is the user's to fix, or None for a bug.
 
@@ -27,8 +42,11 @@ def user_error_message(exc: BaseException) -> str | None:
     if isinstance(exc, FileNotFoundError):
         return f"file not found: {exc.filename or exc}"
     if any(c.__name__ == "MlflowException" and c.__module__.startswith("mlflow") for c in type(exc).__mro__):
-        text = getattr(exc, "message", None) or str(exc)
-        return "MLflow: " + redact_text(" ".join(str(text).split())[:500])
+        text = " ".join(str(getattr(exc, "message", None) or exc).split())
+        unreachable = _unreachable(text)
+        if unreachable:
+            return unreachable
+        return "MLflow: " + redact_text(text[:500])
     return None
 
 

@@ -46,6 +46,12 @@ def quiet_third_party(verbose: bool = False) -> None:
     for category in (DeprecationWarning, FutureWarning, PendingDeprecationWarning, UserWarning, RuntimeWarning):
         warnings.filterwarnings("ignore", category=category, module=_NOISY_MODULES)
     warnings.filterwarnings("ignore", message=r".*(Experimental|experimental).*")
+    import sys
+
+    if "huggingface_hub" in sys.modules:  # imported before us: its progress-bar switch was read already
+        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
     try:  # Pandas4Warning (pandas >= 3) raised from inside MLflow
         from pandas.errors import Pandas4Warning
 

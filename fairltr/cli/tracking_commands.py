@@ -41,7 +41,7 @@ def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str
 @click.option("--languages", default=None, help="retrievers: evaluate only these query languages")
 @click.option("--split", default="test", show_default=True, help="retrievers: split of the parallel-query folder")
 @click.option("--max-items", type=int, default=None, help="retrievers: seeded subset of parallel items")
-@click.option("--unloadable-champion", type=click.Choice(["fail", "pass"]), default="fail", show_default=True,
+@click.option("--unloadable-champion", type=click.Choice(["fail", "pass"]), default="pass", show_default=True,
               help="relative gates when the current champion does not load or verify: fail them, or skip them "
                    "(replace a corrupt champion on the absolute gates)")
 @click.option("--allow-unverified", is_flag=True,

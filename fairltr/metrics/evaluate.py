@@ -149,6 +149,26 @@ def evaluate_ranking(
     return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
 
 
+def evaluate_with_table(
+    df: pd.DataFrame,
+    scores: Sequence[float] | np.ndarray | pd.Series | str,
+    *,
+    query: str = "query_id",
+    group: str = "protected",
+    judgment: str = "judgment",
+    k: Iterable[int] = DEFAULT_K,
+    exposure_k: int | None = None,
+    retrieval: bool = False,
+) -> tuple[dict[str, float], pd.DataFrame]:
+    """:func:`evaluate_ranking`'s dictionary and :func:`per_query_table`'s table from ONE pass of
+    the per-query metrics (the averages are aggregated from the table's values)."""
+    buckets, s = score_buckets(df, scores, query=query, group=group, judgment=judgment)
+    per_q = per_query_metrics(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+    table = pd.DataFrame({name: v.detach().cpu().to(torch.float64).numpy() for name, v in per_q.items()})
+    table.insert(0, query, buckets.query_ids)
+    return aggregate(per_q), table
+
+
 def per_query_table(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray | pd.Series | str,
@@ -163,8 +183,5 @@ def per_query_table(
     """One row per query (table order of first appearance): the query id in column ``query``,
     then every :func:`per_query_metrics` value (NaN where undefined). Memory proportional to the
     rows (length buckets)."""
-    buckets, s = score_buckets(df, scores, query=query, group=group, judgment=judgment)
-    per_q = per_query_metrics(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
-    table = pd.DataFrame({name: v.detach().cpu().to(torch.float64).numpy() for name, v in per_q.items()})
-    table.insert(0, query, buckets.query_ids)
-    return table
+    return evaluate_with_table(df, scores, query=query, group=group, judgment=judgment, k=k,
+                               exposure_k=exposure_k, retrieval=retrieval)[1]

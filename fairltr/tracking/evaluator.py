@@ -61,11 +61,9 @@ def scores_from_output(output: Any, n_rows: int, column: str = "score") -> np.nd
 def evaluate_frame(
     df: pd.DataFrame, scores: np.ndarray, config: Mapping[str, Any]
 ) -> tuple[dict[str, float], pd.DataFrame]:
-    """SPEC metrics over queries (finite values only) and the per-query metric table."""
-    import torch
-
-    from fairltr.data import to_batch
-    from fairltr.metrics import DEFAULT_K, evaluate_ranking, per_query_metrics
+    """The metrics over queries (finite values only) and the per-query metric table, from one
+    pass of the per-query metrics (:func:`fairltr.metrics.evaluate_with_table`)."""
+    from fairltr.metrics import DEFAULT_K, evaluate_with_table
 
     q, g, j = (config.get(key, _DEFAULTS[key]) for key in CONFIG_KEYS)
     missing = [c for c in (q, g, j) if c not in df.columns]
@@ -75,14 +73,9 @@ def evaluate_frame(
             f"(set evaluator_config={{'fair_ranking': {{'query': ..., 'group': ..., 'judgment': ...}}}})"
         )
     k = tuple(int(x) for x in config.get("k", DEFAULT_K))
-    kw = dict(k=k, exposure_k=config.get("exposure_k"), retrieval=bool(config.get("retrieval", False)))
-    metrics = evaluate_ranking(df, scores, query=q, group=g, judgment=j, **kw)
-    frame = df[[q, g, j]].copy()
-    frame["__score__"] = scores
-    batch = to_batch(frame, query=q, group=g, judgment=j, features=["__score__"])
-    per_q = per_query_metrics(batch.features[..., 0], batch, **kw)
-    table = pd.DataFrame({name: v.detach().cpu().to(torch.float64).numpy() for name, v in per_q.items()})
-    table.insert(0, q, batch.query_ids)
+    metrics, table = evaluate_with_table(df, scores, query=q, group=g, judgment=j, k=k,
+                                         exposure_k=config.get("exposure_k"),
+                                         retrieval=bool(config.get("retrieval", False)))
     finite = {name: float(v) for name, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
     return finite, table
 

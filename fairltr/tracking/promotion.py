@@ -21,8 +21,9 @@ Steps of :func:`promote`:
    without data, the metrics logged by the version's training run are read.
 3. the champion (if any) is opened and measured the same way. A champion that does not load or
    does not verify never blocks replacing it: it is reported, and its relative gates are
-   decided by ``unloadable_champion`` — ``"fail"`` (default: fail closed, note "champion vN
-   unloadable") or ``"pass"`` (skipped, as with no champion).
+   decided by ``unloadable_champion`` — ``"pass"`` (default: skipped, as with no champion, so a
+   candidate that clears the absolute gates replaces the broken champion) or ``"fail"`` (fail
+   closed, note "champion vN unloadable").
 4. the gates are checked (fail closed: a metric the candidate or the champion lacks fails).
 5. compare-and-set under a lock the tracking store enforces (:mod:`fairltr.tracking.lock`): the
    lock of the registered model is acquired, the champion re-read; if it moved, the gates are
@@ -358,7 +359,7 @@ def promote(
     judgment: str = "judgment",
     alias: str = "champion",
     no_champion: str = "pass",
-    unloadable_champion: str = "fail",
+    unloadable_champion: str = "pass",
     allow_unverified: bool = False,
     experiment: str = "fairltr-promotion",
     max_attempts: int = 20,

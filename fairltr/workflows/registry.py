@@ -124,7 +124,7 @@ class PromoteConfig:
     alias: str = "champion"
     no_champion: str = "pass"
     experiment: str = "fairltr-promotion"
-    unloadable_champion: str = "fail"
+    unloadable_champion: str = "pass"
     allow_unverified: bool = False
     lock_timeout: float = 120.0
     lock_lease: float = 60.0

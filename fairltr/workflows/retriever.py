@@ -158,17 +158,19 @@ def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train",
     import lightning.pytorch as pl
 
     from lightning_modules import ParallelQueryDataModule
+    from lightning_modules.quiet import quiet_lightning
 
     pl.seed_everything(spec.seed, verbose=False)
     dm = ParallelQueryDataModule(data, batch_size=spec.batch_size, train_split=train_split, seed=spec.seed,
                                  max_train_items=spec.max_train_items)
     devices = int(spec.devices) if str(spec.devices).isdigit() else spec.devices
-    trainer = pl.Trainer(
-        max_steps=spec.steps, accelerator=spec.accelerator, devices=devices, precision=spec.precision,
-        logger=logger, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
-        log_every_n_steps=1 if spec.steps <= 50 else 10, num_sanity_val_steps=0, callbacks=list(callbacks),
-    )
-    trainer.fit(module, dm)
+    with quiet_lightning():
+        trainer = pl.Trainer(
+            max_steps=spec.steps, accelerator=spec.accelerator, devices=devices, precision=spec.precision,
+            logger=logger, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
+            log_every_n_steps=1 if spec.steps <= 50 else 10, num_sanity_val_steps=0, callbacks=list(callbacks),
+        )
+        trainer.fit(module, dm)
     return trainer
 
 

@@ -78,6 +78,8 @@ def test_mlflow_run_train_deltr_end_to_end(mlflow_tracking, tiny_rankings, tmp_p
     experiment = f"test-mlproject-{uuid.uuid4().hex[:6]}"
     env = dict(os.environ, MLFLOW_TRACKING_URI=mlflow_tracking)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for leaked in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"):  # from earlier tests' runs
+        env.pop(leaked, None)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     proc = subprocess.run(
         [str(Path(sys.executable).with_name("mlflow")), "run", str(REPO), "-e", "train_deltr",

@@ -21,6 +21,8 @@ ALL_ENTRY_POINTS = {"quickstart", "train_deltr", "reproduce_deltr", "train_dpr",
 def mlflow_run(entry: str, params: dict[str, object], experiment: str, cwd: Path, uri: str):
     env = dict(os.environ, MLFLOW_TRACKING_URI=uri)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for leaked in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"):  # from earlier tests' runs
+        env.pop(leaked, None)
     env.pop("MLFLOW_RUN_ID", None)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     cmd = [str(Path(sys.executable).with_name("mlflow")), "run", str(REPO), "-e", entry, "--env-manager", "local",

@@ -157,15 +157,15 @@ def test_corrupt_champion_does_not_block_its_replacement(mlflow_server, model_na
     weights = _stored(mlflow_server, model_name, "1") / "artifacts" / "deltr.safetensors"
     weights.write_bytes(weights.read_bytes()[:-40])
     gates = ["--gate", "exposure_ratio>=0.1", "--gate", "kendall_tau>=champion-0.5"]
-    strict = _promote("--model", model_name, "--version", "2", "--data", str(test_csv), *gates)
+    strict = _promote("--model", model_name, "--version", "2", "--data", str(test_csv), *gates,
+                      "--unloadable-champion", "fail")
     assert strict.exit_code == 1, strict.output
     assert "Traceback" not in strict.output
     assert "champion v1 unloadable: relative gate failed (policy fail)" in strict.output
     assert "PASS exposure_ratio>=0.1" in strict.output
     assert _alias(model_name) == "1"
     assert _tags(model_name, "2")["fairltr.promotion.champion_status"].startswith("unloadable: ")
-    replaced = _promote("--model", model_name, "--version", "2", "--data", str(test_csv), *gates,
-                        "--unloadable-champion", "pass")
+    replaced = _promote("--model", model_name, "--version", "2", "--data", str(test_csv), *gates)  # default: pass
     assert replaced.exit_code == 0, replaced.output
     assert "champion v1 unloadable: relative gate skipped (policy pass)" in replaced.output
     assert _alias(model_name) == "2"
