@@ -1,5 +1,6 @@
-"""From a finished (or partial) study to its report: trial table, Pareto front, hypervolume
-against a stated reference point, best trade-off under the constraints; CSV + JSON files."""
+"""From a finished (or partial) study to its report: trial table (Optuna's ``trials_dataframe``),
+Pareto front (Optuna's ``best_trials``), hypervolume against a stated reference point, best
+trade-off under the constraints; CSV + JSON files."""
 
 from __future__ import annotations
 
@@ -13,35 +14,52 @@ import numpy as np
 import pandas as pd
 
 from fairltr.errors import ConfigError
-from tuning.pareto import best_tradeoff_index, hypervolume_2d, pareto_mask
+from tuning.pareto import best_tradeoff_index, hypervolume_2d
 
-__all__ = ["trials_frame", "FrontReport", "front_report", "nadir_reference", "parse_reference", "write_report"]
+__all__ = ["trials_frame", "front_trials", "FrontReport", "front_report", "nadir_reference", "parse_reference",
+           "write_report"]
+
+# user attributes that are bookkeeping, not results (set on PRUNED / FAIL trials)
+_BOOKKEEPING = ("fairltr_surplus", "fairltr_error")
 
 
 def trials_frame(study, objectives: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per COMPLETE trial: ``trial``, the objectives (by name), the hyper-parameter values
-    (user attrs set by the search space), every logged metric, ``constraint_violation`` (max over
-    the trial's constraint values, NaN without constraints) and ``feasible``."""
-    from optuna.trial import TrialState
-
-    names = list(objectives or study.user_attrs.get("objectives", []))
+    """One row per COMPLETE trial, from ``study.trials_dataframe()``: ``trial``, the objectives
+    (by name), the hyper-parameter values used (user attrs set by the search space), every
+    metric (one user attribute each), ``worker``, ``constraint_violation`` (max over the
+    trial's constraint values, NaN without constraints), ``feasible`` and ``seconds``."""
+    names = list(objectives or study.metric_names or study.user_attrs.get("objectives", []))
     if len(names) != len(study.directions):
         raise ConfigError(f"study {study.study_name!r}: {len(study.directions)} objectives but names {names}")
     hp = list(study.user_attrs.get("hyperparameters", []))
-    rows = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        row: dict[str, Any] = {"trial": t.number}
-        row.update({n: float(v) for n, v in zip(names, t.values)})
-        row.update({k: t.user_attrs.get(k) for k in hp})
-        metrics = t.user_attrs.get("metrics", {})
-        row.update({k: v for k, v in metrics.items() if k not in row and not k.endswith("_n_queries")})
-        cons = list(t.constraints.values())  # Optuna's trial.set_constraint values
-        row["constraint_violation"] = float(max(cons)) if cons else float("nan")
-        row["feasible"] = bool(max(cons) <= 0) if cons else True
-        row["seconds"] = t.duration.total_seconds() if t.duration is not None else float("nan")
-        rows.append(row)
-    cols = ["trial", *names, *hp]
-    return pd.DataFrame(rows, columns=None if rows else cols + ["feasible"])
+    raw = study.trials_dataframe(attrs=("number", "values", "user_attrs", "constraints", "duration", "state"))
+    if raw.empty or not (raw["state"] == "COMPLETE").any():
+        return pd.DataFrame(columns=["trial", *names, *hp, "feasible"])
+    raw = raw[raw["state"] == "COMPLETE"].reset_index(drop=True)
+    stored = study.metric_names or list(range(len(names)))  # trials_dataframe's values_<name or index>
+    out = pd.DataFrame({"trial": raw["number"].astype(int)})
+    for name, key in zip(names, stored):
+        out[name] = raw[f"values_{key}"].astype(float)
+    attrs = {c[len("user_attrs_"):]: raw[c] for c in raw.columns if c.startswith("user_attrs_")}
+    if "metrics" in attrs:  # a study written before metrics were one user attribute each
+        legacy = pd.DataFrame([m if isinstance(m, dict) else {} for m in attrs.pop("metrics")])
+        attrs.update({k: legacy[k] for k in legacy.columns if k not in attrs})
+    for k in hp:
+        out[k] = attrs[k].astype(float) if k in attrs else np.nan
+    for k, col in attrs.items():
+        if k not in out.columns and k not in _BOOKKEEPING and not k.endswith("_n_queries"):
+            out[k] = col.to_numpy()
+    cons = raw[[c for c in raw.columns if c.startswith("constraints_")]].astype(float)
+    out["constraint_violation"] = cons.max(axis=1) if cons.shape[1] else np.nan
+    out["feasible"] = (cons <= 0).all(axis=1) if cons.shape[1] else True  # Optuna's definition
+    out["seconds"] = raw["duration"].dt.total_seconds()
+    return out
+
+
+def front_trials(study) -> list[int]:
+    """Numbers of the study's Pareto-optimal trials: Optuna's ``study.best_trials`` (among the
+    feasible trials when the study has constraints)."""
+    return sorted(t.number for t in study.best_trials)
 
 
 def parse_reference(text: str | None, objectives: Sequence[str]) -> dict[str, float] | None:
@@ -103,30 +121,29 @@ class FrontReport:
         return d
 
 
-def front_report(df: pd.DataFrame, *, study: str, method: str, objectives: Sequence[str],
+def front_report(df: pd.DataFrame, front: Sequence[int], *, study: str, method: str, objectives: Sequence[str],
                  directions: Sequence[str], reference: Mapping[str, float], reference_kind: str = "given",
                  constraints: Sequence[str] = ()) -> FrontReport:
-    """Front of the feasible trials, its hypervolume w.r.t. ``reference`` and the best trade-off."""
+    """Report of a study from its trial table ``df`` (:func:`trials_frame`) and the numbers of
+    its front trials (:func:`front_trials`): front rows, their hypervolume w.r.t. ``reference``
+    and the best trade-off among them."""
     objectives, directions = list(objectives), list(directions)
-    if len(df):
-        vals = df[objectives].to_numpy(dtype=float)
-        feas = df["feasible"].to_numpy(dtype=bool)
-        mask = pareto_mask(vals, directions, feas)
-        front = df[mask].sort_values(objectives[0], ascending=directions[0] == "minimize").reset_index(drop=True)
+    feas = df["feasible"].to_numpy(dtype=bool) if len(df) else np.zeros(0, bool)
+    rows = df[df["trial"].isin(list(front))] if len(df) else df
+    rows = rows.sort_values(objectives[0], ascending=directions[0] == "minimize").reset_index(drop=True)
+    hv, best, best_trial = 0.0, None, None
+    if len(rows):
+        vals = rows[objectives].to_numpy(dtype=float)
         ref = [float(reference[o]) for o in objectives]
-        hv = hypervolume_2d(vals[mask], directions, ref) if len(objectives) == 2 else float("nan")
-        bi = best_tradeoff_index(vals, directions, feas)
-    else:
-        front, hv, bi, feas = df, 0.0, None, np.zeros(0, bool)
-    best = None
-    best_trial = None
-    if bi is not None:
-        row = df.iloc[bi]
-        best_trial = int(row["trial"])
-        best = {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()
-                if not (isinstance(v, float) and math.isnan(v))}
+        hv = hypervolume_2d(vals, directions, ref) if len(objectives) == 2 else float("nan")
+        bi = best_tradeoff_index(vals, directions)
+        if bi is not None:
+            row = rows.iloc[bi]
+            best_trial = int(row["trial"])
+            best = {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()
+                    if not (isinstance(v, float) and math.isnan(v))}
     return FrontReport(study, method, objectives, directions, dict(reference), reference_kind, float(hv),
-                       int(len(df)), int(np.sum(feas)), list(constraints), best_trial, best, front)
+                       int(len(df)), int(np.sum(feas)), list(constraints), best_trial, best, rows)
 
 
 def write_report(rep: FrontReport, out: Path, prefix: str = "") -> list[Path]:

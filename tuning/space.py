@@ -1,20 +1,23 @@
 """Search spaces read from the ``fairltr.losses`` registry declarations and FA*IR's parameters.
 
-A :class:`~fairltr.losses.HyperParam` becomes one Optuna parameter:
+A :class:`~fairltr.losses.HyperParam` becomes one Optuna parameter *of the same name* (what
+optuna-dashboard shows: ``gamma``, not a transformed coordinate):
 
-* ``log=False``: ``suggest_float(name, low, high)``.
-* ``log=True``: the search coordinate is ``<name>_log10`` uniform on
-  ``[log10(low) - zero_band, log10(high)]`` with ``zero_band = ZERO_BAND_DECADES`` when
-  ``include_zero`` (else 0). Values below ``log10(low)`` map to exactly 0, values above to
-  ``10 ** coordinate``. So 0 (e.g. ``gamma = 0`` = plain ListNet) has a probability mass of
-  ``zero_band / (zero_band + log10(high / low))`` under uniform sampling (1/6 for DELTR's
-  declared gamma range 1e2..1e7), while the rest of the range stays log-uniform. One
-  continuous coordinate keeps NSGA-II's crossover, TPE and the GP sampler meaningful (a
-  categorical "use zero" switch would split the space in two).
-* ``log=False`` with ``include_zero`` and ``low > 0``: the same idea on a linear coordinate,
-  ``<name>`` uniform on ``[low - zero_band_frac * (high - low), high]``, values below ``low`` -> 0.
+* ``log=False``: ``FloatDistribution(low, high)``.
+* ``log=True``: ``FloatDistribution(low / 10**zero_band, high, log=True)`` with
+  ``zero_band = ZERO_BAND_DECADES`` when ``include_zero`` (else 0). A sampled value below ``low``
+  means exactly 0, any other is used as sampled. So 0 (e.g. ``gamma = 0`` = plain ListNet) has
+  the probability ``zero_band / (zero_band + log10(high / low))`` under log-uniform sampling
+  (1/6 for DELTR's declared gamma range 1e2..1e7) while the rest of the range stays
+  log-uniform. One continuous log-scaled parameter keeps NSGA-II's crossover and mutation,
+  TPE and the GP sampler meaningful (all of them work on the log of a ``log=True`` parameter; a
+  categorical "use zero" switch would split the space in two), and the dashboard draws it on a
+  log axis.
+* ``log=False`` with ``include_zero`` and ``low > 0``: the same idea on a linear scale,
+  ``FloatDistribution(low - zero_band_frac * (high - low), high)``, values below ``low`` -> 0.
 
-The value actually used is recorded as the trial's user attribute ``<name>`` (and in MLflow).
+The value actually used (0 inside the zero band) is recorded as the trial's user attribute
+``<name>`` and logged to MLflow as the parameter ``<name>``.
 """
 
 from __future__ import annotations
@@ -49,58 +52,72 @@ ZERO_BAND_FRACTION = 0.1
 
 @dataclass(frozen=True)
 class ParamSpace:
-    """How one declared hyper-parameter is searched: coordinate name, bounds and the map to a value."""
+    """How one declared hyper-parameter is searched: its Optuna distribution and the map from a
+    sampled value to the value used. ``zero_band`` is in decades for log-scale parameters, in
+    parameter units otherwise."""
 
     param: HyperParam
     zero_band: float
 
     @property
-    def coordinate(self) -> str:
-        """Optuna parameter name (``gamma_log10`` for log-scale params, else the param's name)."""
-        return f"{self.param.name}_log10" if self.param.log else self.param.name
+    def name(self) -> str:
+        """The Optuna parameter name: the declared name (``gamma``)."""
+        return self.param.name
 
     @property
     def bounds(self) -> tuple[float, float]:
-        """Range of the search coordinate."""
+        """Range of the Optuna parameter (the zero band included)."""
         p = self.param
         if p.log:
-            return math.log10(p.low) - self.zero_band, math.log10(p.high)
+            return p.low / 10.0 ** self.zero_band, p.high
         return p.low - self.zero_band, p.high
+
+    def distribution(self) -> "optuna.distributions.FloatDistribution":
+        from optuna.distributions import FloatDistribution
+
+        return FloatDistribution(*self.bounds, log=self.param.log)
 
     @property
     def zero_probability(self) -> float:
-        """Probability of the value 0 under uniform sampling of the coordinate."""
+        """Probability of the value 0 when the parameter is sampled from its distribution."""
         lo, hi = self.bounds
-        return self.zero_band / (hi - lo) if hi > lo else 0.0
+        if self.zero_band <= 0 or hi <= lo:
+            return 0.0
+        if self.param.log:
+            return self.zero_band / math.log10(hi / lo)
+        return self.zero_band / (hi - lo)
 
-    def to_value(self, coord: float) -> float:
-        """Map a coordinate to the hyper-parameter's value (0 inside the zero band)."""
-        p = self.param
-        if p.log:
-            return 0.0 if self.zero_band > 0 and coord < math.log10(p.low) else float(10.0 ** coord)
-        return 0.0 if self.zero_band > 0 and coord < p.low else float(coord)
+    def to_value(self, sampled: float) -> float:
+        """The value used for a sampled one: 0 inside the zero band (below ``low``), else itself."""
+        return 0.0 if self.zero_band > 0 and sampled < self.param.low else float(sampled)
 
-    def to_coordinate(self, value: float) -> float:
-        """Inverse of :meth:`to_value` (0 goes to the middle of the zero band); for enqueueing."""
+    def to_sampled(self, value: float) -> float:
+        """Inverse of :meth:`to_value` (0 goes to the middle of the zero band, geometric for log
+        parameters); for ``study.enqueue_trial``."""
         p = self.param
         value = p.validate(value)
         lo, hi = self.bounds
         if value == 0.0:
             if self.zero_band <= 0:
                 raise ConfigError(f"{p.name}=0 is outside the declared range [{p.low}, {p.high}]")
-            return lo + self.zero_band / 2
-        coord = math.log10(value) if p.log else value
-        if not lo <= coord <= hi:
+            return math.sqrt(lo * p.low) if p.log else (lo + p.low) / 2
+        if not p.low <= value <= hi:
             raise ConfigError(f"{p.name}={value} is outside the declared range [{p.low}, {p.high}]")
-        return coord
+        return float(value)
 
     def suggest(self, trial: "optuna.Trial") -> float:
         lo, hi = self.bounds
-        return self.to_value(trial.suggest_float(self.coordinate, lo, hi))
+        return self.to_value(trial.suggest_float(self.name, lo, hi, log=self.param.log))
+
+    def __repr__(self) -> str:
+        lo, hi = self.bounds
+        kind = "log" if self.param.log else "linear"
+        zero = f", <{self.param.low:g} means 0" if self.zero_band > 0 else ""
+        return f"{self.name}∈[{lo:g}, {hi:g}] {kind}{zero}"
 
 
 class SearchSpace:
-    """An ordered set of :class:`ParamSpace`; ``suggest(trial)`` returns ``{name: value}``."""
+    """An ordered set of :class:`ParamSpace`; ``suggest(trial)`` returns ``{name: value used}``."""
 
     def __init__(self, params: tuple[HyperParam, ...] | list[HyperParam], *,
                  zero_band_decades: float = ZERO_BAND_DECADES, zero_band_fraction: float = ZERO_BAND_FRACTION) -> None:
@@ -118,35 +135,32 @@ class SearchSpace:
 
     @property
     def names(self) -> list[str]:
-        return [s.param.name for s in self.params]
+        return [s.name for s in self.params]
 
     def distributions(self) -> dict[str, "optuna.distributions.FloatDistribution"]:
-        """Optuna distributions of the search coordinates (as ``suggest`` declares them)."""
-        from optuna.distributions import FloatDistribution
-
-        return {s.coordinate: FloatDistribution(*s.bounds) for s in self.params}
+        """Optuna distributions of the parameters (as ``suggest`` declares them)."""
+        return {s.name: s.distribution() for s in self.params}
 
     def suggest(self, trial: "optuna.Trial") -> dict[str, float]:
-        """Sample every parameter and record the values as user attributes ``<name>``."""
-        values = {s.param.name: s.suggest(trial) for s in self.params}
+        """Sample every parameter and record the values used as user attributes ``<name>``."""
+        values = {s.name: s.suggest(trial) for s in self.params}
         for k, v in values.items():
             trial.set_user_attr(k, v)
         return values
 
-    def coordinates(self, values: Mapping[str, float]) -> dict[str, float]:
-        """Search coordinates for given values (for ``study.enqueue_trial``)."""
+    def sampled_for(self, values: Mapping[str, float]) -> dict[str, float]:
+        """Optuna parameter values that stand for the given values (for ``study.enqueue_trial``)."""
         unknown = set(values) - set(self.names)
         if unknown:
             raise ConfigError(f"unknown hyper-parameter(s) {sorted(unknown)}; this space has {self.names}")
-        return {s.coordinate: s.to_coordinate(values[s.param.name]) for s in self.params if s.param.name in values}
+        return {s.name: s.to_sampled(values[s.name]) for s in self.params if s.name in values}
 
     def values_from_params(self, params: Mapping[str, float]) -> dict[str, float]:
-        """Hyper-parameter values from a trial's Optuna params (search coordinates)."""
-        return {s.param.name: s.to_value(params[s.coordinate]) for s in self.params if s.coordinate in params}
+        """Values used for a trial's Optuna params."""
+        return {s.name: s.to_value(params[s.name]) for s in self.params if s.name in params}
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{s.coordinate}∈[{s.bounds[0]:g}, {s.bounds[1]:g}]" for s in self.params)
-        return f"SearchSpace({inner})"
+        return f"SearchSpace({', '.join(repr(s) for s in self.params)})"
 
 
 def loss_space(loss_name: str, **kw) -> SearchSpace:

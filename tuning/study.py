@@ -8,7 +8,10 @@ trials under a lock on the study row (RDB) or in one log (journal), so all lower
 are visible at that moment, and states only move WAITING -> RUNNING -> COMPLETE/FAIL/PRUNED. If
 N + 1 trials completed, the highest-numbered one would have seen the other N as WAITING,
 RUNNING or COMPLETE at its start and been pruned: contradiction. Failed trials (objective error,
-dead worker) do not count, so workers keep going until N are COMPLETE.
+dead worker) do not count, so workers keep going until N are COMPLETE. Optuna's
+``MaxTrialsCallback`` stops a worker's ``optimize`` loop once COMPLETE + RUNNING trials reach N,
+but it is checked only after a trial ends, so on its own two workers that both start the N-th
+trial would both complete it: the surplus guard above is what makes N exact.
 
 Crash safety: every finished trial is written to the storage when it ends. RDB storages run a
 heartbeat (``heartbeat_interval``); a RUNNING trial whose heartbeat is older than ``grace_period``
@@ -23,10 +26,10 @@ workers share a journal).
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import logging
 import time
 import warnings
-import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,12 +44,14 @@ __all__ = [
     "default_storage_url",
     "make_storage",
     "make_sampler",
-    "TrialSeededSampler",
+    "WorkerSampler",
     "open_study",
     "WorkerReport",
     "run_worker",
     "count_states",
-    "trial_seed",
+    "worker_seed",
+    "fail_if_running",
+    "InterruptGuard",
     "trials_ahead",
 ]
 
@@ -93,17 +98,19 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
         with _schema_lock(url), warnings.catch_warnings():  # heartbeat + retry callback are experimental
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             storage = RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                                 grace_period=grace_period,
+                                 grace_period=grace_period, skip_compatibility_check=True,
                                  heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
-    except RuntimeError as exc:  # Optuna: the database's alembic_version holds a schema that is not Optuna's
-        if "table schema" not in str(exc):
-            raise
-        raise ConfigError(f"cannot open Optuna storage {redact_uri(url)}: its alembic_version table holds another "
-                          "schema (e.g. MLflow's tracking store in the same database); give Optuna a database of "
-                          "its own") from None
+            current, head = storage.get_current_version(), storage.get_head_version()
     except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError) as exc:
         reason = redact_text(" ".join(str(exc).split("\n")[0].split()))[:300]
         raise ConfigError(f"cannot open Optuna storage {redact_uri(url)}: {reason}") from None
+    if current != head:  # Optuna's own check, done here to tell the two cases apart without reading its message
+        if current in storage.get_all_versions():
+            raise ConfigError(f"Optuna storage {redact_uri(url)} has an older Optuna schema ({current}); upgrade it "
+                              "with `optuna storage upgrade --storage URL`")
+        raise ConfigError(f"cannot open Optuna storage {redact_uri(url)}: its alembic_version table holds another "
+                          "schema (e.g. MLflow's tracking store in the same database); give Optuna a database of "
+                          "its own")
     if url.startswith("sqlite"):
         _sqlite_wal(storage.engine)
     return storage
@@ -173,9 +180,11 @@ def _postgres_driver(url: str) -> str:
     return url
 
 
-def trial_seed(seed: int, number: int) -> int:
-    """Seed of trial ``number``'s sampler: a hash of (seed, number) in [0, 2**32)."""
-    return zlib.crc32(f"{seed}:{number}".encode()) & 0xFFFFFFFF
+def worker_seed(seed: int, first_trial: int) -> int:
+    """Seed of a worker's sampler: a hash of (``seed``, the number of the worker's first trial)
+    in [0, 2**32)."""
+    digest = hashlib.blake2b(f"{int(seed)}:{int(first_trial)}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "little")
 
 
 def _base_sampler(name: str, seed: int | None, population_size: int, n_startup_trials: int):
@@ -199,53 +208,57 @@ def _base_sampler(name: str, seed: int | None, population_size: int, n_startup_t
     raise ConfigError(f"unknown sampler {name!r}; choose one of {list(SAMPLERS)}")
 
 
-class TrialSeededSampler(optuna.samplers.BaseSampler):
-    """Delegates to a fresh base sampler per trial, seeded with :func:`trial_seed(seed, number)`.
+class WorkerSampler(optuna.samplers.BaseSampler):
+    """One sampler (NSGA-II, TPE or GP) for a worker's whole life, created at the worker's first
+    trial and seeded with :func:`worker_seed(seed, that trial's number) <worker_seed>`; every later
+    trial of the worker uses the same instance (its random stream and caches, e.g. the GP
+    sampler's fitted kernel, carry over).
 
-    NSGA-II, TPE and the GP sampler keep no state beyond their RNG (they read the population
-    from the storage), so per-trial instances behave like one sampler, but: one worker's sweep
-    is reproducible for a seed, and workers sharing a study never replay the same random
-    stream (the same ``--seed`` on N machines would otherwise propose the same points N times).
+    Why created lazily: Optuna numbers trials under a lock, so the first trial number is the only
+    identity a worker gets that is unique among the workers of a study and the same for the same
+    study state. One worker on a fresh study is therefore reproducible for a seed (first trial 0),
+    while workers started with the same ``--seed`` never replay one random stream. Optuna's
+    samplers take a seed only at construction, so this class holds the sampler until it can be
+    built.
     """
 
     def __init__(self, name: str, seed: int, population_size: int = 10, n_startup_trials: int = 10) -> None:
         _base_sampler(name, 0, population_size, n_startup_trials)  # validates name and arguments
         self.name, self.seed = name, int(seed)
         self.population_size, self.n_startup_trials = population_size, n_startup_trials
-        self._by_trial: dict[int, Any] = {}
+        self.base: Any = None
+        self.first_trial: int | None = None
 
-    def _for(self, trial) -> Any:
-        s = self._by_trial.get(trial.number)
-        if s is None:
-            s = _base_sampler(self.name, trial_seed(self.seed, trial.number), self.population_size,
-                              self.n_startup_trials)
-            self._by_trial[trial.number] = s
-        return s
+    def _sampler(self, trial) -> Any:
+        if self.base is None:
+            self.first_trial = trial.number
+            self.base = _base_sampler(self.name, worker_seed(self.seed, trial.number), self.population_size,
+                                      self.n_startup_trials)
+        return self.base
 
-    # optuna.samplers.BaseSampler protocol
+    # optuna.samplers.BaseSampler protocol (the base sampler exists once before_trial has run)
+    def before_trial(self, study, trial) -> None:
+        self._sampler(trial).before_trial(study, trial)
+
     def infer_relative_search_space(self, study, trial):
-        return self._for(trial).infer_relative_search_space(study, trial)
+        return self._sampler(trial).infer_relative_search_space(study, trial)
 
     def sample_relative(self, study, trial, search_space):
-        return self._for(trial).sample_relative(study, trial, search_space)
+        return self._sampler(trial).sample_relative(study, trial, search_space)
 
     def sample_independent(self, study, trial, param_name, param_distribution):
-        return self._for(trial).sample_independent(study, trial, param_name, param_distribution)
-
-    def before_trial(self, study, trial) -> None:
-        self._for(trial).before_trial(study, trial)
+        return self._sampler(trial).sample_independent(study, trial, param_name, param_distribution)
 
     def after_trial(self, study, trial, state, values) -> None:
-        sampler = self._by_trial.pop(trial.number, None) or self._for(trial)
-        sampler.after_trial(study, trial, state, values)
-        self._by_trial.pop(trial.number, None)
+        self._sampler(trial).after_trial(study, trial, state, values)
 
     def reseed_rng(self) -> None:
-        self._by_trial.clear()
+        if self.base is not None:
+            self.base.reseed_rng()
 
 
 def make_sampler(name: str = "nsga2", seed: int = 0, *, n_trials: int = 50, population_size: int | None = None):
-    """Sampler by name (``nsga2`` default, ``tpe``, ``gp``), per-trial seeded.
+    """A worker's sampler by name (``nsga2`` default, ``tpe``, ``gp``): :class:`WorkerSampler`.
 
     NSGA-II's population defaults to ``clip(n_trials // 5, 4, 50)`` so that a 30-50 trial budget
     runs several generations (Optuna's default of 50 would keep the whole budget random).
@@ -255,16 +268,18 @@ def make_sampler(name: str = "nsga2", seed: int = 0, *, n_trials: int = 50, popu
     pop = population_size if population_size is not None else min(50, max(4, n_trials // 5))
     if pop < 2:
         raise ConfigError(f"population size must be >= 2, got {pop}")
-    return TrialSeededSampler(name, seed, population_size=pop, n_startup_trials=min(10, max(2, n_trials // 3)))
+    return WorkerSampler(name, seed, population_size=pop, n_startup_trials=min(10, max(2, n_trials // 3)))
 
 
-def open_study(name: str, storage, directions: Sequence[str], sampler, config: Mapping[str, Any]):
+def open_study(name: str, storage, directions: Sequence[str], sampler, config: Mapping[str, Any],
+               metric_names: Sequence[str] | None = None):
     """Create the study, or load it when it exists (resume). Returns ``(study, created)``.
 
     ``config`` (method, objectives, ...) is stored as study user attributes on creation; a
     resumed study must have the same values for every key, else :class:`ConfigError`.
-    Creation is atomic in the storage, so exactly one of several simultaneous workers gets
-    ``created=True``.
+    ``metric_names`` name the objectives (``study.set_metric_names``: optuna-dashboard and
+    ``trials_dataframe`` show them). Creation is atomic in the storage, so exactly one of several
+    simultaneous workers gets ``created=True``.
     """
 
     try:
@@ -278,6 +293,10 @@ def open_study(name: str, storage, directions: Sequence[str], sampler, config: M
         study.set_user_attr(CREATED_AT_ATTR, time.time())  # lets resumed workers tell a dead creator from a slow one
         for k, v in config.items():
             study.set_user_attr(k, v)
+        if metric_names is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                study.set_metric_names(list(metric_names))
     else:
         have = [d.name.lower() for d in study.directions]
         if have != [d.lower() for d in directions]:
@@ -348,21 +367,18 @@ class InterruptGuard:
 
 
 def fail_if_running(study, number: int | None) -> bool:
-    """Mark trial ``number`` FAIL when it is still RUNNING (an interrupted trial must not wait
-    for its heartbeat to go stale). Returns True when it was changed."""
+    """Mark this worker's trial ``number`` FAIL when it is still RUNNING (an interrupted trial
+    must not wait for its heartbeat to go stale). Returns True when this call failed it."""
     from optuna.trial import TrialState
 
     if number is None:
         return False
-    try:
-        trial = study.get_trials(deepcopy=False)[number]
-    except IndexError:
-        return False
-    if trial.state != TrialState.RUNNING:
+    trials = study.get_trials(deepcopy=False)
+    if number >= len(trials) or trials[number].state != TrialState.RUNNING:
         return False
     try:
-        study.tell(number, state=TrialState.FAIL)
-    except (ValueError, RuntimeError):  # finished meanwhile (by us or a stale-trial check)
+        study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+    except optuna.exceptions.UpdateFinishedTrialError:  # finished meanwhile by a stale-trial check
         return False
     return True
 
@@ -382,27 +398,29 @@ class _TrialFailed(Exception):
     """An objective error that fails one trial but not the sweep (data/config errors do stop it)."""
 
 
-def _has_heartbeat(storage) -> bool:
-    from optuna.storages._heartbeat import BaseHeartbeat
-
-    return isinstance(storage, BaseHeartbeat) and storage.get_heartbeat_interval() is not None
-
-
 def _fail_old_running(study, storage, grace_period: float, max_retry: int) -> list[int]:
-    """Journal storages: fail (and re-queue) RUNNING trials started more than ``grace_period`` ago."""
+    """Journal storages: fail (and re-queue) RUNNING trials started more than ``grace_period`` ago,
+    the way :func:`optuna.storages.fail_stale_trials` treats stale heartbeats on RDB storages."""
     from optuna.storages import RetryHeartbeatStaleTrialCallback
     from optuna.trial import TrialState
 
     now = _dt.datetime.now()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        retry = RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+    study_id = storage.get_study_id_from_name(study.study_name)
     failed = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if t.datetime_start is not None and (now - t.datetime_start).total_seconds() > grace_period:
-            if storage.set_trial_state_values(t._trial_id, TrialState.FAIL):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                    retry = RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
-                retry(study, storage.get_trial(t._trial_id))
-                failed.append(t.number)
+        if t.datetime_start is None or (now - t.datetime_start).total_seconds() <= grace_period:
+            continue
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, t.number)
+        try:
+            if not storage.set_trial_state_values(trial_id, TrialState.FAIL):
+                continue
+        except optuna.exceptions.UpdateFinishedTrialError:  # its worker, or another checker, finished it first
+            continue
+        retry(study, storage.get_trial(trial_id))
+        failed.append(t.number)
     return failed
 
 
@@ -434,13 +452,14 @@ def run_worker(
     ``max_consecutive_failures`` in a row the worker gives up). Ctrl-C fails the running trial
     and re-raises: every finished trial is already stored.
     """
-    from optuna.trial import TrialState
+    from optuna.storages import JournalStorage
 
     if n_trials < 1:
         raise ConfigError(f"--trials must be >= 1, got {n_trials}")
     report = WorkerReport()
     t0 = time.perf_counter()
-    heartbeat = storage is not None and _has_heartbeat(storage)
+    current: dict[str, int | None] = {"number": None}
+    guard = InterruptGuard()
 
     def guarded(trial):
         current["number"] = trial.number
@@ -460,21 +479,19 @@ def run_worker(
             raise _TrialFailed(f"{type(exc).__name__}: {exc}") from exc
 
     def fail_stale() -> None:
-        if heartbeat:  # Optuna also does this at the start of every trial it runs
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                optuna.storages.fail_stale_trials(study)
-        elif storage is not None:  # journal: no heartbeat; fail trials RUNNING for > grace_period
+        if isinstance(storage, JournalStorage):  # no heartbeat: fail trials RUNNING for > grace_period
             stale = _fail_old_running(study, storage, grace_period, max_retry)
             if stale:
                 _log.warning("failed abandoned RUNNING trials %s (no heartbeat in this storage; "
                              "running longer than %ss)", stale, grace_period)
+            return
+        with warnings.catch_warnings():  # RDB with heartbeat; a no-op for other storages
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)  # (Optuna also does this before each trial it runs)
 
-    current: dict[str, int | None] = {"number": None}
-    guard = InterruptGuard()
     with guard:
         try:
-            _worker_loop(study, guarded, n_trials, report, fail_stale, guard, current, poll_seconds,
+            _worker_loop(study, guarded, n_trials, report, fail_stale, guard, poll_seconds,
                          max_consecutive_failures, on_progress)
         except BaseException:
             fail_if_running(study, current["number"])  # e.g. Ctrl-C: that trial is FAIL at once
@@ -483,34 +500,23 @@ def run_worker(
     return report
 
 
-def _worker_loop(study, guarded, n_trials, report, fail_stale, guard, current, poll_seconds,
+def _worker_loop(study, guarded, n_trials, report, fail_stale, guard, poll_seconds,
                  max_consecutive_failures, on_progress) -> None:
+    from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
 
     consecutive = 0
-    fail_stale()
-    while True:
-        guard.check()
+    surplus = {"seen": False}
+
+    def progress() -> dict[str, int]:
         states = count_states(study)
-        n_complete = states.get("COMPLETE", 0)
-        report.n_complete = n_complete
+        report.n_complete = states.get("COMPLETE", 0)
         if on_progress is not None:
-            on_progress(n_complete, n_trials)
-        if n_complete >= n_trials:
-            break
-        if n_complete + states.get("RUNNING", 0) >= n_trials:
-            time.sleep(poll_seconds)  # others are running the last trials; one may still fail
-            guard.check()
-            fail_stale()
-            continue
-        before = len(report.surplus)
-        frozen_holder: list = []
-        study.optimize(guarded, n_trials=1, catch=(_TrialFailed,), gc_after_trial=False,
-                       show_progress_bar=False, callbacks=[lambda s, t: frozen_holder.append(t)])
-        guard.check()
-        if not frozen_holder:
-            continue
-        ft = frozen_holder[-1]
+            on_progress(report.n_complete, n_trials)
+        return states
+
+    def bookkeeping(st, ft) -> None:  # an optimize callback: ft is the trial that just ended
+        nonlocal consecutive
         if ft.state == TrialState.COMPLETE:
             report.completed.append(ft.number)
             consecutive = 0
@@ -521,6 +527,29 @@ def _worker_loop(study, guarded, n_trials, report, fail_stale, guard, current, p
             if consecutive >= max_consecutive_failures:
                 raise FairltrError(f"{consecutive} trials failed in a row; last error: "
                                    f"{ft.user_attrs.get('fairltr_error', 'see the log')}")
-        elif len(report.surplus) > before:
+        elif ft.state == TrialState.PRUNED and ft.user_attrs.get("fairltr_surplus"):
+            surplus["seen"] = True
+            st.stop()  # wait in the loop below instead of asking for more surplus trials
+        progress()
+        guard.check()  # between trials: a recorded Ctrl-C ends the worker before the next trial starts
+
+    # stop once COMPLETE + RUNNING fill the budget; WAITING (re-queued) trials are still taken
+    enough = MaxTrialsCallback(n_trials, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    fail_stale()
+    while True:
+        guard.check()
+        states = progress()
+        if report.n_complete >= n_trials:
+            break
+        if states.get("COMPLETE", 0) + states.get("RUNNING", 0) >= n_trials:
+            time.sleep(poll_seconds)  # others are running the last trials; one may still fail
+            guard.check()
+            fail_stale()
+            continue
+        surplus["seen"] = False
+        study.optimize(guarded, catch=(_TrialFailed,), gc_after_trial=False, show_progress_bar=False,
+                       callbacks=[bookkeeping, enough])
+        guard.check()
+        if surplus["seen"]:
             time.sleep(poll_seconds)
             guard.check()

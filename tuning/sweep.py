@@ -1,5 +1,7 @@
-"""A Pareto sweep end to end: data -> runner -> study (create or resume) -> worker loop with an
-MLflow mirror -> report (front CSV/JSON, plot, hypervolume, best trade-off) on the parent run."""
+"""A Pareto sweep end to end: trial -> study (create or resume) -> worker loop with an MLflow
+mirror -> report (front CSV/JSON, plot, hypervolume, best trade-off) on the parent run. The trial
+of each method (data in, metrics out) comes from the workflows:
+:func:`fairltr.workflows.run_sweep_job` builds it and calls :func:`run_sweep`."""
 
 from __future__ import annotations
 
@@ -14,18 +16,18 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from fairltr.errors import ConfigError, DataError
-from tuning.objectives import (
-    DEFAULT_OBJECTIVES,
-    Constraint,
-    ObjectiveSpec,
-    make_runner,
-    method_plugin,
-    parse_constraint,
-    parse_objectives,
-)
+from fairltr.errors import ConfigError
+from tuning.objectives import DEFAULT_OBJECTIVES, Constraint, ObjectiveSpec, parse_constraint, parse_objectives
 from tuning.plots import plot_fronts
-from tuning.report import FrontReport, front_report, nadir_reference, parse_reference, trials_frame, write_report
+from tuning.report import (
+    FrontReport,
+    front_report,
+    front_trials,
+    nadir_reference,
+    parse_reference,
+    trials_frame,
+    write_report,
+)
 from tuning.study import WorkerReport, make_sampler, make_storage, open_study, run_worker
 
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "make_objective", "study_reports", "file_stem"]
@@ -44,7 +46,7 @@ class SweepConfig:
     n_trials: int
     study: str
     storage: str | None = None
-    objectives: str | None = None  # None: the method's default (kendall_tau:max,exposure_gap:min)
+    objectives: str | None = None  # None: the method's default (kendall_tau:max,exposure_disparity:min)
     constraints: Sequence[str] = ()
     sampler: str = "nsga2"
     seed: int = 0
@@ -64,7 +66,7 @@ class SweepConfig:
     max_retry: int = 2
     progress: bool = True
     plot: bool = True
-    method_options: dict[str, Any] = field(default_factory=dict)  # passed to a plugin method's factory
+    method_options: dict[str, Any] = field(default_factory=dict)  # passed to the method's trial builder (dpr)
 
 
 @dataclass
@@ -87,22 +89,14 @@ def file_stem(name: str) -> str:
     return stem or "study"
 
 
-def _read(path: str | Path, what: str) -> pd.DataFrame:
-    from fairltr.io import read_ranking
-
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"{what} file not found: {p}")
-    return read_ranking(p)
-
-
 def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Sequence[Constraint],
                    tracker=None, extra_params: dict[str, Any] | None = None) -> Callable:
     """Optuna objective: suggest -> train/evaluate -> constraints -> MLflow nested run -> values.
 
-    The trial's metrics (and ``train_seconds``, the runner's time) are stored in its user
-    attribute ``metrics``, the worker ``host:pid`` in ``worker`` (so reports and MLflow can be
-    rebuilt from the storage alone).
+    Each finite metric (not the ``*_n_queries`` counts) and ``train_seconds`` (the runner's time)
+    is stored as a user attribute of its own, the worker ``host:pid`` as ``worker``, the
+    hyper-parameter values used as ``<name>`` (so optuna-dashboard lists them one per line, and
+    reports and MLflow can be rebuilt from the storage alone).
     """
     space = runner.space
 
@@ -112,7 +106,10 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
         metrics = runner(values)
         seconds = time.perf_counter() - t0
         finite = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
-        trial.set_user_attr("metrics", {**finite, "train_seconds": seconds})  # one storage write
+        for k, v in finite.items():
+            if not k.endswith("_n_queries") and k not in values:
+                trial.set_user_attr(k, v)
+        trial.set_user_attr("train_seconds", seconds)
         trial.set_user_attr("worker", _WORKER)
         cons = {c.key: c.value(metrics) for c in constraints}
         for k, v in cons.items():
@@ -124,8 +121,10 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
                 raise ValueError(f"objective {o.name} is undefined (NaN) for {values}")
             out.append(v)
         if tracker is not None:
-            params = {**values, **{s.coordinate: trial.params[s.coordinate] for s in space.params
-                                   if s.coordinate != s.param.name}, **(extra_params or {})}
+            # the values used, and for a parameter with a zero band what Optuna sampled (below the
+            # declared low it stands for 0)
+            params = {**values, **{f"{s.name}_sampled": trial.params[s.name] for s in space.params if s.zero_band > 0},
+                      **(extra_params or {})}
             logged = {**finite, "train_seconds": seconds,
                       "feasible": float(all(v <= 0 for v in cons.values()))}
             logged.update({f"constraint_{i}": v for i, v in enumerate(cons.values())})
@@ -144,6 +143,7 @@ def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveS
     onames = [o.name for o in objectives]
     dirs = [o.direction for o in objectives]
     frames: dict[str, pd.DataFrame] = {}
+    fronts: dict[str, list[int]] = {}
     methods: dict[str, str] = {}
     for name in names:
         try:
@@ -154,6 +154,7 @@ def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveS
         if stored and stored != onames:
             raise ConfigError(f"study {name!r} optimises {stored}, not {onames}: fronts are not comparable")
         frames[name] = trials_frame(st, onames)
+        fronts[name] = front_trials(st)
         methods[name] = st.user_attrs.get("method", name)
     ref = parse_reference(reference, onames)
     kind = "given"
@@ -161,28 +162,28 @@ def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveS
         ref = nadir_reference(list(frames.values()), onames, dirs)
         kind = "observed nadir of all plotted trials + 10% of each range"
     ckeys = [c.key for c in constraints]
-    reports = [front_report(frames[n], study=n, method=methods[n], objectives=onames, directions=dirs,
+    reports = [front_report(frames[n], fronts[n], study=n, method=methods[n], objectives=onames, directions=dirs,
                             reference=ref, reference_kind=kind, constraints=ckeys) for n in names]
     return reports, frames
 
 
 def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=None,
-              default_objectives: str | None = None) -> SweepResult:
+              default_objectives: str = DEFAULT_OBJECTIVES) -> SweepResult:
     """Run (or resume, or join as another worker) the sweep described by ``cfg``.
 
     ``runner`` is the trial: ``runner(values) -> metrics`` with its search space as
-    ``runner.space`` (the workflows build it: ``fairltr.workflows.sweep``); without it the
-    method's runner is built here from ``cfg``. ``default_objectives`` replaces the ranking
-    default when ``cfg.objectives`` is not given."""
+    ``runner.space``; the workflows build it (``fairltr.workflows.ranking_trial`` /
+    ``dpr_trial``), and :func:`fairltr.workflows.run_sweep_job` does all of it from ``cfg``.
+    ``default_objectives`` applies when ``cfg.objectives`` is not given."""
+    if runner is None:
+        raise ConfigError("run_sweep needs the trial (runner=...): call fairltr.workflows.run_sweep_job(cfg), "
+                          "which builds it for cfg.method, or pass fairltr.workflows.ranking_trial(...)")
     if not os.environ.get("FAIRLTR_VERBOSE"):
         import optuna
 
         # the bar and the nested runs replace Optuna's per-trial lines; a failed trial is reported
         # in one line by the worker loop instead of Optuna's warning with a traceback
         optuna.logging.set_verbosity(optuna.logging.ERROR)
-    plugin = method_plugin(cfg.method)
-    if default_objectives is None:
-        default_objectives = plugin.default_objectives if plugin else DEFAULT_OBJECTIVES
     objectives = parse_objectives(cfg.objectives or default_objectives)
     constraints = [parse_constraint(c) for c in cfg.constraints]
     parse_reference(cfg.reference, [o.name for o in objectives])  # a typo fails now, not after the trials
@@ -190,14 +191,6 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
         raise ConfigError(f"--trials must be >= 1, got {cfg.n_trials}")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    if runner is not None:
-        pass
-    elif plugin is not None:
-        runner = plugin.factory(cfg.train, cfg.test, seed=cfg.seed, **dict(cfg.method_options))
-    else:
-        train, test = _read(cfg.train, "--train"), _read(cfg.test, "--test")
-        runner = make_runner(cfg.method, train, test, loss=cfg.loss, p_range=cfg.p_range,
-                             alpha_range=cfg.alpha_range, seed=cfg.seed, max_iter=cfg.max_iter)
     storage = make_storage(cfg.storage, out=out, heartbeat_interval=cfg.heartbeat_interval,
                            grace_period=cfg.grace_period, max_retry=cfg.max_retry)
     sampler = make_sampler(cfg.sampler, cfg.seed, n_trials=cfg.n_trials, population_size=cfg.population_size)
@@ -217,15 +210,9 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
         missing = [n for n in cfg.compare_with if n != cfg.study and n not in have]
         if missing:
             raise ConfigError(f"--compare-with: no study {missing} in the storage; it has {sorted(have)}")
-    study, created = open_study(cfg.study, storage, [o.direction for o in objectives], sampler, checked)
+    study, created = open_study(cfg.study, storage, [o.direction for o in objectives], sampler, checked,
+                                metric_names=[o.name for o in objectives])
     if created:
-        import warnings
-
-        import optuna
-
-        with warnings.catch_warnings():  # metric names label the objectives in optuna-dashboard
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names([o.name for o in objectives])
         study.set_user_attr("sampler", cfg.sampler)
         study.set_user_attr("train", str(cfg.train))
         study.set_user_attr("test", str(cfg.test))

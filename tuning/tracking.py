@@ -14,7 +14,6 @@ The Optuna storage is the source of truth; MLflow mirrors it:
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import time
@@ -62,18 +61,6 @@ def sqlite_wal(uri: str) -> bool:
         return False
 
 
-def _finite_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
-    out = {}
-    for k, v in metrics.items():
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(f):
-            out[k] = f
-    return out
-
-
 class SweepTracker:
     """Parent/nested MLflow runs of one study (through ``MlflowClient``: 3 calls per trial)."""
 
@@ -94,18 +81,19 @@ class SweepTracker:
 
     def _experiment(self, name: str) -> str:
         from mlflow.exceptions import MlflowException
+        from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
 
-        for _ in range(5):
-            exp = self.client.get_experiment_by_name(name)
-            if exp is not None:
-                if exp.lifecycle_stage == "deleted":
-                    raise ConfigError(f"MLflow experiment {name!r} is deleted; restore it or use --experiment")
-                return exp.experiment_id
+        exp = self.client.get_experiment_by_name(name)
+        if exp is None:
             try:
                 return self.client.create_experiment(name)
-            except MlflowException:  # another worker created it first
-                time.sleep(0.2)
-        raise ConfigError(f"cannot create or find MLflow experiment {name!r} at {self.tracking_uri}")
+            except MlflowException as exc:
+                if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+                    raise
+                exp = self.client.get_experiment_by_name(name)  # another worker created it first
+        if exp.lifecycle_stage == "deleted":
+            raise ConfigError(f"MLflow experiment {name!r} is deleted; restore it or use --experiment")
+        return exp.experiment_id
 
     # ------------------------------------------------------------------ parent
     def attach(self, study, created: bool, params: Mapping[str, Any], wait_seconds: float = 20.0) -> str:
@@ -151,6 +139,8 @@ class SweepTracker:
         """One nested run: params, finite metrics, FINISHED. Returns its run id."""
         from mlflow.entities import Metric, Param, RunTag
 
+        from fairltr.tracking.runs import finite_metrics
+
         if self.parent_run_id is None:
             raise RuntimeError("attach() must be called before log_trial()")
         run = self.client.create_run(self.experiment_id, run_name=f"trial-{number}", tags={
@@ -162,7 +152,7 @@ class SweepTracker:
         ts = int(time.time() * 1000)
         self.client.log_batch(
             rid,
-            metrics=[Metric(k, v, ts, 0) for k, v in _finite_metrics(metrics).items()],
+            metrics=[Metric(k, v, ts, 0) for k, v in finite_metrics(metrics).items()],
             params=[Param(k, str(v)) for k, v in params.items()],
             tags=[RunTag("optuna.trial_number", str(number))],
         )
@@ -174,6 +164,9 @@ class SweepTracker:
         """This worker stops on ``exc``: the parent run ends KILLED (Ctrl-C) or FAILED, and a
         trial run it was writing is deleted (its trial ends FAIL). Errors while doing so (the
         server is gone) are reported by the caller's exception, not raised here."""
+        from mlflow.exceptions import MlflowException
+        from sqlalchemy.exc import SQLAlchemyError
+
         from fairltr.tracking.runs import end_run_status
 
         status = end_run_status(exc)
@@ -193,7 +186,7 @@ class SweepTracker:
             self._open_trial_run = None
             if self.parent_run_id is not None and self.parent_run_id not in ids:
                 self.client.set_terminated(self.parent_run_id, status)
-        except Exception:
+        except (MlflowException, OSError, SQLAlchemyError):  # the store is unreachable or broken
             pass
 
     def nested_runs(self) -> list:
@@ -232,9 +225,11 @@ class SweepTracker:
         """Summary metrics and files on the parent; status FINISHED when the study is complete."""
         from mlflow.entities import Metric
 
+        from fairltr.tracking.runs import finite_metrics
+
         ts = int(time.time() * 1000)
         self.client.log_batch(self.parent_run_id,
-                              metrics=[Metric(k, v, ts, 0) for k, v in _finite_metrics(metrics).items()])
+                              metrics=[Metric(k, v, ts, 0) for k, v in finite_metrics(metrics).items()])
         for path in artifacts:
             self.client.log_artifact(self.parent_run_id, str(path))
         if finished:

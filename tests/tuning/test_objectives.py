@@ -1,4 +1,5 @@
-"""Objectives and constraints by SPEC names; method runners on a small synthetic set."""
+"""Objectives and constraints by metric name; the sweep trials of each method (built by the
+workflows, ``fairltr.workflows.ranking_trial``) on a small synthetic set."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import pytest
 
 from fairltr import DELTR, evaluate_ranking
 from fairltr.errors import ConfigError
-from tuning.objectives import INFEASIBLE, make_runner, parse_constraint, parse_objectives
+from fairltr.workflows import ranking_trial
+from tuning.objectives import INFEASIBLE, parse_constraint, parse_objectives
+from tuning.sweep import SweepConfig, run_sweep
 
 
 def test_parse_objectives_defaults_and_directions():
@@ -69,9 +72,9 @@ def test_two_sided_and_preset_constraints():
         parse_constraint("four_fifths@0")
 
 
-def test_deltr_runner_equals_direct_training(small_rankings):
+def test_deltr_trial_equals_direct_training(small_rankings):
     train, test = small_rankings
-    runner = make_runner("deltr", train, test, max_iter=40)
+    runner = ranking_trial("deltr", [(train, test)], max_iter=40)
     got = runner({"gamma": 1e3})
     want = evaluate_ranking(test, DELTR(1e3, max_iter=40, device="cpu").fit(train).predict(test))
     assert got["kendall_tau"] == pytest.approx(want["kendall_tau"])
@@ -79,17 +82,21 @@ def test_deltr_runner_equals_direct_training(small_rankings):
 
 
 @pytest.mark.parametrize("method", ["fair-post", "fair-pre"])
-def test_fair_runners_move_exposure_towards_protected(method, small_rankings):
+def test_fair_trials_move_exposure_towards_protected(method, small_rankings):
     train, test = small_rankings
-    runner = make_runner(method, train, test, max_iter=40)
+    runner = ranking_trial(method, [(train, test)], max_iter=40)
     weak = runner({"fair_p": runner.space.params[0].bounds[0], "fair_alpha": 0.1})
     strong = runner({"fair_p": runner.space.params[0].bounds[1], "fair_alpha": 0.1})
     assert strong["exposure_gap"] < weak["exposure_gap"]
 
 
-def test_dpr_and_unknown_methods(small_rankings):
+def test_dpr_and_unknown_methods(small_rankings, tmp_path):
     train, test = small_rankings
-    with pytest.raises(ConfigError, match="DPR|plugin method"):  # (the CLI may have registered it)
-        make_runner("dpr", train, test)
-    with pytest.raises(ConfigError, match="unknown sweep method"):
-        make_runner("lambdamart", train, test)
+    with pytest.raises(ConfigError, match="unknown ranking sweep method 'dpr'"):  # DPR has its own trial
+        ranking_trial("dpr", [(train, test)])
+    with pytest.raises(ConfigError, match="unknown ranking sweep method"):
+        ranking_trial("lambdamart", [(train, test)])
+    # tuning never builds trials itself (it must not import the workflows): it says where to go
+    cfg = SweepConfig(method="deltr", train="a", test="b", n_trials=1, study="s", out=tmp_path, mlflow=False)
+    with pytest.raises(ConfigError, match="fairltr.workflows.run_sweep_job"):
+        run_sweep(cfg)

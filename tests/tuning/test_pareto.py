@@ -1,16 +1,42 @@
-"""Pareto front, hypervolume and best trade-off against brute-force computations."""
+"""The Pareto front (Optuna's ``study.best_trials``, which the reports use), hypervolume and best
+trade-off against brute-force computations."""
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
+import optuna
 import pytest
+from optuna.trial import TrialState
 
 from fairltr.errors import ConfigError
-from tuning.pareto import as_losses, best_tradeoff_index, dominates, hypervolume_2d, pareto_mask
+from tuning.pareto import as_losses, best_tradeoff_index, hypervolume_2d
 
+optuna.logging.set_verbosity(optuna.logging.ERROR)
 DIRS = ["maximize", "minimize"]
+
+
+def dominates(a_loss, b_loss) -> bool:
+    return bool(np.all(a_loss <= b_loss) and np.any(a_loss < b_loss))
+
+
+def front_of(values, directions, feasible=None) -> np.ndarray:
+    """Mask of ``study.best_trials`` for a study holding one trial per row: a NaN row is a FAIL
+    trial (Optuna cannot store NaN), ``feasible`` sets one constraint per trial (-1 or +1)."""
+    study = optuna.create_study(directions=list(directions))
+    for i, row in enumerate(np.asarray(values, float)):
+        t = study.ask()
+        if feasible is not None:
+            t.set_constraint("c", -1.0 if feasible[i] else 1.0)
+        if np.all(np.isfinite(row)):
+            study.tell(t, list(row))
+        else:
+            study.tell(t, state=TrialState.FAIL)
+    mask = np.zeros(len(values), bool)
+    mask[[t.number for t in study.best_trials]] = True
+    return mask
 
 
 def brute_front(values, directions, feasible=None):
@@ -49,18 +75,18 @@ def test_front_matches_brute_force_with_ties(seed):
     v[rng.random(60) < 0.05] = np.nan
     feas = rng.random(60) < 0.8
     for f in (None, feas):
-        got = pareto_mask(v, DIRS, f)
+        got = front_of(v, DIRS, f)
         assert np.array_equal(got, brute_front(v, DIRS, f))
-    # 3 objectives use the pairwise path
+    # 3 objectives
     v3 = np.round(rng.random((40, 3)), 1)
     d3 = ["minimize", "maximize", "minimize"]
-    assert np.array_equal(pareto_mask(v3, d3), brute_front(v3, d3))
+    assert np.array_equal(front_of(v3, d3), brute_front(v3, d3))
 
 
 def test_front_is_non_dominated_and_complete():
     rng = np.random.default_rng(1)
     v = rng.random((200, 2))
-    mask = pareto_mask(v, DIRS)
+    mask = front_of(v, DIRS)
     loss = as_losses(v, DIRS)
     front, rest = loss[mask], loss[~mask]
     assert not any(dominates(a, b) for a in front for b in front)
@@ -87,21 +113,41 @@ def test_hypervolume_known_values():
         hypervolume_2d([[0.3, 0.01]], DIRS, [0.0, float("nan")])
 
 
+def best_on_front(v, feasible=None) -> int | None:
+    """The reports' best trade-off: ``best_tradeoff_index`` over the rows of Optuna's front."""
+    rows = np.flatnonzero(front_of(v, DIRS, feasible))
+    i = best_tradeoff_index(v[rows], DIRS)
+    return None if i is None else int(rows[i])
+
+
 def test_best_tradeoff_excludes_infeasible_and_is_on_front():
     v = np.array([[0.30, 0.020], [0.25, 0.005], [0.10, 0.000], [0.29, 0.004], [0.20, 0.010]])
     # without constraints the knee is row 3 (near best on both)
-    assert best_tradeoff_index(v, DIRS) == 3
+    assert best_on_front(v) == 3
     feas = np.array([True, True, True, False, True])
-    i = best_tradeoff_index(v, DIRS, feas)
-    assert i == 1 and feas[i] and pareto_mask(v, DIRS, feas)[i]
-    assert best_tradeoff_index(v, DIRS, np.zeros(5, bool)) is None
+    i = best_on_front(v, feas)
+    assert i == 1 and feas[i] and front_of(v, DIRS, feas)[i]
+    assert best_on_front(v, np.zeros(5, bool)) is None
+
+
+def test_best_tradeoff_against_brute_force():
+    """Min-max scaled over the front, nearest to (0, 0); ties to the lower row."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        f = rng.random((7, 2))
+        loss = as_losses(f, DIRS)
+        scaled = (loss - loss.min(0)) / np.where(np.ptp(loss, 0) > 0, np.ptp(loss, 0), 1.0)
+        want = min(range(7), key=lambda i: (math.hypot(*scaled[i]), i))
+        assert best_tradeoff_index(f, DIRS) == want
+    assert best_tradeoff_index(np.empty((0, 2)), DIRS) is None
+    assert best_tradeoff_index([[0.5, 0.1], [0.5, 0.1]], DIRS) == 0  # identical points: the first
 
 
 def test_bad_directions():
     with pytest.raises(ConfigError, match="maximize"):
-        pareto_mask([[1, 2]], ["up", "down"])
+        as_losses([[1, 2]], ["up", "down"])
     with pytest.raises(ConfigError, match="3 objective values per trial"):
-        pareto_mask([[1, 2, 3]], DIRS)
+        hypervolume_2d([[1, 2, 3]], DIRS, [0, 0])
 
 
 def test_nadir_reference_with_margin():

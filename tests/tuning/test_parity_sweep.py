@@ -9,15 +9,16 @@ import optuna
 import pytest
 
 from fairltr.metrics import exposure_disparity
+from fairltr.workflows import run_sweep_job
 from tuning.objectives import DEFAULT_OBJECTIVES
-from tuning.sweep import SweepConfig, run_sweep
+from tuning.sweep import SweepConfig
 
 
 def test_default_sweep_stores_parity_objectives(ranking_files, tmp_path):
     train, test = ranking_files
     cfg = SweepConfig(method="deltr", train=train, test=test, n_trials=3, study="parity", out=tmp_path,
                       constraints=["four_fifths@5"], mlflow=False, progress=False, plot=False, max_iter=20)
-    result = run_sweep(cfg, echo=lambda _: None)
+    result = run_sweep_job(cfg, echo=lambda _: None)
     assert result.finished and DEFAULT_OBJECTIVES == "kendall_tau:max,exposure_disparity:min"
     study = optuna.load_study(study_name="parity", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
     assert study.user_attrs["objectives"] == ["kendall_tau", "exposure_disparity"]
@@ -27,7 +28,7 @@ def test_default_sweep_stores_parity_objectives(ranking_files, tmp_path):
     assert result.report.objectives == ["kendall_tau", "exposure_disparity"]
     assert result.report.directions == ["maximize", "minimize"]
     for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
-        m = t.user_attrs["metrics"]
+        m = t.user_attrs  # one user attribute per metric
         assert t.values == [pytest.approx(m["kendall_tau"]), pytest.approx(m["exposure_disparity"])]
         # the objective is the distance of the reported ratio from parity
         assert m["exposure_disparity"] == pytest.approx(exposure_disparity(m["exposure_ratio"]))

@@ -3,7 +3,6 @@ loss registered through the ``fairltr.losses`` entry point."""
 
 from __future__ import annotations
 
-import math
 import sys
 import textwrap
 
@@ -13,7 +12,7 @@ import pytest
 
 from fairltr.errors import ConfigError
 from fairltr.losses import GAMMA, HyperParam, get_loss, registry
-from tuning.objectives import DeltrRunner, make_runner
+from fairltr.workflows import RankingTrial, ranking_trial
 from tuning.space import SearchSpace, fair_space, loss_space, method_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -23,18 +22,22 @@ def test_gamma_space_from_registry_has_zero_band():
     space = loss_space("exposure_hinge")
     (s,) = space.params
     assert s.param is get_loss("exposure_hinge").param("gamma")
-    assert s.coordinate == "gamma_log10"
+    assert s.name == "gamma"  # the Optuna parameter is gamma itself (what optuna-dashboard shows), log-scaled
     lo, hi = s.bounds
-    assert (lo, hi) == (math.log10(GAMMA.low) - 1.0, math.log10(GAMMA.high))
+    assert (lo, hi) == (GAMMA.low / 10.0, GAMMA.high)
+    dist = space.distributions()["gamma"]
+    assert (dist.low, dist.high, dist.log) == (lo, hi, True)
     # probability of exactly 0 = one decade out of (1 + 5) decades
     assert s.zero_probability == pytest.approx(1 / 6)
-    assert s.to_value(lo) == 0.0 and s.to_value(math.log10(GAMMA.low) - 1e-9) == 0.0
-    assert s.to_value(math.log10(GAMMA.low)) == pytest.approx(GAMMA.low)
-    assert s.to_value(5.0) == pytest.approx(1e5)
+    assert s.to_value(lo) == 0.0 and s.to_value(GAMMA.low * (1 - 1e-12)) == 0.0
+    assert s.to_value(GAMMA.low) == pytest.approx(GAMMA.low)
+    assert s.to_value(1e5) == pytest.approx(1e5)
     for g in (0.0, 1e2, 3.3e4, 1e7):
-        assert s.to_value(s.to_coordinate(g)) == pytest.approx(g)
+        assert s.to_value(s.to_sampled(g)) == pytest.approx(g)
+    assert lo < s.to_sampled(0.0) < GAMMA.low  # 0 enqueues inside the zero band
     with pytest.raises(ConfigError, match="outside the declared range"):
-        s.to_coordinate(1e9)
+        s.to_sampled(1e9)
+    assert repr(space) == "SearchSpace(gamma∈[10, 1e+07] log, <100 means 0)"
 
 
 def test_sampled_values_cover_zero_and_log_range():
@@ -44,7 +47,8 @@ def test_sampled_values_cover_zero_and_log_range():
     for _ in range(600):
         t = study.ask()
         v = space.suggest(t)
-        assert t.user_attrs["gamma"] == v["gamma"]
+        assert t.user_attrs["gamma"] == v["gamma"]  # the value used
+        assert v["gamma"] == (0.0 if t.params["gamma"] < GAMMA.low else t.params["gamma"])
         vals.append(v["gamma"])
         study.tell(t, [0.0, 0.0])
     vals = np.array(vals)
@@ -60,14 +64,16 @@ def test_linear_param_and_enqueue_round_trip():
     hp = HyperParam("w", default=1.0, low=0.5, high=2.5, include_zero=True)
     space = SearchSpace([hp, HyperParam("v", default=1, low=0, high=1)])
     w, v = space.params
-    assert w.coordinate == "w" and w.bounds == pytest.approx((0.3, 2.5)) and w.to_value(0.4) == 0.0
+    assert w.name == "w" and w.bounds == pytest.approx((0.3, 2.5)) and w.to_value(0.4) == 0.0
+    assert not w.distribution().log
     assert v.zero_band == 0.0  # low = 0 already includes 0
     study = optuna.create_study(directions=["maximize", "minimize"])
-    study.enqueue_trial(space.coordinates({"w": 0.0, "v": 0.25}))
+    study.enqueue_trial(space.sampled_for({"w": 0.0, "v": 0.25}))
     t = study.ask()
     assert space.suggest(t) == {"w": 0.0, "v": 0.25}
+    assert space.values_from_params(t.params) == {"w": 0.0, "v": 0.25}
     with pytest.raises(ConfigError, match="unknown hyper-parameter"):
-        space.coordinates({"nope": 1})
+        space.sampled_for({"nope": 1})
     with pytest.raises(ConfigError, match="duplicate"):
         SearchSpace([hp, hp])
 
@@ -79,7 +85,7 @@ def test_fair_space_around_share(small_rankings):
     p, a = space.params
     assert p.param.name == "fair_p" and p.bounds == pytest.approx((max(0.01, share / 2), min(0.95, 2 * share + 0.1)))
     assert p.bounds[0] < share < p.bounds[1]
-    assert a.coordinate == "fair_alpha_log10" and a.zero_band == 0.0
+    assert a.name == "fair_alpha" and a.distribution().log and a.zero_band == 0.0
     assert fair_space(0.1, p_range=(0.2, 0.4)).params[0].bounds == (0.2, 0.4)
     with pytest.raises(ConfigError, match="0 < low < high < 1"):
         fair_space(0.1, p_range=(0.0, 0.4))
@@ -133,13 +139,13 @@ def test_space_from_entry_point_loss(third_party_loss, small_rankings):
         get_loss(third_party_loss)  # really gone without the entry point scan ...
     registry.reload_entry_points()  # ... and back through it
     space = loss_space(third_party_loss)
-    assert [s.coordinate for s in space.params] == ["beta_log10", "margin"]
-    assert space.params[0].bounds == pytest.approx((-2.0, 2.0))
+    assert [s.name for s in space.params] == ["beta", "margin"]
+    assert space.params[0].bounds == pytest.approx((0.01, 100.0))  # one decade of zero band below 0.1
     assert space.params[1].zero_band == 0.0
     # a sweep method over the plugin: its weight ``beta`` is DELTR's gamma
     train, test = small_rankings
-    runner = make_runner("deltr", train, test, loss=third_party_loss, max_iter=30)
-    assert isinstance(runner, DeltrRunner) and runner.space.names == ["beta", "margin"]
+    runner = ranking_trial("deltr", [(train, test)], loss=third_party_loss, max_iter=30)
+    assert isinstance(runner, RankingTrial) and runner.space.names == ["beta", "margin"]
     plain = runner({"beta": 0.0, "margin": 0.0})
     strong = runner({"beta": 100.0, "margin": 0.0})
     assert plain.keys() == strong.keys()

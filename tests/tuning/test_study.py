@@ -1,4 +1,5 @@
-"""Studies: exactly N COMPLETE trials with racing workers, per-trial seeding, resume, storages."""
+"""Studies: exactly N COMPLETE trials with racing workers, one seeded sampler per worker, resume,
+storages."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ from optuna.trial import TrialState
 
 from fairltr.errors import ConfigError, FairltrError
 from tuning.space import loss_space
-from tuning.study import count_states, make_sampler, make_storage, open_study, run_worker, trial_seed, trials_ahead
+from tuning.study import (
+    WorkerSampler,
+    count_states,
+    make_sampler,
+    make_storage,
+    open_study,
+    run_worker,
+    trials_ahead,
+    worker_seed,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 # these tests drive trials with study.ask() (other workers' trials) on heartbeat storages on purpose
@@ -53,8 +63,9 @@ def test_racing_workers_stop_at_exactly_n(tmp_path, backend):
     assert states.get("RUNNING", 0) == 0 and states.get("WAITING", 0) == 0
     assert sorted(sum((r.completed for r in results), [])) == sorted(
         t.number for t in study.get_trials(states=(TrialState.COMPLETE,)))
-    # the same --seed on every worker, yet no repeated proposals (per-trial seeding)
-    coords = [t.params["gamma_log10"] for t in study.get_trials(states=(TrialState.COMPLETE,))]
+    # the same --seed on every worker, yet no repeated proposals (each worker's sampler is seeded
+    # from its first trial's number)
+    coords = [t.params["gamma"] for t in study.get_trials(states=(TrialState.COMPLETE,))]
     assert len(set(coords)) == len(coords)
 
 
@@ -63,7 +74,7 @@ def test_surplus_trial_is_pruned_not_counted(tmp_path):
     storage = make_storage(f"sqlite:///{tmp_path / 'o.db'}")
     study, _ = open_study("s", storage, DIRS, make_sampler("tpe", 0, n_trials=3), {})
     ahead = [study.ask() for _ in range(2)]  # two trials "running elsewhere"
-    study.enqueue_trial({"gamma_log10": 3.0})  # and one waiting: 3 ahead of the next trial
+    study.enqueue_trial({"gamma": 1e3})  # and one waiting: 3 ahead of the next trial
     calls = []
     obj = toy_objective()
 
@@ -92,26 +103,55 @@ def test_guard_counts_waiting_running_complete_but_not_failed(tmp_path):
     assert trials_ahead(study, t2.number) == 2  # t2 is surplus: t0 done, t1 running
     study.tell(t1, state=TrialState.FAIL)  # t1's worker crashed: t2 is needed after all
     assert trials_ahead(study, t2.number) == 1
-    study.enqueue_trial({"gamma_log10": 3.0})  # a retry waits: it counts for later trials
+    study.enqueue_trial({"gamma": 1e3})  # a retry waits: it counts for later trials
     assert trials_ahead(study, 10) == 3  # t0 COMPLETE, t2 RUNNING, the retry WAITING
 
 
-def test_per_trial_seeding_is_reproducible():
+def test_one_worker_is_reproducible_for_a_seed():
     def proposals(seed):
         st = optuna.create_study(directions=DIRS, sampler=make_sampler("nsga2", seed, n_trials=20))
         st.optimize(toy_objective(), n_trials=12)
-        return [t.params["gamma_log10"] for t in st.trials]
+        return [t.params["gamma"] for t in st.trials]
 
     a, b, c = proposals(3), proposals(3), proposals(4)
     assert a == b and a != c
-    assert trial_seed(3, 0) != trial_seed(3, 1) != trial_seed(4, 1)
+    assert worker_seed(3, 0) != worker_seed(3, 1) != worker_seed(4, 1)
+    assert worker_seed(3, 0) == worker_seed(3, 0) and 0 <= worker_seed(3, 0) < 2 ** 32
 
 
-@pytest.mark.parametrize("name", ["tpe", "gp"])
-def test_other_samplers_run(name):
-    st = optuna.create_study(directions=DIRS, sampler=make_sampler(name, 0, n_trials=8))
-    st.optimize(toy_objective(), n_trials=8)
+@pytest.mark.parametrize("name", ["nsga2", "tpe", "gp"])
+def test_one_sampler_lives_for_the_whole_worker(name):
+    """The base sampler is built once, at the worker's first trial, and serves every later one
+    (its random stream and caches carry over), seeded from that first trial's number."""
+    sampler = make_sampler(name, 5, n_trials=8)
+    st = optuna.create_study(directions=DIRS, sampler=sampler)
+    assert sampler.base is None
+    st.optimize(toy_objective(), n_trials=1)
+    base = sampler.base
+    assert base is not None and sampler.first_trial == 0
+    st.optimize(toy_objective(), n_trials=7)
+    assert sampler.base is base
     assert len(st.best_trials) >= 1
+
+
+def test_workers_sharing_a_study_do_not_replay_one_stream():
+    """Two workers with the same --seed join one study one after the other, both inside NSGA-II's
+    random first generation: the second one's first trial has another number, so its sampler has
+    another seed and proposes other points."""
+    storage = optuna.storages.InMemoryStorage()
+    w1 = make_sampler("nsga2", 0, population_size=10)
+    s1, _ = open_study("shared", storage, DIRS, w1, {})
+    s1.optimize(toy_objective(), n_trials=3)
+    w2 = make_sampler("nsga2", 0, population_size=10)
+    s2, created = open_study("shared", storage, DIRS, w2, {})
+    s2.optimize(toy_objective(), n_trials=3)
+    assert not created and (w1.first_trial, w2.first_trial) == (0, 3)
+    g = [t.params["gamma"] for t in s2.trials]
+    assert len(set(g)) == 6
+    # what the second worker would have proposed with the first one's seed: the first one's points
+    alone = optuna.create_study(directions=DIRS, sampler=make_sampler("nsga2", 0, population_size=10))
+    alone.optimize(toy_objective(), n_trials=3)
+    assert [t.params["gamma"] for t in alone.trials] == g[:3]
 
 
 def test_open_study_refuses_a_changed_configuration(tmp_path):
@@ -132,6 +172,7 @@ def test_storage_errors(tmp_path):
         make_storage(f"sqlite:///{tmp_path / 'x.db'}", heartbeat_interval=10, grace_period=5)
     with pytest.raises(ConfigError, match="sampler"):
         make_sampler("cmaes")
+    assert isinstance(make_sampler("gp"), WorkerSampler)
 
 
 def test_failing_trials_do_not_count_and_config_errors_stop(tmp_path):
@@ -166,7 +207,7 @@ def test_journal_storage_fails_and_retries_abandoned_trials(tmp_path):
     storage = make_storage(f"journal:{tmp_path / 'j.log'}")
     study, _ = open_study("j", storage, DIRS, make_sampler("nsga2", 0, n_trials=3), {})
     abandoned = study.ask()  # a worker that died mid-trial
-    abandoned.suggest_float("gamma_log10", *SPACE.params[0].bounds)
+    abandoned.suggest_float("gamma", *SPACE.params[0].bounds, log=True)
     study.tell(study.ask(), [0.1, 0.01])
     study.tell(study.ask(), [0.2, 0.04])
     t0 = time.monotonic()

@@ -152,7 +152,7 @@ def test_two_workers_share_one_postgres_study(ranking_files, tmp_path, optuna_po
     assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
     workers = {t.user_attrs["worker"] for t in complete}
     assert len(workers) == 2, f"both workers should have completed trials: {workers}"
-    params = [t.params["gamma_log10"] for t in complete]
+    params = [t.params["gamma"] for t in complete]
     assert len(set(params)) == n  # no duplicated proposals
     assert sum("created" in log for log in logs) == 1 and sum("resumed" in log for log in logs) == 1
     assert nested_trials(mlflow_sqlite, study.user_attrs[PARENT_ATTR]) == sorted(t.number for t in complete)
