@@ -56,8 +56,8 @@ def log_runs_comparison(
     import mlflow
 
     from fairltr.tracking.config import configure
-    from fairltr.tracking.plots import relevance_fairness_scatter
-    from fairltr.tracking.report import fairness_report_html, figure_to_png
+    from fairltr.tracking.plots import figure_to_png, relevance_fairness_scatter
+    from fairltr.tracking.report import fairness_report_html
 
     configure()
     table = runs_table(experiment, relevance, fairness)

@@ -8,11 +8,14 @@ Usage (MLflow 3.17 needs a ``model_type`` or ``extra_metrics``; use ``"fair_rank
                                                               "group": "protected",
                                                               "judgment": "judgment"}})
 
-Metrics are SPEC §3's, computed by :func:`fairltr.metrics.evaluate_ranking` (one
-implementation per formula); undefined (NaN) averages are not logged nor returned, so a gate
-on them fails closed. Artifacts: ``exposure_by_position.png`` (DELTR Figure 2),
-``per_query_relevance_exposure.png`` (Figure 1 drawn per query), ``per_query_metrics.csv``
-and ``fairness_report.html``.
+Metrics are computed by :func:`fairltr.metrics.evaluate_ranking` (one implementation per
+formula); undefined (NaN) averages are not logged nor returned, so a gate on them fails closed.
+The run's metric list holds the values, fairness first; the ``<metric>_n_queries`` counts are
+returned in the result but logged as the table ``metric_counts.json``, not as metrics.
+Artifacts: ``exposure_by_position.png`` (DELTR Figure 2), ``per_query_relevance_exposure.png``
+(Figure 1 drawn per query), ``per_query_metrics.csv``, ``metric_counts.json`` and
+``fairness_report.html`` (titled by the config's ``title``, else by its ``model_uri`` and
+``data`` keys).
 
 It answers ``can_evaluate`` with yes only when asked: ``model_type == "fair_ranking"`` or an
 evaluator config naming one of ``query`` / ``group`` / ``judgment``; so evaluations of
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import math
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -34,7 +36,7 @@ from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 
 from fairltr.errors import ConfigError, DataError
 
-__all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_output", "evaluate_frame"]
+__all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_output", "evaluate_frame", "report_title"]
 
 MODEL_TYPE = "fair_ranking"
 CONFIG_KEYS = ("query", "group", "judgment")
@@ -92,6 +94,18 @@ def _signature_columns(model, df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def report_title(config: Mapping[str, Any], n_rows: int, n_queries: int) -> tuple[str, str]:
+    """(title, subtitle) of the evaluation report: ``config["title"]``, else "Evaluation of
+    <model_uri> on <data>" from the config's ``model_uri`` and ``data`` (a file path) keys."""
+    model = config.get("model_uri")
+    data = config.get("data")
+    data_name = Path(str(data)).name if data else None
+    title = config.get("title") or (f"Evaluation of {model or 'the model'}" + (f" on {data_name}" if data_name else ""))
+    bits = [f"model {model}" if model else "", f"data {data}" if data else "",
+            f"{n_rows} rows, {n_queries} queries", "fair_ranking evaluator"]
+    return str(title), " · ".join(b for b in bits if b)
+
+
 class FairRankingEvaluator(ModelEvaluator):
     """SPEC relevance and group-exposure metrics of a ranker, with DELTR's plots."""
 
@@ -115,7 +129,6 @@ class FairRankingEvaluator(ModelEvaluator):
         **kwargs,
     ) -> EvaluationResult:
         from mlflow import MlflowClient
-        from mlflow.entities import Metric
         from mlflow.models.evaluation.artifacts import (
             CsvEvaluationArtifact, ImageEvaluationArtifact, TextEvaluationArtifact,
         )
@@ -130,17 +143,18 @@ class FairRankingEvaluator(ModelEvaluator):
         client = MlflowClient()
         artifacts: dict[str, Any] = {}
         if run_id is not None:
-            now = int(time.time() * 1000)
-            entities = [Metric(k, v, now, 0) for k, v in metrics.items()]
-            for start in range(0, len(entities), 1000):
-                client.log_batch(run_id, metrics=entities[start:start + 1000])
-            if config.get("log_artifacts", True):
-                base = client.get_run(run_id).info.artifact_uri.rstrip("/")
-                kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".html": TextEvaluationArtifact}
-                with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
+            from fairltr.tracking.logging import log_result_metrics
+
+            base = client.get_run(run_id).info.artifact_uri.rstrip("/")
+            kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".html": TextEvaluationArtifact}
+            with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
+                # fairness first; the *_n_queries counts go to metric_counts.json, not the metric list
+                log_result_metrics(run_id, metrics, tmp)
+                if config.get("log_artifacts", True):
                     paths = self._write_artifacts(Path(tmp), df, scores, metrics, per_query, config)
-                    client.log_artifacts(run_id, tmp)  # one upload call
                     artifacts = {p.stem: kinds[p.suffix](uri=f"{base}/{p.name}") for p in paths}
+                if any(Path(tmp).iterdir()):
+                    client.log_artifacts(run_id, tmp)  # one upload call
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
 
     # ------------------------------------------------------------------ helpers
@@ -169,11 +183,11 @@ class FairRankingEvaluator(ModelEvaluator):
 
     @staticmethod
     def _write_artifacts(tmp: Path, df, scores, metrics, per_query, config) -> list[Path]:
-        from fairltr.tracking.plots import exposure_by_position, relevance_fairness_scatter
-        from fairltr.tracking.report import fairness_report_html, figure_to_png
+        from fairltr.tracking.plots import exposure_by_position, figure_to_png, relevance_fairness_scatter
+        from fairltr.tracking.report import fairness_report_html
 
         q, g = config.get("query", _DEFAULTS["query"]), config.get("group", _DEFAULTS["group"])
-        title = str(config.get("title", "fair_ranking evaluation"))
+        title, subtitle = report_title(config, len(df), df[q].nunique())
         paths = []
         fig = exposure_by_position(df, scores, query=q, group=g, bucket=config.get("bucket"))
         png_exposure = figure_to_png(fig)
@@ -190,8 +204,9 @@ class FairRankingEvaluator(ModelEvaluator):
             figures[f"Per query: {relevance} vs exposure ratio (DELTR Fig. 1 axes)"] = png
         per_query.to_csv(tmp / "per_query_metrics.csv", index=False)
         paths.append(tmp / "per_query_metrics.csv")
-        html = fairness_report_html(title, metrics=metrics, figures=figures,
-                                    params={k: v for k, v in config.items() if isinstance(v, (str, int, float))})
+        html = fairness_report_html(title, subtitle=subtitle, metrics=metrics, figures=figures,
+                                    params={k: v if isinstance(v, (str, int, float)) else ", ".join(map(str, v))
+                                            for k, v in config.items() if isinstance(v, (str, int, float, list, tuple))})
         (tmp / "fairness_report.html").write_text(html, encoding="utf-8")
         paths.append(tmp / "fairness_report.html")
         return paths

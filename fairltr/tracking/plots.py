@@ -1,10 +1,14 @@
 """Figures logged to MLflow (matplotlib, Agg backend; each function returns a Figure).
 
+One way to log a figure: :func:`figure_to_png` turns it into PNG bytes (and closes it); the
+caller writes the bytes into the folder it uploads with one ``log_artifacts`` call.
+
 * :func:`exposure_by_position` — the DELTR paper's Figure 2: share of protected vs
   non-protected items in each rank bucket (positions 1..b, b+1..2b, ...), over all queries.
 * :func:`relevance_fairness_scatter` — its Figure 1: relevance (x) vs exposure ratio (y) of runs.
 * :func:`mrc_heatmap` — the L x L language-pair rank-correlation matrix (LaKDA's Figure 3).
-* :func:`training_curve` — objective terms per iteration (DELTR ``history``).
+* :func:`training_curve` — objective terms per iteration (DELTR ``history``): the total and
+  its two summands, the ListNet term and gamma x the exposure term.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from fairltr.tracking.ranks import aligned_ranks
 
 __all__ = [
     "position_shares", "exposure_by_position", "relevance_fairness_scatter", "mrc_heatmap",
-    "training_curve", "save_figure",
+    "training_curve", "figure_to_png", "save_figure",
 ]
+
+PNG_DPI = 100
 
 PROTECTED_COLOR = "#ff7f0e"     # the paper's orange (women / protected)
 NONPROTECTED_COLOR = "#1f77b4"  # the paper's blue
@@ -85,22 +91,23 @@ def exposure_by_position(
     n_buckets: int = 10,
     title: str | None = None,
 ):
-    """Stacked bars of the protected / non-protected share per rank bucket (DELTR Figure 2),
-    with the protected share of the whole table as a dashed reference line."""
+    """Stacked bars of the protected (bottom) / non-protected (top) share per rank bucket (DELTR
+    Figure 2), with the protected share of the whole table as a dashed line at that height: a
+    protected bar below the line means the group is under-represented in that bucket."""
     shares = position_shares(df, scores, query=query, group=group, bucket=bucket, n_buckets=n_buckets)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 3.2))
     x = np.arange(len(shares))
-    ax.bar(x, shares["share_nonprotected"], color=NONPROTECTED_COLOR, label="non-protected (group 0)")
-    ax.bar(x, shares["share_protected"], bottom=shares["share_nonprotected"], color=PROTECTED_COLOR,
-           label="protected (group >= 1)")
+    ax.bar(x, shares["share_protected"], color=PROTECTED_COLOR, label="protected (group >= 1)")
+    ax.bar(x, shares["share_nonprotected"], bottom=shares["share_protected"], color=NONPROTECTED_COLOR,
+           label="non-protected (group 0)")
     overall = float((df[group].to_numpy() >= 1).mean())
-    ax.axhline(1.0 - overall, color="black", linestyle="--", linewidth=1,
+    ax.axhline(overall, color="black", linestyle="--", linewidth=1,
                label=f"overall protected share {overall:.2f}")
     ranged = any("-" in b for b in shares["bucket"])
     ax.set_xticks(x, shares["bucket"], rotation=45 if ranged and len(x) > 8 else 0, fontsize=8)
     ax.set_xlabel("rank positions")
-    ax.set_ylabel("share of items")
+    ax.set_ylabel("share of the bucket's items")
     ax.set_ylim(0, 1)
     ax.set_title(title or "Protected vs non-protected items by rank position")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -120,6 +127,9 @@ def _runs_frame(runs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFram
     return pd.DataFrame(list(runs))
 
 
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "<", ">", "h")
+
+
 def relevance_fairness_scatter(
     runs: pd.DataFrame | Iterable[Mapping[str, Any]],
     *,
@@ -128,10 +138,14 @@ def relevance_fairness_scatter(
     label: str | None = "label",
     series: str | None = None,
     title: str | None = None,
+    max_labels: int = 20,
 ):
     """Relevance (x) vs exposure ratio of the protected group (y) of several runs or settings
     (DELTR Figure 1). ``runs``: ``mlflow.search_runs()`` output or dicts with the metric keys;
-    ``series`` (a column) joins the points of one approach by a line (e.g. varying gamma)."""
+    ``series`` (a column) joins the points of one approach by a line (e.g. varying gamma).
+
+    Points are named in the legend (one colour and marker per point, up to ``max_labels``
+    points), never by text next to the point, which overlaps as soon as two settings are close."""
     frame = _runs_frame(runs)
     for col in (relevance, fairness):
         if col not in frame.columns:
@@ -139,21 +153,26 @@ def relevance_fairness_scatter(
     frame = frame[np.isfinite(pd.to_numeric(frame[relevance], errors="coerce"))
                   & np.isfinite(pd.to_numeric(frame[fairness], errors="coerce"))]
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5, 4))
+    named = bool(label) and label in frame.columns and 0 < len(frame) <= max_labels
+    fig, ax = plt.subplots(figsize=(7.2 if named else 5, 4))
     groups = frame.groupby(series, sort=False) if series and series in frame.columns else [(None, frame)]
-    for name, part in groups:
-        ax.plot(part[relevance].astype(float), part[fairness].astype(float), marker="o",
-                linestyle="-" if name is not None else "none", label=None if name is None else str(name))
-        if label and label in part.columns:
-            for _, row in part.iterrows():
-                ax.annotate(str(row[label]), (float(row[relevance]), float(row[fairness])),
-                            fontsize=7, xytext=(3, 3), textcoords="offset points")
+    idx = 0
+    for gi, (name, part) in enumerate(groups):
+        line_color = None if name is None else f"C{gi % 10}"
+        if name is not None:
+            ax.plot(part[relevance].astype(float), part[fairness].astype(float), linestyle="-", color=line_color,
+                    alpha=0.6, label=f"{series}={name}")
+        for _, row in part.iterrows():
+            color = line_color or (f"C{idx % 10}" if named else "C0")
+            ax.plot(float(row[relevance]), float(row[fairness]), linestyle="none", color=color,
+                    marker=_MARKERS[idx % len(_MARKERS)] if named else "o", label=str(row[label]) if named else None)
+            idx += 1
     ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(relevance)
     ax.set_ylabel(f"{fairness} (protected / non-protected)")
     ax.set_title(title or "Relevance vs exposure")
-    if series:
-        ax.legend(fontsize=7)
+    if named or (series and series in frame.columns):
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 
@@ -180,27 +199,52 @@ def mrc_heatmap(matrix: pd.DataFrame, *, title: str | None = None, vmin: float =
     return fig
 
 
-def training_curve(history: Sequence[Mapping[str, float]], *, title: str | None = None):
-    """Objective terms (``total``, ``listnet``, ``exposure``) against the iteration."""
+def training_curve(history: Sequence[Mapping[str, float]], *, gamma: float | None = None, title: str | None = None):
+    """The objective per iteration: ``total`` = ``listnet`` + gamma x ``exposure`` (DELTR's loss).
+
+    Top panel: the total (black, dashed, drawn over) and the ListNet term; bottom panel: the
+    fairness term as it enters the total, gamma x exposure (with ``gamma``; without it the raw
+    exposure term, labelled unweighted). Two panels, because the fairness term is often orders
+    of magnitude below the ListNet term and a shared axis hides one line under the other."""
     frame = pd.DataFrame(list(history))
     if frame.empty or "iteration" not in frame.columns:
         raise DataError("training history is empty or lacks 'iteration'")
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3))
-    for col in ("total", "listnet", "exposure"):
-        if col in frame.columns:
-            ax.plot(frame["iteration"], frame[col], label=col)
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("objective (summed over queries)")
-    if (frame.get("total", pd.Series([1.0])) > 0).all():
-        ax.set_yscale("log")
-    ax.legend(fontsize=7)
-    ax.set_title(title or "Training objective")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 4.2), sharex=True, height_ratios=(3, 2))
+    it = frame["iteration"]
+    if "listnet" in frame.columns:
+        top.plot(it, frame["listnet"], color="C0", linewidth=2.2, label="listnet")
+    if "total" in frame.columns:
+        top.plot(it, frame["total"], color="black", linestyle="--", linewidth=1.2, label="total", zorder=3)
+    top.set_ylabel("objective\n(summed over queries)", fontsize=8)
+    top.legend(fontsize=7)
+    if "exposure" in frame.columns:
+        if gamma is not None:
+            bottom.plot(it, float(gamma) * frame["exposure"], color="C3", label=f"gamma x exposure (gamma={gamma:g})")
+        else:
+            bottom.plot(it, frame["exposure"], color="C3", label="exposure term (unweighted)")
+        bottom.legend(fontsize=7)
+    bottom.set_ylabel("fairness term", fontsize=8)
+    bottom.set_xlabel("iteration")
+    top.set_title(title or "Training objective")
     fig.tight_layout()
     return fig
 
 
+def figure_to_png(fig, dpi: int = PNG_DPI) -> bytes:
+    """PNG bytes of a matplotlib figure; the figure is closed (its memory released)."""
+    import io
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=dpi)
+    finally:
+        _pyplot().close(fig)
+    return buf.getvalue()
+
+
 def save_figure(fig, path) -> None:
-    """Write ``fig`` as PNG and release its memory."""
-    fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    """Write ``fig`` as PNG (:func:`figure_to_png`) to ``path`` and release its memory."""
+    from pathlib import Path
+
+    Path(path).write_bytes(figure_to_png(fig))

@@ -36,12 +36,19 @@ Steps of :func:`promote`:
    load or verify), ``contention`` (3: the lock stayed held for ``lock_timeout`` seconds or
    the alias moved ``max_attempts`` times — the gates were not decided; retry).
 
-Record: every decision is written as tags on the model version (``fairltr.promotion.*``: verdict,
-time, decision_id, alias, gates, results, values, champion_values, champion_before,
-champion_after, champion_status, digest, reason, evaluation_run, notes; every value valid
-JSON or text of at most 4,900 characters — long results are summarised, never cut) and as one tag
-per decision on the registered model (``fairltr.decision.<utc>.v<version>.<id>``), which
-concurrent writers cannot overwrite.
+Record: every decision is written
+
+* as the model version's description: one line with the verdict, the gates passed and what the
+  alias points to (:meth:`PromotionDecision.description`), shown at the top of the version page;
+* as tags on the model version (``fairltr.promotion.*``: verdict, time, decision_id,
+  requested_alias, gates, results, values, champion_values, champion_before, champion_after,
+  champion_status, digest, reason, evaluation_run, notes; every value valid JSON or text of at
+  most 4,900 characters — long results are summarised, never cut; a missing value is ``none``);
+* as one tag per decision on the registered model (``fairltr.decision.<utc>.v<version>.<id>``,
+  which concurrent writers cannot overwrite) holding the same one-line text;
+* with ``data``, on the ``promote NAME vV`` run: the gate values as metrics (``candidate/<metric>``,
+  ``champion/<metric>``, ``gate_lower/<metric>``, ``gate_upper/<metric>``, ``gates_passed``,
+  ``gates_failed``, ``promoted``) and the decision as the run's description.
 """
 
 from __future__ import annotations
@@ -142,37 +149,96 @@ class PromotionDecision:
         return json_within([full, lean, bare, counts, {"n_gates": len(self.results), "n_failed": len(failed)}])
 
     def version_tags(self) -> dict[str, str]:
+        """The ``fairltr.promotion.*`` tags; a missing value is the text ``none`` (also for
+        ``champion_values`` when no champion was measured), present values are JSON or text.
+        ``requested_alias`` is the alias the decision was about: the version holds it only when
+        the verdict is ``promoted``."""
         gated = sorted({r.metric for r in self.results})
         gates = [r.gate for r in self.results]
-        values = {m: self.candidate_metrics.get(m) for m in gated}
-        champ = None if self.champion_metrics is None else {m: self.champion_metrics.get(m) for m in gated}
+        values = {m: self.candidate_metrics[m] for m in gated if m in self.candidate_metrics}
+        champ = None if self.champion_metrics is None else {
+            m: self.champion_metrics[m] for m in gated if m in self.champion_metrics}
         return {
             f"{TAG_PREFIX}verdict": self.verdict,
             f"{TAG_PREFIX}time": self.time,
             f"{TAG_PREFIX}decision_id": self.decision_id,
-            f"{TAG_PREFIX}alias": self.alias,
+            f"{TAG_PREFIX}requested_alias": self.alias,
             f"{TAG_PREFIX}gates": json_within([gates, [g[:200] for g in gates], {"n_gates": len(gates)}]),
             f"{TAG_PREFIX}results": self._results_json(),
             f"{TAG_PREFIX}values": json_within([values, {"n_metrics": len(values)}]),
-            f"{TAG_PREFIX}champion_values": json_within([champ, {"n_metrics": len(champ or {})}]),
+            f"{TAG_PREFIX}champion_values": "none" if champ is None else json_within([champ, {"n_metrics": len(champ)}]),
             f"{TAG_PREFIX}champion_before": self.champion_before or "none",
             f"{TAG_PREFIX}champion_after": self.champion_after or "none",
-            f"{TAG_PREFIX}champion_status": _cut_text(self.champion_status),
+            f"{TAG_PREFIX}champion_status": _cut_text(self.champion_status or "none"),
             f"{TAG_PREFIX}digest": self.digest or "none",
             f"{TAG_PREFIX}reason": _cut_text(self.reason or "none"),
             f"{TAG_PREFIX}evaluation_run": self.evaluation_run_id or "none",
-            f"{TAG_PREFIX}notes": _cut_text("; ".join(self.notes)),
+            f"{TAG_PREFIX}notes": _cut_text("; ".join(self.notes) or "none"),
         }
 
+    def description(self) -> str:
+        """One line for the version page: verdict, alias, UTC time, gates passed (the failed ones
+        with their values, or the values of the passed ones), the reason, where the alias points.
+
+        ``REJECTED for @champion (2026-11-30 22:17 UTC): 0 of 2 gates passed: 0.8<=exposure_ratio<=1.25
+        failed (exposure_ratio 0.716); ...; @champion stays v1.``"""
+        head = {"promoted": f"PROMOTED to @{self.alias}", "rejected": f"REJECTED for @{self.alias}",
+                "contention": f"NOT DECIDED for @{self.alias} (lost to contention)"}[self.verdict]
+        when = self.time.replace("T", " ")[:16] + " UTC" if "T" in self.time else self.time
+        parts = [f"{head} ({when})"]
+        if self.results:
+            n_pass = sum(r.passed for r in self.results)
+            failed = [r for r in self.results if not r.passed]
+            shown = failed if failed else self.results
+            detail = ", ".join(_gate_words(r) for r in shown[:4]) + (f", +{len(shown) - 4} more" if len(shown) > 4 else "")
+            parts.append(f"{n_pass} of {len(self.results)} gates passed: {detail}")
+        if self.reason:
+            parts.append(" ".join(self.reason.split()))
+        if self.verdict == "promoted":
+            was = "v" + self.champion_before if self.champion_before and self.champion_before != self.version else None
+            parts.append(f"replaces {was}" if was else f"first @{self.alias}" if not self.champion_before
+                         else f"already held @{self.alias}")
+        else:
+            parts.append(f"@{self.alias} stays {'v' + self.champion_after if self.champion_after else 'unset'}")
+        return _cut_text("; ".join(parts) + ".")
+
     def model_tag(self) -> tuple[str, str]:
+        """(key, value) of the registered model's decision log entry: ``v<version> <description>``."""
         stamp = self.time.replace("+00:00", "Z").replace("-", "").replace(":", "")
         key = f"fairltr.decision.{stamp}.v{self.version}.{self.decision_id[:8]}"
-        base = {"version": self.version, "verdict": self.verdict, "time": self.time,
-                "champion_before": self.champion_before, "champion_after": self.champion_after}
-        failed = [r.gate[:100] for r in self.results if not r.passed]
-        return key, json_within([{**base, "gates": {r.gate: r.passed for r in self.results}, "reason": self.reason},
-                                 {**base, "failed": failed[:20], "reason": (self.reason or "")[:500]},
-                                 {**base, "n_failed": len(failed)}])
+        return key, _cut_text(f"v{self.version} {self.description()}")
+
+    def run_metrics(self) -> dict[str, float]:
+        """The decision as metrics of the promotion run: per gated metric the candidate's and the
+        champion's value and the gate's bounds, plus the counts of passed and failed gates and
+        ``promoted`` (1 or 0)."""
+        out: dict[str, float] = {}
+        for r in self.results:
+            if r.value is not None:
+                out[f"candidate/{r.metric}"] = r.value
+            champ = (self.champion_metrics or {}).get(r.metric)
+            if champ is not None:
+                out[f"champion/{r.metric}"] = champ
+            if r.lower is not None:
+                out[f"gate_lower/{r.metric}"] = r.lower
+            if r.upper is not None:
+                out[f"gate_upper/{r.metric}"] = r.upper
+        n_pass = sum(r.passed for r in self.results)
+        out.update(gates_passed=float(n_pass), gates_failed=float(len(self.results) - n_pass),
+                   promoted=1.0 if self.promoted else 0.0)
+        return out
+
+
+def _gate_words(r: GateResult) -> str:
+    value = "no value" if r.value is None else f"{r.metric} {r.value:.4g}"
+    return f"{r.gate} {'passed' if r.passed else 'failed'} ({value})"
+
+
+def _run_description(decision: PromotionDecision) -> str:
+    """The promotion run's description (Markdown): the verdict line, then one line per gate."""
+    lines = [f"**{decision.model} v{decision.version}:** {decision.description()}"]
+    lines += [f"- `{r.describe()}`" for r in decision.results]
+    return _cut_text("\n".join(lines), 7900)  # MLflow keeps at most 8,000 characters of a run tag
 
 
 # ---------------------------------------------------------------------------- metrics sources
@@ -183,21 +249,39 @@ def evaluate_model_uri(
     """Evaluate ``model`` (a model URI, or a ``PyFuncModel`` such as
     :func:`fairltr.tracking.verify.load_verified` builds) on ``data`` with the ``fair_ranking``
     evaluator in a (nested when a run is active) MLflow run tagged ``fairltr.evaluated_model``
-    = ``label`` (default: the URI). Returns (finite metrics, run id)."""
+    = ``label`` (default: the URI). ``config["data"]`` (optional) is the file ``data`` was read
+    from. The run records what was evaluated on what: params ``model_uri``, ``data``, the
+    columns and cut-offs; the data as an MLflow dataset named by its file (``mlflow.data``,
+    logged as the evaluation's input); a description naming the fairness metrics; the report
+    is titled with the model URI and the data file. Returns (finite metrics, run id)."""
     import mlflow
 
+    from fairltr.tracking.logging import dataset_of, metrics_description
+    from fairltr.tracking.runs import log_params
+
     label = label or (model if isinstance(model, str) else "in-process model")
+    source = config.get("data")
+    config = {**config, "model_uri": label}
+    dataset = dataset_of(data, role="evaluation data", path=source)
     nested = mlflow.active_run() is not None
     with mlflow.start_run(run_name=run_name, nested=nested) as run, warnings.catch_warnings():
         # MLflow's dataset schema inference hints about int columns (query id, group): noise here
         warnings.filterwarnings("ignore", message=".*Integer columns in Python cannot represent missing values.*")
         warnings.filterwarnings("ignore", message=".*Found extra inputs in the model input.*")
         mlflow.set_tag("fairltr.evaluated_model", label)
+        log_params(run.info.run_id, {
+            "model_uri": label, "data": str(source) if source else f"in-memory table ({dataset.digest})",
+            "rows": len(data), **{key: config[key] for key in ("query", "group", "judgment") if key in config},
+            "k": ",".join(str(k) for k in config.get("k", ())) or None})
         result = mlflow.models.evaluate(
-            model, data, model_type="fair_ranking", evaluators=["fair_ranking"],
+            model, dataset, model_type="fair_ranking", evaluators=["fair_ranking"],
             evaluator_config={"fair_ranking": dict(config)},
         )
-    return {k: float(v) for k, v in result.metrics.items() if _finite(v)}, run.info.run_id
+        metrics = {k: float(v) for k, v in result.metrics.items() if _finite(v)}
+        data_name = dataset.name
+        mlflow.set_tag("mlflow.note.content", metrics_description(
+            metrics, lead=f"Evaluation of `{label}` on `{data_name}` ({len(data)} rows)."))
+    return metrics, run.info.run_id
 
 
 def version_metrics(client, name: str, version: str) -> dict[str, float]:
@@ -407,7 +491,7 @@ def promote(
             eval_run_id = run.info.run_id
             log_params(eval_run_id, {"model": model, "version": version, "alias": alias, "no_champion": no_champion,
                                      "unloadable_champion": unloadable_champion,
-                                     "gates": " ; ".join(g.text for g in parsed)})
+                                     "gates": " ; ".join(g.text for g in parsed), "data": config.get("data")})
         p = _Promoter(client, model, version, parsed, data=data, config=config, alias=alias, no_champion=no_champion,
                       unloadable_champion=unloadable_champion, allow_unverified=allow_unverified, tmp=tmp)
         notes = p.notes
@@ -431,6 +515,7 @@ def promote(
             )
             for key, value in decision.version_tags().items():
                 client.set_model_version_tag(model, version, key, value)
+            client.update_model_version(model, version, description=decision.description())
             client.set_registered_model_tag(model, *decision.model_tag())
             return decision
 
@@ -498,6 +583,10 @@ def promote(
                 reason = f"@{alias} kept moving: gave up after {max_attempts} attempts (gates not decided)"
         decision = recorded or record(verdict, reason)
         if eval_run_id is not None:
+            from fairltr.tracking.runs import log_metrics
+
+            log_metrics(eval_run_id, decision.run_metrics())
             mlflow.set_tags({"fairltr.promotion.verdict": verdict, "fairltr.promotion.model": model,
-                             "fairltr.promotion.version": version})
+                             "fairltr.promotion.version": version,
+                             "mlflow.note.content": _run_description(decision)})
     return decision

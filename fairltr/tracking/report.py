@@ -1,18 +1,30 @@
 """A one-page, self-contained HTML fairness report (figures inlined as base64 PNG), so it
-opens in the MLflow UI's artifact viewer without any other file."""
+opens in the MLflow UI's artifact viewer without any other file.
+
+What a reader sees first: the title (what was evaluated), one line of context (run, model, data),
+the exposure headline (the protected group's exposure relative to the non-protected group's,
+its side of parity and its distance from parity as the metric registry defines them), then the
+metric table with the fairness metrics first and cut-offs in numeric order.
+"""
 
 from __future__ import annotations
 
 import base64
 import html
-import io
 import math
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from fairltr.metrics import direction_label, metric_info
+from fairltr.metrics import direction_label, distance_from_ideal, metric_info
+from fairltr.tracking.plots import figure_to_png
 
-__all__ = ["figure_to_png", "fairness_report_html"]
+__all__ = ["figure_to_png", "fairness_report_html", "metric_sort_key", "ordered_metric_keys", "HEADLINE_METRICS",
+           "COUNT_SUFFIX", "split_counts", "exposure_headline"]
+
+COUNT_SUFFIX = "_n_queries"
+# the short set a reader looks for first, in this order (present keys only)
+HEADLINE_METRICS = ("exposure_ratio", "exposure_disparity", "exposure_shortfall", "selection_ratio_at_10",
+                    "ndcg_at_10", "kendall_tau", "mrc_at_5", "mrr_at_100")
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:1.2em;color:#222;max-width:980px}
@@ -20,18 +32,43 @@ h1{font-size:1.3em;margin-bottom:.2em} h2{font-size:1.05em;margin-top:1.2em;bord
 table{border-collapse:collapse;font-size:.85em} td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#777;font-size:.8em}
 .grid{display:flex;flex-wrap:wrap;gap:1em} .grid figure{margin:0} img{max-width:100%}
-.good{color:#1a7f37} .bad{color:#cf222e}
+.headline{font-size:1.05em;padding:.5em .8em;background:#f6f8fa;border-left:4px solid #0969da}
+td.kind-fairness{font-weight:600}
 """
 
 
-def figure_to_png(fig) -> bytes:
-    """PNG bytes of a matplotlib figure (the figure is closed)."""
-    import matplotlib.pyplot as plt
+def split_counts(metrics: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(values, counts): ``<metric>_n_queries`` entries (how many queries an average is over)
+    go to ``counts`` keyed by their metric, everything else to ``values``."""
+    values, counts = {}, {}
+    for key, v in metrics.items():
+        if key.endswith(COUNT_SUFFIX):
+            counts[key[: -len(COUNT_SUFFIX)]] = v
+        else:
+            values[key] = v
+    return values, counts
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    return buf.getvalue()
+
+def metric_sort_key(key: str) -> tuple:
+    """Presentation order: the headline metrics first (:data:`HEADLINE_METRICS` order), then
+    the other fairness metrics, then relevance, then unknown keys; within a group by name with
+    the cut-off k compared as a number (``_at_5`` before ``_at_10`` before ``_at_100``)."""
+    try:
+        kind = metric_info(key).kind
+    except KeyError:
+        kind = "other"
+    head = HEADLINE_METRICS.index(key) if key in HEADLINE_METRICS else len(HEADLINE_METRICS)
+    group = 0 if head < len(HEADLINE_METRICS) else {"fairness": 1, "relevance": 2}.get(kind, 3)
+    name, lang = key.partition("/")[::2]
+    base, _, tail = name.rpartition("_at_") if "_at_" in name else (name, "", "")
+    k_text, _, variant = tail.partition("_")
+    k = int(k_text) if k_text.isdigit() else -1
+    return (group, head, base if base else name, k, variant, lang)
+
+
+def ordered_metric_keys(keys: Sequence[str]) -> list[str]:
+    """``keys`` in :func:`metric_sort_key` order."""
+    return sorted(keys, key=metric_sort_key)
 
 
 def _fmt(v: Any) -> str:
@@ -40,28 +77,47 @@ def _fmt(v: Any) -> str:
     return html.escape(str(v))
 
 
-def _metric_rows(metrics: Mapping[str, float]) -> str:
+def _metric_rows(values: Mapping[str, Any], counts: Mapping[str, Any]) -> str:
     rows = []
-    for key in sorted(k for k in metrics if not k.endswith("_n_queries")):
+    for key in ordered_metric_keys(list(values)):
         try:
             kind, arrow = metric_info(key).kind, direction_label(key)
         except KeyError:
             kind, arrow = "other", ""
-        n = metrics.get(f"{key}_n_queries", "")
-        rows.append(f"<tr><td>{html.escape(key)}</td><td class=num>{_fmt(metrics[key])}</td>"
-                    f"<td>{kind}</td><td class=muted>{arrow}</td><td class=num>{_fmt(n)}</td></tr>")
+        rows.append(f"<tr><td>{html.escape(key)}</td><td class=num>{_fmt(values[key])}</td>"
+                    f"<td class=kind-{kind}>{kind}</td><td class=muted>{arrow}</td><td class=num>{_fmt(counts.get(key, ''))}</td></tr>")
     return "".join(rows)
 
 
-def _verdict(metrics: Mapping[str, float]) -> str:
+def exposure_headline(metrics: Mapping[str, Any]) -> str | None:
+    """One sentence on ``exposure_ratio`` with the registry's parity semantics (target 1.0,
+    both sides worse; distance = ``exposure_disparity`` = 1 - min(R, 1/R)), or None without it."""
     ratio = metrics.get("exposure_ratio")
-    if ratio is None or not isinstance(ratio, (int, float)) or math.isnan(ratio):
-        return "<p class=muted>No exposure ratio (no query holds both groups).</p>"
-    cls = "good" if ratio >= 0.9 else "bad"
-    side = "less" if ratio < 1 else "at least as much"
-    return (f"<p>The protected group receives <b class={cls}>{ratio:.3f}</b> times the positional "
-            f"exposure of the non-protected group ({side} exposure; 1.0 = equal, SPEC §3: "
-            f"v(r) = 1/ln(1+r), averaged per group and over queries).</p>")
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio):
+        return None
+    disparity = distance_from_ideal("exposure_ratio", ratio)
+    if ratio == 1.0:
+        side = "exactly at parity"
+    elif ratio < 1.0:
+        side = f"under-exposed: {100 * (1 - ratio):.1f}% below parity"
+    else:
+        side = f"over-exposed: {100 * (ratio - 1):.1f}% above parity"
+    return (f"Exposure: the protected group receives {ratio:.3f} times the positional exposure of the "
+            f"non-protected group ({side}; exposure_disparity {disparity:.3f}, 0 at parity). "
+            f"exposure_ratio: {direction_label('exposure_ratio')}, both sides are worse.")
+
+
+def _headline_html(metrics: Mapping[str, Any]) -> str:
+    text = exposure_headline(metrics)
+    if text is None:
+        return ("<p id=exposure-headline class='headline muted'>Exposure: no exposure ratio "
+                "(no query holds both groups).</p>")
+    ratio = float(metrics["exposure_ratio"])
+    bold = html.escape(f"{ratio:.3f} times")
+    body = html.escape(text).replace(bold, f"<b>{bold}</b>", 1)
+    return (f"<p id=exposure-headline class=headline>{body} "
+            "<span class=muted>Exposure of a position r is 1/ln(1+r), averaged per group and over queries."
+            "</span></p>")
 
 
 def fairness_report_html(
@@ -72,21 +128,28 @@ def fairness_report_html(
     figures: Mapping[str, bytes] | None = None,
     notes: str | None = None,
     tables: Mapping[str, Any] | None = None,
+    subtitle: str | None = None,
+    counts: Mapping[str, Any] | None = None,
 ) -> str:
-    """The report as one HTML string: headline exposure ratio, metric table (direction, kind,
-    number of queries each average is over), parameters, the inlined figures and any extra
-    ``tables`` (pandas DataFrames, e.g. one row per run)."""
+    """The report as one HTML string: ``title``, a ``subtitle`` line (run, model, data), the
+    exposure headline, the metric table (fairness first; direction, kind and the number of
+    queries each average is over, from ``counts`` or ``<metric>_n_queries`` entries of
+    ``metrics``), any extra ``tables`` (pandas DataFrames), the inlined figures and the params."""
+    values, companion = split_counts(metrics)
+    counts = {**companion, **(counts or {})}
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
              f"<style>{_CSS}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>",
-             f"<p class=muted>fairltr fairness report · {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>"]
-    if metrics:
-        parts.append(_verdict(metrics))
+             f"<h1>{html.escape(title)}</h1>"]
+    if subtitle:
+        parts.append(f"<p class=subtitle>{html.escape(subtitle)}</p>")
+    parts.append(f"<p class=muted>fairltr fairness report · {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>")
+    if values:
+        parts.append(_headline_html(values))
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
-    if metrics:
+    if values:
         parts.append("<h2>Metrics</h2><table><tr><th>metric</th><th>value</th><th>kind</th>"
-                     f"<th>direction</th><th>queries</th></tr>{_metric_rows(metrics)}</table>")
+                     f"<th>direction</th><th>queries</th></tr>{_metric_rows(values, counts)}</table>")
     for caption, frame in (tables or {}).items():
         parts.append(f"<h2>{html.escape(caption)}</h2>"
                      + frame.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}", border=0))

@@ -259,7 +259,6 @@ class FairRetrievalEvaluator(ModelEvaluator):
         **kwargs,
     ) -> EvaluationResult:
         from mlflow import MlflowClient
-        from mlflow.entities import Metric
         from mlflow.models.evaluation.artifacts import (
             CsvEvaluationArtifact, ImageEvaluationArtifact, JsonEvaluationArtifact,
         )
@@ -281,11 +280,10 @@ class FairRetrievalEvaluator(ModelEvaluator):
 
         artifacts: dict[str, Any] = {}
         if run_id is not None:
+            from fairltr.tracking.logging import log_result_metrics
+
             client = MlflowClient()
-            now = int(time.time() * 1000)
-            entities = [Metric(key, v, now, 0) for key, v in metrics.items()]
-            for start in range(0, len(entities), 1000):
-                client.log_batch(run_id, metrics=entities[start:start + 1000])
+            log_result_metrics(run_id, metrics)  # one call, headline first; the client splits large batches
             if config.get("log_artifacts", True):
                 base = client.get_run(run_id).info.artifact_uri.rstrip("/")
                 kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".json": JsonEvaluationArtifact}
@@ -313,8 +311,7 @@ def _write_artifacts(tmp: Path, result, metrics, data: ParallelRetrievalData, co
     paths.append(tmp / "doc_language_share.csv")
     matrix = result.get("mrc_matrix")
     if isinstance(matrix, pd.DataFrame):
-        from fairltr.tracking.plots import mrc_heatmap
-        from fairltr.tracking.report import figure_to_png
+        from fairltr.tracking.plots import figure_to_png, mrc_heatmap
 
         matrix.rename_axis("lang").to_csv(tmp / "mrc_matrix.csv")
         paths.append(tmp / "mrc_matrix.csv")
@@ -355,6 +352,7 @@ def evaluate_retriever(
     ``max_items`` (a ``seed``ed sample of parallel items) select the queries. Returns the metrics
     and the run id."""
     import mlflow
+    import mlflow.data
 
     from fairltr.retrieval import read_parallel_data
 
@@ -373,6 +371,8 @@ def evaluate_retriever(
         mlflow.log_params({"data_dir": str(data_dir), "split": str(split), "max_items": str(max_items),
                            "seed": seed, "k": k, "mrc_k": mrc_k,
                            "languages": ",".join(languages) if languages is not None else "all"})
-        result = mlflow.models.evaluate(model_uri, queries, model_type=MODEL_TYPE, evaluators=[MODEL_TYPE],
+        dataset = mlflow.data.from_pandas(queries, source=str(Path(data_dir).resolve()),
+                                          name=f"{Path(data_dir).name} {split or 'all'} queries")
+        result = mlflow.models.evaluate(model_uri, dataset, model_type=MODEL_TYPE, evaluators=[MODEL_TYPE],
                                         evaluator_config={MODEL_TYPE: config})
     return dict(result.metrics), run.info.run_id

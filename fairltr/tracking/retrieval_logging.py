@@ -27,25 +27,29 @@ def _flat_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 def log_retrieval_run(run_id: str, report: Mapping[str, Any], *, out_dir: str | Path | None = None) -> dict[str, float]:
     """Log ``report`` (``params``, ``train_s``, ``metrics`` as written by ``fairltr train dpr``) into
-    ``run_id``: params, the finite metrics, ``mrc_matrix.png`` (L x L language-pair MRC heat map)
-    and ``retrieval_report.json``. Returns the logged metrics."""
+    ``run_id``: params, the finite metrics (headline first, :func:`~fairltr.tracking.logging.log_result_metrics`),
+    and in one upload ``mrc_matrix.png`` (L x L language-pair MRC heat map) and
+    ``retrieval_report.json`` (also written to ``out_dir`` when given). Returns the logged metrics."""
     from mlflow import MlflowClient
 
     from fairltr.tracking.config import tracking_uri
-    from fairltr.tracking.plots import mrc_heatmap
-    from fairltr.tracking.runs import log_metrics, log_params
+    from fairltr.tracking.logging import log_result_metrics
+    from fairltr.tracking.plots import figure_to_png, mrc_heatmap
+    from fairltr.tracking.runs import log_params
 
     client = MlflowClient(tracking_uri())
     log_params(run_id, dict(report.get("params", {})), client=client)
     metrics = dict(report.get("metrics") or {})
-    logged = log_metrics(run_id, {**_flat_metrics(metrics), "train_seconds": float(report.get("train_s", 0.0))})
-    matrix = metrics.get("mrc_matrix")
-    if matrix:
-        frame = pd.DataFrame(matrix)
-        client.log_figure(run_id, mrc_heatmap(frame, title="MRC@5 by language pair"), "mrc_matrix.png")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(out_dir or tmp) / "retrieval_report.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=1, default=str))
-        client.log_artifact(run_id, str(path))
+    logged = log_result_metrics(run_id, {**_flat_metrics(metrics), "train_seconds": float(report.get("train_s", 0.0))})
+    text = json.dumps(report, indent=1, default=str)
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "retrieval_report.json").write_text(text)
+    with tempfile.TemporaryDirectory(prefix="fairltr-retrieval-") as tmp:
+        (Path(tmp) / "retrieval_report.json").write_text(text)
+        matrix = metrics.get("mrc_matrix")
+        if matrix:
+            png = figure_to_png(mrc_heatmap(pd.DataFrame(matrix), title="MRC@5 by language pair"))
+            (Path(tmp) / "mrc_matrix.png").write_bytes(png)
+        client.log_artifacts(run_id, tmp)  # one upload call
     return logged

@@ -29,7 +29,7 @@ from fairltr.workflows.ranking import FairParams, RankerSpec, train_and_evaluate
 
 __all__ = [
     "DatasetSpec", "Setting", "DATASETS", "default_settings", "read_paper_results",
-    "run_reproduction", "check_bounds", "to_markdown", "figure1", "setting_key",
+    "run_reproduction", "check_bounds", "to_markdown", "figure1", "figure1_style", "setting_key",
 ]
 
 METRIC_COLUMNS = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "kendall_tau", "precision_at_10"]
@@ -273,11 +273,28 @@ def to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+_FIGURE1_STYLES = (  # setting-name prefix -> (colour, marker); one distinct style per setting
+    ("gamma=0", "C0", "o"), ("colorblind", "C1", "o"), ("DELTR small", "C4", "s"), ("DELTR large", "C4", "D"),
+    ("FA*IR post p*", "C2", "o"), ("FA*IR post p+", "C2", "^"), ("FA*IR post p-", "C2", "v"),
+    ("FA*IR pre p*", "C3", "o"), ("FA*IR pre p+", "C3", "^"), ("FA*IR pre p-", "C3", "v"),
+)
+
+
+def figure1_style(setting: str) -> tuple[str, str, str]:
+    """(legend label, colour, marker) of a setting of Figure 1: the label drops the gamma value
+    (it differs per dataset; the panel's data decide it), every setting has its own style."""
+    for prefix, color, marker in _FIGURE1_STYLES:
+        if setting.startswith(prefix):
+            return prefix, color, marker
+    return setting.split(" (")[0], "C7", "X"
+
+
 def figure1(table: pd.DataFrame, relevance: str = "kendall_tau", fairness: str = "exposure_ratio"):
     """The paper's Figure 1 per dataset: relevance (x) vs exposure ratio (y) of every setting.
 
-    DELTR's gamma path (gamma=0 -> small -> large) is joined by a line; the paper's own
-    values are shown as hollow markers of the same colour.
+    Each setting has its own colour and marker, named once in the shared legend (no text beside
+    the points: close settings made it unreadable); DELTR's gamma path (gamma=0 -> small ->
+    large) is joined by a line; the paper's own values are hollow markers of the same style.
     """
     import matplotlib
 
@@ -285,25 +302,27 @@ def figure1(table: pd.DataFrame, relevance: str = "kendall_tau", fairness: str =
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4), squeeze=False)
-    families = {"gamma=0": "C0", "DELTR": "C0", "colorblind": "C1", "FA*IR post": "C2", "FA*IR pre": "C3"}
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.6), squeeze=False)
+    handles: dict[str, object] = {}
     for ax, ds in zip(axes[0], datasets):
         sub = table[table["dataset"] == ds]
         path = sub[sub["setting"].str.startswith(("gamma=0", "DELTR"))]
-        ax.plot(path[relevance], path[fairness], "-", color="C0", alpha=0.6, label="DELTR gamma path")
+        line, = ax.plot(path[relevance], path[fairness], "-", color="C4", alpha=0.5)
+        handles.setdefault("DELTR gamma path", line)
         for _, r in sub.iterrows():
-            color = next(c for k, c in families.items() if r["setting"].startswith(k))
-            ax.plot(r[relevance], r[fairness], "o", color=color)
+            name, color, marker = figure1_style(r["setting"])
+            point, = ax.plot(r[relevance], r[fairness], marker=marker, ls="", color=color, ms=7)
+            handles.setdefault(name, point)
             if np.isfinite(r.get(f"paper_{fairness}", np.nan)):
-                ax.plot(r[f"paper_{relevance}"], r[f"paper_{fairness}"], "o", mfc="none", color=color, alpha=0.7)
-            ax.annotate(r["setting"].split(" (")[0], (r[relevance], r[fairness]), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
+                ax.plot(r[f"paper_{relevance}"], r[f"paper_{fairness}"], marker=marker, ls="", mfc="none",
+                        color=color, alpha=0.8, ms=7)
         ax.axhline(1.0, color="grey", lw=0.8, ls=":")
         ax.set_title(ds)
         ax.set_xlabel(relevance)
         ax.set_ylabel(f"{fairness} (protected / non-protected)")
-    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in families.items() if k != "DELTR"]
-    handles.append(plt.Line2D([], [], marker="o", ls="", mfc="none", color="k", label="paper"))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    handles["paper (hollow)"] = plt.Line2D([], [], marker="o", ls="", mfc="none", color="k")
+    ncol = min(6, len(handles))
+    rows = -(-len(handles) // ncol)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05 * rows + 0.02, 1, 1))
     return fig

@@ -96,12 +96,12 @@ def quickstart(cfg: QuickstartConfig, echo: Callable[[str], None] = lambda _: No
         files = out.commit()
     result = QuickstartResult(results, outcomes, files, tracking_uri=uri)
     if cfg.tracking.enabled:
-        result.run_ids = _track(cfg, train, test, specs, outcomes)
+        result.run_ids = _track(cfg, train, test, specs, outcomes, files)
     return result
 
 
 def _track(cfg: QuickstartConfig, train: pd.DataFrame, test: pd.DataFrame, specs: dict[str, RankerSpec],
-           outcomes: dict[str, RankerOutcome]) -> dict[str, str]:
+           outcomes: dict[str, RankerOutcome], files: dict[str, Path]) -> dict[str, str]:
     """One run per model (nested under the run ``mlflow run`` created, when there is one)."""
     import os
 
@@ -109,6 +109,7 @@ def _track(cfg: QuickstartConfig, train: pd.DataFrame, test: pd.DataFrame, specs
     from fairltr.tracking.runs import child_run, job_run
 
     ids: dict[str, str] = {}
+    data_paths = {"train": files["train.csv"], "test": files["test.csv"]}
     params = {"synthetic_bias": cfg.bias, "synthetic_queries": cfg.queries, "synthetic_candidates": cfg.candidates,
               "synthetic_protected_share": cfg.protected_share}
     if os.environ.get("MLFLOW_RUN_ID"):  # inside `mlflow run`: its run is the parent of the three
@@ -116,12 +117,13 @@ def _track(cfg: QuickstartConfig, train: pd.DataFrame, test: pd.DataFrame, specs
             for label, o in outcomes.items():
                 with child_run(label) as run:
                     log_ranker_into_run(run.info.run_id, o.model, train_df=train, test_df=test, test_metrics=o.metrics,
-                                        params={**params, **specs[label].model_params()}, title=label)
+                                        params={**params, **specs[label].model_params()}, title=label,
+                                        data_paths=data_paths)
                     ids[label] = run.info.run_id
         return ids
     for label, o in outcomes.items():
         with job_run(cfg.tracking.experiment, label, tags=cfg.tracking.tags) as run:
             log_ranker_into_run(run.info.run_id, o.model, train_df=train, test_df=test, test_metrics=o.metrics,
-                                params={**params, **specs[label].model_params()}, title=label)
+                                params={**params, **specs[label].model_params()}, title=label, data_paths=data_paths)
             ids[label] = run.info.run_id
     return ids

@@ -100,7 +100,8 @@ def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
         c = cfg.data.columns
         df = cfg.data.read()
         metrics, run_id = evaluate_model_uri(loaded, df, {"query": c.query, "group": c.group,
-                                                          "judgment": c.judgment, "k": list(cfg.k)},
+                                                          "judgment": c.judgment, "k": list(cfg.k),
+                                                          "data": str(cfg.data.path)},
                                              run_name=run_name, label=cfg.model_uri)
     return EvaluateModelResult(kind, metrics, run_id)
 
@@ -155,7 +156,7 @@ def promote_model(cfg: PromoteConfig):
     if isinstance(cfg.data, RankingSource):
         data = cfg.data.read()
         c = cfg.data.columns
-        kw = dict(query=c.query, group=c.group, judgment=c.judgment)
+        kw = dict(query=c.query, group=c.group, judgment=c.judgment, extra_config={"data": str(cfg.data.path)})
     elif isinstance(cfg.data, RetrievalEvalData):
         d = cfg.data
         data = {"data_dir": d.folder, "split": d.split, "languages": list(d.languages) if d.languages else None,

@@ -96,7 +96,10 @@ def test_mlflow_run_train_deltr_end_to_end(mlflow_tracking, tiny_rankings, tmp_p
     assert run.data.tags["mlflow.project.entryPoint"] == "train_deltr"
     assert run.data.params["gamma"] == "100"           # from mlflow run
     assert run.data.params["max_iter"] == "30"         # extra -P passed through as --max-iter
-    assert "train_sha256" in run.data.params           # from fairltr's logging
+    assert "train_path" in run.data.params             # from fairltr's logging
+    contexts = {i.dataset.name: {t.key: t.value for t in i.tags}["mlflow.data.context"]
+                for i in run.inputs.dataset_inputs}
+    assert contexts == {"train.csv": "training", "test.csv": "testing"}  # the data as MLflow datasets
     assert "exposure_ratio" in run.data.metrics and "train_total" in run.data.metrics
     assert run.data.tags["fairltr.registered_version"] == "1"
     assert (tmp_path / "out" / "model.json").exists()
