@@ -5,7 +5,7 @@ parent run + one nested run per trial), run through :func:`tuning.sweep.run_swee
 ``fairltr sweep`` does. Per trial:
 
 * work      = the runner call (DELTR fit on 1,565 rows + evaluation of 3,913 test rows), timed
-              inside the objective (``train_seconds`` in the trial's ``metrics`` attribute);
+              inside the objective (the trial's user attribute ``train_seconds``);
 * mlflow    = the nested run (create, log_batch, terminate), timed around ``log_trial``;
 * optuna    = everything else in the worker loop (sampling, storage writes, heartbeat, the
               exactly-N bookkeeping) = loop time / trials - work - mlflow.
@@ -60,7 +60,7 @@ def one_sweep(args, name: str, mlflow: bool) -> dict[str, float]:
         SweepTracker.log_trial = original
     study = optuna.load_study(study_name=name, storage=cfg.storage)
     trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
-    work = np.array([t.user_attrs["metrics"]["train_seconds"] for t in trials])
+    work = np.array([t.user_attrs["train_seconds"] for t in trials])
     loop = result.worker.seconds
     n = len(trials)
     ml = float(np.sum(mlflow_seconds)) / n if mlflow_seconds else 0.0

@@ -1,19 +1,25 @@
 """The DELTR paper's comparison as Pareto fronts: DELTR vs FA*IR post- and pre-processing.
 
-For each dataset, three NSGA-II studies with the same budget and seed (objectives: kendall_tau up,
-exposure_gap down, on the test set) — DELTR over gamma (log scale with a mass at 0), FA*IR
-post-processing of a gamma = 0 ranking over (fair_p, fair_alpha), FA*IR pre-processing of the
-training lists over (fair_p, fair_alpha) — then each front's hypervolume against one stated
-reference point per dataset, twice:
+For each dataset, three NSGA-II studies with the same budget and seed, on the sweep's default
+objectives (``kendall_tau`` up, ``exposure_disparity`` = 1 - min(R, 1/R) down, R the exposure
+ratio protected / non-protected; measured on the test set) — DELTR over gamma (log scale with a
+mass at 0), FA*IR post-processing of a gamma = 0 ranking over (fair_p, fair_alpha), FA*IR
+pre-processing of the training lists over (fair_p, fair_alpha) — then each front's hypervolume
+against one stated reference point per dataset, twice:
 
-* ``raw``: exposure_gap as measured (a negative gap, i.e. more exposure for the protected group,
-  counts as better still);
-* ``hinge``: max(exposure_gap, 0) — DELTR's own asymmetric notion (SPEC §2): any gap <= 0 is
-  fair, so over-correcting earns nothing.
+* ``hypervolume``: on the optimised objectives (kendall_tau, exposure_disparity): distance from
+  parity either way, so over-exposing the protected group costs as much as under-exposing it;
+* ``hypervolume_shortfall``: on (kendall_tau, exposure_shortfall = max(0, 1 - R)), DELTR's own
+  asymmetric notion: any R >= 1 is fair, over-correcting is neither rewarded nor penalised.
+  (Computed from all trials: dominated points add no area, so no front is needed.)
+
+``max_tau_at_disparity_le_0.05``: the best relevance among trials within 5% of exposure parity
+(0.95 <= R <= 1/0.95).
 
 Law race: the paper's single train/test split. TREC: each trial trains and evaluates on all
-six folds and its metrics are the mean over folds (the paper averages folds the same way).
-The authors' reported results (``paper-results/``) are overlaid as grey diamonds.
+six folds and its metrics are the mean over folds (the paper averages folds the same way). The
+authors' reported results (``paper-results/``) are overlaid as grey diamonds, with R taken from
+their total protected / non-protected exposure.
 
     python benchmarks/pareto_comparison.py --trials 40            # ~5-10 min on 1 core
     python benchmarks/pareto_comparison.py --datasets law-race --trials 12 --out outputs/quick
@@ -41,12 +47,13 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "deltr-experiments"
 
-# reference points, stated once: tau 0 = no better than a random order; the gap a little above
-# standard (gamma = 0) ListNet's (law race 0.022, TREC 0.068 averaged over folds)
+# reference points, stated once: tau 0 = no better than a random order; the disparity a little
+# above standard (gamma = 0) ListNet's (law race 0.153, TREC 0.212 averaged over folds)
 REFERENCE = {
-    "law-race": {"kendall_tau": 0.0, "exposure_gap": 0.03},
-    "trec": {"kendall_tau": 0.0, "exposure_gap": 0.08},
+    "law-race": {"kendall_tau": 0.0, "exposure_disparity": 0.2},
+    "trec": {"kendall_tau": 0.0, "exposure_disparity": 0.25},
 }
+NEAR_PARITY = 0.05  # max_tau_at_disparity_le_0.05
 METHODS = ("deltr", "fair-post", "fair-pre")
 PAPER_SETTINGS = {  # file tag -> label
     "Gamma=0": "paper ListNet", "Gamma=colorblind": "paper colorblind", "Gamma=small": "paper DELTR small",
@@ -71,7 +78,9 @@ def load_folds(dataset: str, data: Path):
 
 
 def paper_points(dataset: str, data: Path) -> dict[str, tuple[float, float]]:
-    """(kendall_tau, exposure_gap = nprot - prot exposure) from the authors' result sheets."""
+    """(kendall_tau, exposure_disparity of R = prot / nprot exposure) from the authors' result sheets."""
+    from fairltr.metrics import exposure_disparity
+
     folder = data / "paper-results" / ("LawStudents/race_black/results" if dataset == "law-race" else "TREC/results")
     points = {}
     for f in sorted(folder.glob("performanceResults_*.txt")):
@@ -87,19 +96,20 @@ def paper_points(dataset: str, data: Path) -> dict[str, tuple[float, float]]:
                 except ValueError:
                     pass
         if {"kendall-tau", "exposure-prot-pred", "exposure-nprot-pred"} <= vals.keys():
-            points[PAPER_SETTINGS[tag]] = (vals["kendall-tau"], vals["exposure-nprot-pred"] - vals["exposure-prot-pred"])
+            ratio = vals["exposure-prot-pred"] / vals["exposure-nprot-pred"]
+            points[PAPER_SETTINGS[tag]] = (vals["kendall-tau"], float(exposure_disparity(ratio)))
     return points
 
 
 def run_dataset(dataset: str, args, storage) -> tuple[list, dict, pd.DataFrame]:
     from fairltr.workflows import ranking_trial
-    from tuning.objectives import parse_objectives
-    from tuning.report import front_report
+    from tuning.objectives import DEFAULT_OBJECTIVES, parse_objectives
+    from tuning.pareto import hypervolume_2d
     from tuning.study import make_sampler, open_study, run_worker
     from tuning.sweep import make_objective, study_reports
 
     folds = load_folds(dataset, args.data)
-    objectives = parse_objectives("kendall_tau:max,exposure_gap:min")
+    objectives = parse_objectives(DEFAULT_OBJECTIVES)
     names = []
     timing = {}
     hp_names = {}
@@ -110,7 +120,7 @@ def run_dataset(dataset: str, args, storage) -> tuple[list, dict, pd.DataFrame]:
         study, _ = open_study(name, storage, [o.direction for o in objectives], sampler,
                               {"method": method, "objectives": [o.name for o in objectives],
                                "constraints": [], "hyperparameters": runner.space.names,
-                               "search_space": repr(runner.space)})
+                               "search_space": repr(runner.space)}, metric_names=[o.name for o in objectives])
         t0 = time.perf_counter()
         run_worker(study, make_objective(runner, objectives, []), args.trials, storage=storage, poll_seconds=0.1)
         timing[method] = time.perf_counter() - t0
@@ -122,27 +132,27 @@ def run_dataset(dataset: str, args, storage) -> tuple[list, dict, pd.DataFrame]:
     reports, frames = study_reports(storage, names, objectives, [], ref_text)
     rows = []
     for rep in reports:
-        df = frames[rep.study].copy()
-        df["exposure_gap"] = df["exposure_gap"].clip(lower=0.0)  # hinge view: a gap <= 0 is fair
-        hinge = front_report(df, study=rep.study, method=rep.method, objectives=rep.objectives,
-                             directions=rep.directions, reference=ref)
+        df = frames[rep.study]
+        near = df["exposure_disparity"] <= NEAR_PARITY
         best = rep.best or {}
         rows.append({
             "dataset": dataset, "method": rep.method, "trials": rep.n_complete, "front_size": len(rep.front),
-            "hypervolume_raw": rep.hypervolume, "hypervolume_hinge": hinge.hypervolume,
-            "max_tau": float(frames[rep.study]["kendall_tau"].max()),
-            "max_tau_with_gap_le_0": float(frames[rep.study].loc[frames[rep.study]["exposure_gap"] <= 0, "kendall_tau"].max())
-            if (frames[rep.study]["exposure_gap"] <= 0).any() else math.nan,
-            "best_tradeoff": ", ".join(f"{k}={best[k]:.3g}" for k in (*hp_names[rep.method], "kendall_tau", "exposure_gap")
+            "hypervolume": rep.hypervolume,
+            "hypervolume_shortfall": hypervolume_2d(df[["kendall_tau", "exposure_shortfall"]].to_numpy(float),
+                                                    rep.directions, [ref["kendall_tau"], ref["exposure_disparity"]]),
+            "max_tau": float(df["kendall_tau"].max()),
+            f"max_tau_at_disparity_le_{NEAR_PARITY}": float(df.loc[near, "kendall_tau"].max()) if near.any() else math.nan,
+            "best_tradeoff": ", ".join(f"{k}={best[k]:.3g}" for k in (*hp_names[rep.method], "kendall_tau",
+                                                                       "exposure_disparity", "exposure_ratio")
                                        if k in best),
             "seconds": timing[rep.method],
-            "reference": f"({ref['kendall_tau']}, {ref['exposure_gap']})",
+            "reference": f"({ref['kendall_tau']}, {ref['exposure_disparity']})",
         })
     return reports, frames, pd.DataFrame(rows)
 
 
 def aggregate(folders: list[Path]) -> str:
-    """Markdown: per dataset and method, hypervolumes and max tau at gap <= 0 over seeds
+    """Markdown: per dataset and method, hypervolumes and max tau near parity over seeds
     (mean and min..max), from the ``pareto_table.csv`` of several runs (one seed each)."""
     tabs = []
     for i, f in enumerate(folders):
@@ -155,9 +165,9 @@ def aggregate(folders: list[Path]) -> str:
         def stat(col):
             v = g[col].to_numpy(dtype=float)
             return f"{np.nanmean(v):.4g} ({np.nanmin(v):.4g}..{np.nanmax(v):.4g})"
-        rows.append({"dataset": ds, "method": m, "seeds": len(g), "hypervolume_raw": stat("hypervolume_raw"),
-                     "hypervolume_hinge": stat("hypervolume_hinge"),
-                     "max_tau_with_gap_le_0": stat("max_tau_with_gap_le_0")})
+        near = f"max_tau_at_disparity_le_{NEAR_PARITY}"
+        rows.append({"dataset": ds, "method": m, "seeds": len(g), "hypervolume": stat("hypervolume"),
+                     "hypervolume_shortfall": stat("hypervolume_shortfall"), near: stat(near)})
     return markdown_table(pd.DataFrame(rows))
 
 
@@ -202,8 +212,8 @@ def main(argv: list[str] | None = None) -> None:
             shutil.copy(fig, REPO / "docs" / fig.name)
     table = pd.concat(tables, ignore_index=True)
     table.to_csv(args.out / "pareto_table.csv", index=False)
-    md = markdown_table(table[["dataset", "method", "trials", "front_size", "hypervolume_raw", "hypervolume_hinge",
-                               "max_tau", "max_tau_with_gap_le_0", "best_tradeoff", "reference"]])
+    md = markdown_table(table[["dataset", "method", "trials", "front_size", "hypervolume", "hypervolume_shortfall",
+                               "max_tau", f"max_tau_at_disparity_le_{NEAR_PARITY}", "best_tradeoff", "reference"]])
     (args.out / "pareto_table.md").write_text(md + "\n")
     if args.docs:
         shutil.copy(args.out / "pareto_table.md", REPO / "docs" / "pareto_table.md")

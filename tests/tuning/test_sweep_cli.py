@@ -149,7 +149,51 @@ def test_study_opens_in_optuna_dashboard(ranking_files, tmp_path):
     assert status.startswith("200")
     detail = json.loads(body)
     assert detail["name"] == "dash" and len(detail["trials"]) == 2 and detail["best_trials"]
-    assert detail.get("objective_names", ["kendall_tau", "exposure_disparity"]) == ["kendall_tau", "exposure_disparity"]
+    assert detail["objective_names"] == ["kendall_tau", "exposure_disparity"]
+    # the parameter as users know it: gamma, on a log axis (not a gamma_log10 coordinate)
+    (space,) = detail["union_search_space"]
+    assert space["name"] == "gamma" and space["distribution"]["log"] is True
+    assert space["distribution"]["low"] == pytest.approx(10.0) and space["distribution"]["high"] == pytest.approx(1e7)
+    # one sortable user attribute per metric, readable on one line each (no JSON blob)
+    attrs = {a["key"]: a["sortable"] for a in detail["union_user_attrs"]}
+    assert "metrics" not in attrs
+    assert {"kendall_tau", "exposure_disparity", "exposure_ratio", "ndcg_at_10", "gamma", "train_seconds"} <= set(attrs)
+    assert attrs["kendall_tau"] and attrs["exposure_disparity"]
+    study = optuna.load_study(study_name="dash", storage=f"sqlite:///{out / 'optuna.db'}")
+    for t in detail["trials"]:
+        shown = {a["key"]: a["value"] for a in t["user_attrs"]}
+        stored = study.trials[t["number"]]
+        assert float(shown["kendall_tau"]) == pytest.approx(stored.values[0])
+        assert float(shown["exposure_disparity"]) == pytest.approx(stored.values[1])
+        sampled = float(t["params"][0]["param_external_value"])
+        assert float(shown["gamma"]) == (0.0 if sampled < 100.0 else pytest.approx(sampled))  # the value used
+
+
+def test_resuming_a_study_with_the_old_gamma_log10_coordinate_is_refused(ranking_files, tmp_path):
+    """A study created before the parameters were named as declared (``gamma_log10`` on a linear
+    log10 axis) is another configuration: a clear one-line refusal, not an Optuna distribution
+    error in the middle of the sweep."""
+    from optuna.distributions import FloatDistribution
+
+    out = tmp_path / "out"
+    storage = make_storage(f"sqlite:///{out / 'optuna.db'}")
+    old = optuna.create_study(study_name="old", storage=storage, directions=["maximize", "minimize"])
+    for k, v in {"method": "deltr", "objectives": ["kendall_tau", "exposure_disparity"], "constraints": [],
+                 "hyperparameters": ["gamma"], "search_space": "SearchSpace(gamma_log10∈[1, 7])",
+                 "loss": "exposure_hinge"}.items():
+        old.set_user_attr(k, v)
+    old.add_trial(optuna.trial.create_trial(params={"gamma_log10": 4.0},
+                                            distributions={"gamma_log10": FloatDistribution(1.0, 7.0)},
+                                            values=[0.2, 0.1], user_attrs={"gamma": 1e4, "metrics": {"ndcg_at_10": 0.5}}))
+    res = sweep(ranking_files, out, "--method", "deltr", "--study", "old", "--trials", "2")
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "different configuration" in res.output and "gamma_log10" in res.output, res.output
+    assert len(old.trials) == 1  # nothing was run
+    # such a study still reads for --compare-with (its metrics were one JSON attribute then)
+    from tuning.report import trials_frame
+
+    frame = trials_frame(old)
+    assert frame.loc[0, "gamma"] == 1e4 and frame.loc[0, "ndcg_at_10"] == 0.5 and bool(frame.loc[0, "feasible"])
 
 
 def test_cli_errors_are_one_line(ranking_files, tmp_path):
