@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, pad_queries, ranking_rows
 from fairltr.errors import ConfigError
 
@@ -116,20 +117,22 @@ class BucketedBatch:
 def to_buckets(
     df: pd.DataFrame,
     *,
-    query: str = "query_id",
-    group: str | None = "protected",
-    judgment: str | None = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str | None = UNSET,
+    judgment: str | None = UNSET,
     features: Sequence[str] | None = None,
-    item: str | None = None,
+    item: str | None = UNSET,
     dtype: torch.dtype = torch.float64,
     source: str | None = None,
     max_padding: float = DEFAULT_MAX_PADDING,
 ) -> BucketedBatch:
-    """:func:`fairltr.data.to_batch` in length buckets: the same validation and errors (file,
-    line, column, query), the same per-query content, but padded cells <= ``max_padding`` x rows.
+    """:func:`fairltr.data.to_batch` in length buckets: the same column contract (``columns``,
+    overridden by the loose name keywords), validation and errors (file, line, column, query),
+    the same per-query content, but padded cells <= ``max_padding`` x rows.
     """
-    rows = ranking_rows(df, query=query, group=group, judgment=judgment, features=features, item=item,
-                        source=source)
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item)
+    rows = ranking_rows(df, columns=c, features=features, source=source)
     buckets = length_buckets(rows.sizes, max_padding)
     batches = [pad_queries(rows, None if len(buckets) == 1 else q, dtype=dtype) for q in buckets]
     return BucketedBatch(batches=batches, queries=buckets, query_ids=list(rows.query_ids), n_rows=rows.n_rows,

@@ -6,8 +6,8 @@ judgment (higher is better). :func:`to_batch` turns it into a :class:`RankingBat
 padded ``(Q, N, ...)`` tensors plus a boolean mask; queries keep the order of their first
 appearance in the table, and candidates keep their row order inside each query.
 
-The query, group, judgment and optional item (document id) columns are distinct columns;
-every other column is a feature and must be numeric (:func:`select_features`). Readers record
+The query, group, judgment and optional item (document id) columns are named by one
+:class:`~fairltr.columns.RankingColumns` (the column contract; distinct columns); every other column is a feature and must be numeric (:func:`select_features`). Readers record
 the file and the 1-based line of each row in ``df.attrs[ORIGIN_KEY]`` (:func:`set_origin`), so
 that every later error names ``file:line``, the column, the query and the value.
 """
@@ -22,14 +22,19 @@ import numpy as np
 import pandas as pd
 import torch
 
+from fairltr.columns import DEFAULT_COLUMNS, UNSET, RankingColumns, check_column_roles, resolve_columns
 from fairltr.errors import ConfigError, DataError
 
 __all__ = [
-    "RankingBatch", "to_batch", "validate_ranking_frame", "select_features", "check_column_roles",
-    "numeric_column", "numeric_matrix", "query_codes", "scatter_back", "show_value",
-    "ORIGIN_KEY", "set_origin", "frame_source", "row_place", "locate_row",
+    "RankingBatch", "to_batch", "check_table", "validate_ranking_frame", "select_features", "check_column_roles",
+    "numeric_column", "numeric_matrix", "query_codes", "positions_in_query", "score_order", "rank_within_query",
+    "scatter_back", "show_value", "ORIGIN_KEY", "set_origin", "frame_source", "row_place", "locate_row",
     "RankingRows", "ranking_rows", "pad_queries",
 ]
+
+NAMES_ONLY = DEFAULT_COLUMNS.replace(group=None, judgment=None)
+"""Defaults of the validators that check only the columns they are told about (no group, no
+judgment unless named): :func:`select_features` and :func:`validate_ranking_frame`."""
 
 
 @dataclass
@@ -173,21 +178,7 @@ def show_value(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# ---------------------------------------------------------------------------- column contract
-def check_column_roles(
-    *, query: str | None = None, group: str | None = None, judgment: str | None = None, item: str | None = None
-) -> None:
-    """Raise :class:`ConfigError` when two of the query, group, judgment and item columns are
-    the same column (e.g. ``judgment="protected"`` would make the group the label)."""
-    seen: dict[object, str] = {}
-    for role, name in (("query", query), ("group", group), ("judgment", judgment), ("item", item)):
-        if name is None:
-            continue
-        if name in seen:
-            raise ConfigError(f"the {seen[name]} and {role} columns must differ, both are {name!r}")
-        seen[name] = role
-
-
+# ---------------------------------------------------------------------------- cells
 def _cell_problem(df: pd.DataFrame, pos: int, col: object, query: str | None, source: str | None, what: str) -> str:
     q = f" (query {show_value(df[query].iloc[pos])})" if query is not None and query in df.columns else ""
     return f"{locate_row(df, pos, source)}: {what} in column {col!r}{q}"
@@ -255,14 +246,17 @@ AUTO_FEATURES_HINT = (
 def select_features(
     df: pd.DataFrame,
     *,
-    query: str,
-    judgment: str | None = None,
-    item: str | None = None,
-    group: str | None = None,
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    judgment: str | None = UNSET,
+    item: str | None = UNSET,
+    group: str | None = UNSET,
     features: Sequence[str] | None = None,
     source: str | None = None,
 ) -> list[str]:
-    """The feature columns of a ranking table.
+    """The feature columns of a ranking table with the column contract ``columns`` (the loose
+    ``query`` / ``judgment`` / ``item`` / ``group`` keywords override its names; without
+    ``columns`` only the columns named are special: :data:`NAMES_ONLY`).
 
     ``features=None`` (automatic): every column except query, judgment and item, in table order.
     The group column stays a feature (DELTR's "standard" ranker sees the protected attribute; a
@@ -272,22 +266,22 @@ def select_features(
     query, judgment or item column. No feature at all, or an automatic feature without a header
     name (pandas' ``Unnamed: 0``, usually a saved index), is a :class:`DataError`.
     """
-    check_column_roles(query=query, group=group, judgment=judgment, item=item)
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item, defaults=NAMES_ONLY)
     prefix = _prefix(df, source)
     if features is None:
-        special = {c for c in (query, judgment, item) if c is not None}
-        chosen = [c for c in df.columns if c not in special]
+        special = set(c.special)
+        chosen = [col for col in df.columns if col not in special]
         if not chosen:
             raise DataError(f"{prefix}no feature columns: the table has only {list(df.columns)} "
-                            f"(query {query!r}, judgment {judgment!r}, item {item!r})")
-        for c in chosen:
-            if isinstance(c, str) and c.startswith("Unnamed: "):  # pandas' name for an empty header cell
-                raise DataError(f"{prefix}column {c!r} has no name in the header (an index saved with the data?); "
+                            f"(query {c.query!r}, judgment {c.judgment!r}, item {c.item!r})")
+        for col in chosen:
+            if isinstance(col, str) and col.startswith("Unnamed: "):  # pandas' name for an empty header cell
+                raise DataError(f"{prefix}column {col!r} has no name in the header (an index saved with the data?); "
                                 "automatic feature selection would train on it: name or drop it, or list the "
                                 "features (--features)")
-            if not (pd.api.types.is_bool_dtype(df[c]) or (pd.api.types.is_numeric_dtype(df[c])
-                                                          and not pd.api.types.is_complex_dtype(df[c]))):
-                numeric_column(df, c, query=query if query in df.columns else None, source=source,
+            if not (pd.api.types.is_bool_dtype(df[col]) or (pd.api.types.is_numeric_dtype(df[col])
+                                                            and not pd.api.types.is_complex_dtype(df[col]))):
+                numeric_column(df, col, query=c.query if c.query in df.columns else None, source=source,
                                hint=AUTO_FEATURES_HINT)
         return chosen
     if isinstance(features, str):
@@ -295,51 +289,45 @@ def select_features(
     chosen = list(features)
     if not chosen:
         raise DataError(f"{prefix}no feature columns: the feature list is empty")
-    dup = [c for c in dict.fromkeys(chosen) if chosen.count(c) > 1]
+    dup = [col for col in dict.fromkeys(chosen) if chosen.count(col) > 1]
     if dup:
         raise ConfigError(f"feature column(s) {dup} listed more than once")
-    for role, name in (("query", query), ("judgment", judgment), ("item", item)):
+    for role, name in (("query", c.query), ("judgment", c.judgment), ("item", c.item)):
         if name is not None and name in chosen:
             raise ConfigError(f"feature column {name!r} is the {role} column; a feature cannot be the query, "
                               "judgment or item column")
-    missing = [c for c in chosen if c not in df.columns]
+    missing = [col for col in chosen if col not in df.columns]
     if missing:
         raise DataError(f"{prefix}missing column(s) {missing}; available columns: {list(df.columns)}")
     return chosen
 
 
-def validate_ranking_frame(
-    df: pd.DataFrame,
-    *,
-    query: str,
-    columns: Sequence[str] = (),
-    group: str | None = None,
-    item: str | None = None,
-    judgment: str | None = None,
-    source: str | None = None,
+def check_table(
+    df: pd.DataFrame, columns: RankingColumns, *, numeric: Sequence[str] = (), source: str | None = None
 ) -> None:
     """Raise :class:`DataError` naming the file, 1-based line, column, query and value of the
-    first problem (see :func:`locate_row` for how rows are named).
+    first problem of ``df`` under the column contract ``columns`` (see :func:`locate_row` for
+    how rows are named).
 
-    Checks: the query, group, judgment and item columns are distinct (else :class:`ConfigError`),
-    the table is non-empty, the columns are present, no query id is missing, ``columns`` and
-    ``judgment`` hold finite numbers, ``group`` holds integers >= 0, and no (query, item) pair
-    occurs twice when ``item`` is given. ``source`` names a frame without a recorded origin.
+    Checks: the table is non-empty, the named columns are present, no query id is missing,
+    ``numeric`` and the judgment column (when the contract names one) hold finite numbers, the
+    group column (when named) holds integers >= 0, and no (query, item) pair occurs twice when
+    the contract names an item column. ``source`` names a frame without a recorded origin.
     """
-    check_column_roles(query=query, group=group, judgment=judgment, item=item)
+    query, group, judgment, item = columns.query, columns.group, columns.judgment, columns.item
     prefix = _prefix(df, source)
     if len(df) == 0:
         raise DataError(f"{prefix}empty ranking table: no rows")
-    numeric = list(dict.fromkeys([*columns, *([judgment] if judgment else [])]))
-    needed = [query, *numeric] + ([group] if group else []) + ([item] if item else [])
-    missing = [c for c in dict.fromkeys(needed) if c not in df.columns]
+    checked = list(dict.fromkeys([*numeric, *([judgment] if judgment else [])]))
+    needed = [query, *checked] + ([group] if group else []) + ([item] if item else [])
+    missing = [col for col in dict.fromkeys(needed) if col not in df.columns]
     if missing:
         raise DataError(f"{prefix}missing column(s) {missing}; available columns: {list(df.columns)}")
     qna = df[query].isna().to_numpy()
     if qna.any():
         pos = int(np.flatnonzero(qna)[0])
         raise DataError(f"{locate_row(df, pos, source)}: missing query id in column {query!r}")
-    for col in numeric:
+    for col in checked:
         if col != group:
             numeric_column(df, col, query=query, source=source)
     if group:
@@ -369,21 +357,64 @@ def validate_ranking_frame(
             )
 
 
+def validate_ranking_frame(
+    df: pd.DataFrame,
+    *,
+    query: str = UNSET,
+    columns: Sequence[str] = (),
+    group: str | None = UNSET,
+    item: str | None = UNSET,
+    judgment: str | None = UNSET,
+    source: str | None = None,
+) -> None:
+    """:func:`check_table` with the contract given as loose names (the keyword form kept for
+    existing callers; ``columns`` here are the numeric columns to check). Only the named
+    columns are checked: :data:`NAMES_ONLY` supplies the rest (no group, no judgment). Two
+    roles naming one column is a :class:`ConfigError`."""
+    contract = resolve_columns(None, query=query, group=group, judgment=judgment, item=item, defaults=NAMES_ONLY)
+    check_table(df, contract, numeric=columns, source=source)
+
+
 def query_codes(df: pd.DataFrame, query: str) -> tuple[np.ndarray, list]:
     """Integer code per row (queries numbered by first appearance) and the ordered query ids."""
     codes, uniques = pd.factorize(df[query], sort=False)
     return codes.astype(np.int64), list(uniques)
 
 
-def _positions(codes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Slot (position inside its query, stable by row order) of every row, and query sizes."""
-    order = np.argsort(codes, kind="stable")
+def positions_in_query(codes: np.ndarray, n_queries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, sizes): the 0-based position of every row inside its query, counting the query's
+    rows in row order, and the number of rows of each query. ``codes[r]`` is row r's query
+    (0..Q-1, e.g. from :func:`query_codes`); ``n_queries`` defaults to max code + 1. The one
+    implementation of "position within query": padding slots, ranks of a sorted table
+    (:func:`rank_within_query`) and FA*IR's layout all use it."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if n_queries is None:
+        n_queries = int(codes.max()) + 1 if len(codes) else 0
     sizes = np.bincount(codes, minlength=n_queries)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    slot_sorted = np.arange(len(codes)) - np.repeat(starts, sizes)
+    starts = np.cumsum(sizes) - sizes
+    if len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1])):  # rows already grouped by query
+        return np.arange(len(codes), dtype=np.int64) - starts[codes], sizes
+    order = np.argsort(codes, kind="stable")
     slots = np.empty(len(codes), dtype=np.int64)
-    slots[order] = slot_sorted
-    return slots, sizes, int(sizes.max()) if len(sizes) else 0
+    slots[order] = np.arange(len(codes), dtype=np.int64) - starts[codes[order]]
+    return slots, sizes
+
+
+def score_order(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Row permutation that groups the queries (in code order) and sorts each by decreasing
+    score; ties keep row order."""
+    codes = np.asarray(codes, dtype=np.int64)
+    return np.lexsort((np.arange(len(codes)), -np.asarray(scores, dtype=np.float64).reshape(-1), codes))
+
+
+def rank_within_query(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """1-based rank of every row inside its query by decreasing score (ties: the earlier row
+    first), in the rows' own order (not sorted)."""
+    order = score_order(codes, scores)
+    slots, _ = positions_in_query(np.asarray(codes, dtype=np.int64)[order])
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = slots + 1
+    return ranks
 
 
 @dataclass
@@ -418,23 +449,23 @@ class RankingRows:
 def ranking_rows(
     df: pd.DataFrame,
     *,
-    query: str = "query_id",
-    group: str | None = "protected",
-    judgment: str | None = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str | None = UNSET,
+    judgment: str | None = UNSET,
     features: Sequence[str] | None = None,
-    item: str | None = None,
+    item: str | None = UNSET,
     source: str | None = None,
 ) -> RankingRows:
     """Validate ``df`` (exactly as :func:`to_batch`) and return its rows unpadded."""
-    features = select_features(df, query=query, judgment=judgment, item=item, group=group,
-                               features=features, source=source)
-    validate_ranking_frame(df, query=query, columns=features, group=group, item=item, judgment=judgment,
-                           source=source)
-    codes, qids = query_codes(df, query)
-    slots, sizes, _ = _positions(codes, len(qids))
-    feat = numeric_matrix(df, features, query=query, source=source)
-    jud = numeric_column(df, judgment, query=query, source=source) if judgment else np.zeros(len(df))
-    grp = (numeric_column(df, group, query=query, source=source).astype(np.int64) if group
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item)
+    features = select_features(df, columns=c, features=features, source=source)
+    check_table(df, c, numeric=features, source=source)
+    codes, qids = query_codes(df, c.query)
+    slots, sizes = positions_in_query(codes, len(qids))
+    feat = numeric_matrix(df, features, query=c.query, source=source)
+    jud = numeric_column(df, c.judgment, query=c.query, source=source) if c.judgment else np.zeros(len(df))
+    grp = (numeric_column(df, c.group, query=c.query, source=source).astype(np.int64) if c.group
            else np.zeros(len(df), np.int64))
     return RankingRows(features=feat, judgments=jud, groups=grp, codes=codes, slots=slots, sizes=sizes,
                        query_ids=qids, feature_names=list(features))
@@ -480,16 +511,19 @@ def pad_queries(
 def to_batch(
     df: pd.DataFrame,
     *,
-    query: str = "query_id",
-    group: str | None = "protected",
-    judgment: str | None = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str | None = UNSET,
+    judgment: str | None = UNSET,
     features: Sequence[str] | None = None,
-    item: str | None = None,
+    item: str | None = UNSET,
     dtype: torch.dtype = torch.float64,
     source: str | None = None,
 ) -> RankingBatch:
     """Validate ``df`` and pad it into a :class:`RankingBatch` of (Q, longest query) slots.
 
+    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`); the
+    ``query`` / ``group`` / ``judgment`` / ``item`` keywords override its names.
     ``features=None`` takes every column except query, judgment and item (the group column is
     kept as a feature: DELTR's "standard" ranker sees it; drop it for colorblind); each of them
     must be numeric, a non-numeric cell is an error (see :func:`select_features`).
@@ -499,8 +533,8 @@ def to_batch(
     One long query pads every other to its length: for tables of very unequal query lengths
     use :func:`fairltr.buckets.to_buckets` (memory proportional to the rows).
     """
-    rows = ranking_rows(df, query=query, group=group, judgment=judgment, features=features, item=item,
-                        source=source)
+    rows = ranking_rows(df, columns=resolve_columns(columns, query=query, group=group, judgment=judgment, item=item),
+                        features=features, source=source)
     return pad_queries(rows, dtype=dtype)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["FairltrError", "DataError", "ConfigError", "one_line"]
+__all__ = ["FairltrError", "DataError", "ConfigError", "NotFittedError", "one_line"]
 
 
 class FairltrError(Exception):
@@ -15,6 +15,11 @@ class DataError(FairltrError, ValueError):
 
 class ConfigError(FairltrError, ValueError):
     """A parameter outside its domain; the message states the allowed range."""
+
+
+class NotFittedError(FairltrError, AttributeError):
+    """A fitted attribute or method used before ``fit`` (or ``load``). An ``AttributeError`` too,
+    so ``hasattr(model, "coef_")`` is False on an unfitted model, as in scikit-learn."""
 
 
 def one_line(exc: BaseException, limit: int = 200) -> str:

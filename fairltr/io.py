@@ -21,13 +21,19 @@ from typing import BinaryIO, Sequence
 import numpy as np
 import pandas as pd
 
-from fairltr.data import ORIGIN_KEY, check_column_roles, select_features, set_origin, validate_ranking_frame
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
+from fairltr.data import ORIGIN_KEY, check_table, select_features, set_origin
 from fairltr.errors import ConfigError, DataError, one_line
 from fairltr.files import atomic_path, check_writable
 
-__all__ = ["read_deltr_csv", "read_letor", "read_table", "read_ranking", "write_table", "table_format"]
+__all__ = ["read_deltr_csv", "read_letor", "read_table", "read_ranking", "write_table", "table_format",
+           "LAYOUT_COLUMNS"]
 
 PathLike = str | os.PathLike
+
+LAYOUT_COLUMNS = RankingColumns(query="query_id", group="protected", judgment="judgment")
+"""The fixed column names of the header-less layouts: the DELTR paper's CSV and LETOR/SVMlight
+(whose group column exists only with ``group_feature``)."""
 
 
 def _check_file(path: PathLike) -> Path:
@@ -189,7 +195,7 @@ def read_deltr_csv(path: PathLike, *, feature_prefix: str = "x") -> pd.DataFrame
     """The DELTR paper's header-less CSV: ``query_id, protected, x1..xk, judgment``.
 
     Returns columns ``query_id`` (int), ``protected`` (int), ``x1..xk`` (float), ``judgment``
-    (float); ``df.attrs`` records the file and the line of every row (data row r is line r+1
+    (float) (:data:`LAYOUT_COLUMNS`); ``df.attrs`` records the file and the line of every row (data row r is line r+1
     unless blank lines intervene) for later error messages.
     """
     p = _check_file(path)
@@ -199,15 +205,14 @@ def read_deltr_csv(path: PathLike, *, feature_prefix: str = "x") -> pd.DataFrame
             f"{p}: expected at least 3 columns (query_id, protected, [features...], judgment), got {raw.shape[1]}"
         )
     k = raw.shape[1] - 3
-    names = ["query_id", "protected", *[f"{feature_prefix}{i}" for i in range(1, k + 1)], "judgment"]
+    c = LAYOUT_COLUMNS
+    names = [c.query, c.group, *[f"{feature_prefix}{i}" for i in range(1, k + 1)], c.judgment]
     raw.columns = names
-    validate_ranking_frame(
-        raw, query="query_id", columns=names[2:-1], judgment="judgment", group="protected", source=str(p)
-    )
-    q = raw["query_id"].to_numpy(dtype=np.float64) if pd.api.types.is_numeric_dtype(raw["query_id"]) else None
+    check_table(raw, c, numeric=names[2:-1], source=str(p))
+    q = raw[c.query].to_numpy(dtype=np.float64) if pd.api.types.is_numeric_dtype(raw[c.query]) else None
     if q is not None and np.all(q == np.round(q)):
-        raw["query_id"] = q.astype(np.int64)
-    raw["protected"] = raw["protected"].to_numpy(dtype=np.float64).astype(np.int64)
+        raw[c.query] = q.astype(np.int64)
+    raw[c.group] = raw[c.group].to_numpy(dtype=np.float64).astype(np.int64)
     return raw
 
 
@@ -215,7 +220,8 @@ def read_letor(path: PathLike, *, group_feature: int | None = None) -> pd.DataFr
     """LETOR / SVMlight: ``<label> qid:<id> <fid>:<value> ... [# comment]``.
 
     Columns: ``query_id``, ``judgment``, ``f<fid>`` per feature id (missing ids = 0). With
-    ``group_feature=j``, feature ``j`` becomes the integer ``protected`` column. ``df.attrs``
+    ``group_feature=j``, feature ``j`` becomes the integer ``protected`` column
+    (:data:`LAYOUT_COLUMNS`). ``df.attrs``
     records the file and the line of every row.
     """
     p = _check_file(path)
@@ -268,17 +274,18 @@ def read_letor(path: PathLike, *, group_feature: int | None = None) -> pd.DataFr
     for i, r in enumerate(rows):
         for f, v in r.items():
             mat[i, col[f]] = v
+    c = LAYOUT_COLUMNS
     df = pd.DataFrame(mat, columns=[f"f{f}" for f in fids])
-    df.insert(0, "query_id", qids)
-    df["judgment"] = labels
+    df.insert(0, c.query, qids)
+    df[c.judgment] = labels
     set_origin(df, p, linenos)
     if group_feature is not None:
         name = f"f{group_feature}"
         if name not in df.columns:
             raise DataError(f"{p}: group feature {group_feature} does not occur; feature ids: {fids}")
-        df = df.rename(columns={name: "protected"})
-        validate_ranking_frame(df, query="query_id", group="protected", source=str(p))
-        df["protected"] = df["protected"].astype(np.int64)
+        df = df.rename(columns={name: c.group})
+        check_table(df, c.replace(judgment=None), source=str(p))
+        df[c.group] = df[c.group].astype(np.int64)
     return df
 
 
@@ -300,13 +307,16 @@ def _read_parquet(p: Path) -> pd.DataFrame:
 def read_table(
     path: PathLike,
     *,
-    query: str = "query_id",
-    group: str | None = "protected",
-    judgment: str | None = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str | None = UNSET,
+    judgment: str | None = UNSET,
     features: Sequence[str] | None = None,
-    item: str | None = None,
+    item: str | None = UNSET,
 ) -> pd.DataFrame:
-    """CSV (with header) or Parquet with named columns, validated for ranking use.
+    """CSV (with header) or Parquet with named columns, validated for ranking use under the
+    column contract ``columns`` (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose name
+    keywords override it; ``group=None`` / ``judgment=None``: no such column to check).
 
     The query, group, judgment and item columns must be distinct; ``features`` (when given)
     must exist and hold finite numbers; a repeated (query, item) pair is an error. Columns
@@ -314,7 +324,7 @@ def read_table(
     :func:`fairltr.data.select_features`), with messages naming this file and line through
     the origin recorded in ``df.attrs``.
     """
-    check_column_roles(query=query, group=group, judgment=judgment, item=item)
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item)
     p = _check_file(path)
     if _is_parquet(p):
         df = _read_parquet(p)
@@ -322,23 +332,33 @@ def read_table(
         df = _read_csv(p, header=True)
         _check_header(p, df)
     if features is not None:
-        select_features(df, query=query, judgment=judgment, item=item, group=group, features=features)
-    validate_ranking_frame(df, query=query, columns=list(features or []), judgment=judgment, group=group,
-                           item=item, source=str(p))
+        select_features(df, columns=c, features=features)
+    check_table(df, c, numeric=list(features or []), source=str(p))
     return df
 
 
-def read_ranking(path: PathLike, fmt: str = "auto", **kw) -> pd.DataFrame:
+def read_ranking(
+    path: PathLike,
+    fmt: str = "auto",
+    *,
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str | None = UNSET,
+    judgment: str | None = UNSET,
+    item: str | None = UNSET,
+    features: Sequence[str] | None = None,
+    group_feature: int | None = None,
+) -> pd.DataFrame:
     """Dispatch on ``fmt`` in {auto, deltr, letor, csv, parquet}.
 
     ``auto``: ``.parquet`` -> parquet; ``.svm/.letor/.txt`` whose first line has ``qid:`` -> LETOR;
     a CSV whose first line parses as numbers -> DELTR layout; else a CSV with a header.
-    Keywords: ``query``, ``group``, ``judgment``, ``features``, ``item`` (csv, parquet) and
-    ``group_feature`` (letor). The DELTR and LETOR layouts have fixed column names and no item
-    column: an ``item`` there is a :class:`ConfigError`.
+    ``columns`` (or the loose ``query``, ``group``, ``judgment``, ``item`` keywords) and
+    ``features`` apply to csv and parquet, ``group_feature`` to letor. The DELTR and LETOR layouts
+    have fixed column names (:data:`LAYOUT_COLUMNS`) and no item column: an item there is a
+    :class:`ConfigError`.
     """
-    check_column_roles(query=kw.get("query", "query_id"), group=kw.get("group", "protected"),
-                       judgment=kw.get("judgment", "judgment"), item=kw.get("item"))
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item)
     if fmt not in ("auto", "deltr", "letor", "csv", "parquet"):
         raise DataError(f"unknown format {fmt!r}; use auto, deltr, letor, csv or parquet")
     p = _check_file(path)
@@ -356,14 +376,14 @@ def read_ranking(path: PathLike, fmt: str = "auto", **kw) -> pd.DataFrame:
                     fmt = "deltr"
                 except ValueError:
                     fmt = "csv"
-    if fmt in ("deltr", "letor") and kw.get("item") is not None:
-        raise ConfigError(f"{p}: the {fmt.upper()} layout has no item column (got item={kw['item']!r}); "
+    if fmt in ("deltr", "letor") and c.item is not None:
+        raise ConfigError(f"{p}: the {fmt.upper()} layout has no item column (got item={c.item!r}); "
                           "use a CSV with a header or Parquet for item ids")
     if fmt == "deltr":
         return read_deltr_csv(p)
     if fmt == "letor":
-        return read_letor(p, **{k: v for k, v in kw.items() if k == "group_feature"})
-    return read_table(p, **{k: v for k, v in kw.items() if k != "group_feature"})
+        return read_letor(p, group_feature=group_feature)
+    return read_table(p, columns=c, features=features)
 
 
 CSV_SUFFIXES = {".csv": None, ".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}

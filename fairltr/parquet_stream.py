@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, show_value
 from fairltr.errors import ConfigError, DataError
 
@@ -108,13 +109,11 @@ class ParquetLayout:
     Query ``k`` occupies the global rows ``query_start[k] .. query_start[k] + query_size[k] - 1``;
     the queries that start in unit ``u`` are ``unit_queries[u] .. unit_queries[u + 1] - 1``.
     ``mean`` / ``scale`` are the standardisation statistics of ``feature_names`` over all rows
-    (0 / 1 when ``standardize`` is False).
+    (0 / 1 when ``standardize`` is False). ``columns``: the column contract of the table.
     """
 
     files: list[str]
-    query: str
-    group: str
-    judgment: str
+    columns: RankingColumns
     feature_names: list[str]
     unit_file: np.ndarray
     unit_row_group: np.ndarray
@@ -129,6 +128,18 @@ class ParquetLayout:
     n_groups: int
     standardize: bool = True
     file_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+
+    @property
+    def query(self) -> str:
+        return self.columns.query
+
+    @property
+    def group(self) -> str:
+        return self.columns.group
+
+    @property
+    def judgment(self) -> str:
+        return self.columns.judgment
 
     @property
     def n_rows(self) -> int:
@@ -147,7 +158,7 @@ class ParquetLayout:
         return int(self.query_size.max()) if len(self.query_size) else 0
 
     @property
-    def columns(self) -> list[str]:
+    def read_columns(self) -> list[str]:
         """Columns read per record batch: group, judgment, then the features."""
         return list(dict.fromkeys([self.group, self.judgment, *self.feature_names]))
 
@@ -191,10 +202,10 @@ def _open(path: Path) -> pq.ParquetFile:
 
 
 def _choose_features(
-    schema: pa.Schema, where: Path, *, query: str, group: str, judgment: str,
-    features: Sequence[str] | None, colorblind: bool,
+    schema: pa.Schema, where: Path, columns: RankingColumns, features: Sequence[str] | None, colorblind: bool,
 ) -> list[str]:
     names = schema.names
+    query, group, judgment = columns.query, columns.group, columns.judgment
     for role, col in (("query", query), ("group", group), ("judgment", judgment)):
         if col not in names:
             raise DataError(f"{role} column {col!r} not found in {where}; columns: {names}")
@@ -203,7 +214,8 @@ def _choose_features(
         if not _numeric(t):
             raise DataError(f"{role} column {col!r} in {where} is not numeric (type {t})")
     if features is None:
-        feats = [c for c in names if c not in (query, judgment) and _numeric(schema.field(c).type)]
+        special = set(columns.special)
+        feats = [c for c in names if c not in special and _numeric(schema.field(c).type)]
     else:
         feats = list(features)
         missing = [c for c in feats if c not in names]
@@ -250,9 +262,10 @@ def _check_finite(values: np.ndarray, names: Sequence[str], qids: np.ndarray, wh
 def scan_parquet(
     path: PathLike,
     *,
-    query: str = "query_id",
-    group: str = "protected",
-    judgment: str = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str = UNSET,
+    judgment: str = UNSET,
     features: Sequence[str] | None = None,
     colorblind: bool = False,
     standardize: bool = True,
@@ -260,10 +273,15 @@ def scan_parquet(
 ) -> ParquetLayout:
     """One streaming pass: validate, locate every query, and compute mean / population std.
 
-    ``features=None`` takes every numeric column except query and judgment (the group column
-    included unless ``colorblind``), as the DELTR estimator does for a DataFrame. Rows of a query
-    must be contiguous (the table sorted or grouped by query id).
+    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose
+    name keywords override it); the query, group and judgment columns must exist.
+    ``features=None`` takes every numeric column except query, judgment and item (the group
+    column included unless ``colorblind``), as the DELTR estimator does for a DataFrame. Rows of
+    a query must be contiguous (the table sorted or grouped by query id).
     """
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment).require(
+        "group", "judgment", purpose="streamed DELTR training")
+    query, group, judgment = c.query, c.group, c.judgment
     if chunk_rows < 1:
         raise ConfigError(f"chunk_rows must be >= 1, got {chunk_rows}")
     files = parquet_files(path)
@@ -281,8 +299,7 @@ def scan_parquet(
         pf = _open(f)
         file_start.append(row)
         schema = pf.schema_arrow
-        chosen = _choose_features(schema, f, query=query, group=group, judgment=judgment,
-                                  features=features, colorblind=colorblind)
+        chosen = _choose_features(schema, f, c, features, colorblind)
         if feats is None:
             feats = chosen
             moments = RunningMoments(len(feats))
@@ -349,7 +366,7 @@ def scan_parquet(
     else:
         mean, scale = np.zeros(len(feats)), np.ones(len(feats))
     return ParquetLayout(
-        files=[str(f) for f in files], query=query, group=group, judgment=judgment, feature_names=list(feats),
+        files=[str(f) for f in files], columns=c, feature_names=list(feats),
         unit_file=np.asarray(unit_file, dtype=np.int64), unit_row_group=np.asarray(unit_rg, dtype=np.int64),
         unit_start=unit_start, unit_rows=unit_rows_a, query_ids=ids, query_start=query_start.astype(np.int64),
         query_size=query_size.astype(np.int64), unit_queries=unit_queries, mean=mean, scale=scale,
@@ -383,7 +400,7 @@ class _RowCursor:
     def __init__(self, layout: ParquetLayout, chunk_rows: int) -> None:
         self.layout = layout
         self.chunk_rows = chunk_rows
-        self.columns = layout.columns
+        self.columns = layout.read_columns
         self._files: dict[int, pq.ParquetFile] = {}
         self._unit = -1
         self._reader: Iterator[pa.RecordBatch] | None = None

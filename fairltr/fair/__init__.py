@@ -8,10 +8,11 @@
 """
 
 from fairltr.fair.baselines import fair_postprocess, fair_preprocess, protected_share
-from fairltr.fair.mtable import adjust_alpha, check_params, clear_caches, fail_probability, is_fair, mtable
+from fairltr.fair.mtable import (adjust_alpha, cached_mtable, check_params, clear_caches, fail_probability, is_fair,
+                                 mtable)
 from fairltr.fair.rerank import required_counts, rerank
 
 __all__ = [
-    "mtable", "fail_probability", "adjust_alpha", "is_fair", "check_params", "clear_caches",
+    "mtable", "cached_mtable", "fail_probability", "adjust_alpha", "is_fair", "check_params", "clear_caches",
     "rerank", "required_counts", "fair_postprocess", "fair_preprocess", "protected_share",
 ]

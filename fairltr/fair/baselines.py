@@ -6,15 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fairltr.data import query_codes, validate_ranking_frame
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
+from fairltr.data import check_table, query_codes
 from fairltr.errors import DataError
 from fairltr.fair.rerank import rerank
 
 __all__ = ["fair_postprocess", "fair_preprocess", "protected_share"]
 
 
-def protected_share(df: pd.DataFrame, group: str = "protected") -> float:
-    """p* = fraction of rows whose group is >= 1 (protected)."""
+def protected_share(df: pd.DataFrame, group: str = UNSET, *, columns: RankingColumns | None = None) -> float:
+    """p* = fraction of rows whose group (the contract's group column; ``group`` overrides it)
+    is >= 1 (protected)."""
+    group = resolve_columns(columns, group=group).require("group", purpose="the protected share").group
     if group not in df.columns:
         raise DataError(f"group column {group!r} not in the table; columns: {list(df.columns)}")
     if len(df) == 0:
@@ -26,9 +29,9 @@ def protected_share(df: pd.DataFrame, group: str = "protected") -> float:
     return float(np.mean(g >= 1))
 
 
-def _rank_values(out: pd.DataFrame, query: str) -> tuple[np.ndarray, np.ndarray]:
+def _rank_values(out: pd.DataFrame, columns: RankingColumns) -> tuple[np.ndarray, np.ndarray]:
     """(rank, n_q) per row of a re-ranked frame."""
-    codes, _ = query_codes(out, query)
+    codes, _ = query_codes(out, columns.query)
     sizes = np.bincount(codes)
     return out["rank"].to_numpy(dtype=np.int64), sizes[codes]
 
@@ -38,10 +41,12 @@ def fair_postprocess(
     p: float,
     alpha: float,
     score: str = "score",
-    query: str = "query_id",
-    group: str = "protected",
+    query: str = UNSET,
+    group: str = UNSET,
     k: int | None = None,
     adjust: bool = True,
+    *,
+    columns: RankingColumns | None = None,
 ) -> pd.DataFrame:
     """Post-processing baseline: FA*IR re-ranking of each predicted list by its ``score`` column.
 
@@ -49,12 +54,14 @@ def fair_postprocess(
     score kept as ``score_before_fair``, and ``score`` (the column named by ``score``) replaced by
     the strictly decreasing ``n_q - rank + 1`` so that ``evaluate_ranking(out, out[score])``
     evaluates the fair order. ``adjust=False`` uses alpha without the multiple-testing adjustment.
+    ``columns`` names the query and group columns (``query`` / ``group`` override it).
     """
-    out = rerank(ranked_df, score, k=k, p=p, alpha=alpha, query=query, group=group, adjust=adjust)
+    c = resolve_columns(columns, query=query, group=group)
+    out = rerank(ranked_df, score, k=k, p=p, alpha=alpha, adjust=adjust, columns=c)
     model_score = out["score"].to_numpy()
     if score != "score" and "score" not in ranked_df.columns:
         out = out.drop(columns="score")
-    rank, n_q = _rank_values(out, query)
+    rank, n_q = _rank_values(out, c)
     out["score_before_fair"] = model_score
     out[score] = (n_q - rank + 1).astype(np.float64)
     return out
@@ -64,10 +71,12 @@ def fair_preprocess(
     train_df: pd.DataFrame,
     p: float,
     alpha: float,
-    query: str = "query_id",
-    group: str = "protected",
-    judgment: str = "judgment",
+    query: str = UNSET,
+    group: str = UNSET,
+    judgment: str = UNSET,
     adjust: bool = True,
+    *,
+    columns: RankingColumns | None = None,
 ) -> pd.DataFrame:
     """Pre-processing baseline: FA*IR re-ranking of each training list by its judgments
     (k = the list's length); the fair order becomes the new training judgments.
@@ -80,22 +89,25 @@ def fair_preprocess(
     Rows come back in the fair order with exactly the input's columns (so the result trains a
     model as is: no extra numeric column leaks into the features); per-query feasibility is in
     ``out.attrs["fair_feasible"]`` ({query id: bool}). ``adjust=False``: alpha unadjusted.
+    ``columns`` names the query, group and judgment columns (the loose keywords override it).
     """
-    validate_ranking_frame(train_df, query=query, columns=[judgment], group=group)
-    out = rerank(train_df, judgment, k=None, p=p, alpha=alpha, query=query, group=group, adjust=adjust)
-    feasible = out.groupby(query, sort=False)["fair_feasible"].first()
-    old = out[judgment].to_numpy(dtype=np.float64)
-    codes, _ = query_codes(out, query)
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=None).require(
+        "group", "judgment", purpose="FA*IR pre-processing")
+    check_table(train_df, c)
+    out = rerank(train_df, c.judgment, k=None, p=p, alpha=alpha, adjust=adjust, columns=c)
+    feasible = out.groupby(c.query, sort=False)["fair_feasible"].first()
+    old = out[c.judgment].to_numpy(dtype=np.float64)
+    codes, _ = query_codes(out, c.query)
     n_codes = int(codes.max()) + 1
     lo = np.full(n_codes, np.inf)
     hi = np.full(n_codes, -np.inf)
     np.minimum.at(lo, codes, old)
     np.maximum.at(hi, codes, old)
-    rank, n_q = _rank_values(out, query)
+    rank, n_q = _rank_values(out, c)
     span = (hi - lo)[codes]
     frac = (n_q - rank) / np.maximum(n_q - 1, 1)
     new = np.where((n_q > 1) & (span > 0), lo[codes] + span * frac, old)
-    out[judgment] = new
+    out[c.judgment] = new
     out = out[list(train_df.columns)]
     out.attrs["fair_feasible"] = {q: bool(v) for q, v in feasible.items()}
     return out

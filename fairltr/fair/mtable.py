@@ -20,7 +20,7 @@ from scipy import stats
 
 from fairltr.errors import ConfigError
 
-__all__ = ["mtable", "fail_probability", "adjust_alpha", "is_fair", "check_params", "clear_caches"]
+__all__ = ["mtable", "cached_mtable", "fail_probability", "adjust_alpha", "is_fair", "check_params", "clear_caches"]
 
 
 # ---------------------------------------------------------------------------- parameter checks
@@ -300,7 +300,9 @@ def adjust_alpha(k: int, p: float, alpha: float) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def _mtable_cached(k: int, p: float, alpha: float, adjust: bool) -> np.ndarray:
+def cached_mtable(k: int, p: float, alpha: float, adjust: bool) -> np.ndarray:
+    """:func:`mtable` without the parameter checks (call :func:`check_params` first) and without
+    the copy: the cached, read-only array itself, for callers that look up many tables."""
     alpha_c = _adjust_alpha_cached(k, p, alpha) if adjust else alpha
     table = _table_at(k, p, alpha_c)
     table.setflags(write=False)
@@ -314,12 +316,12 @@ def mtable(k: int, p: float, alpha: float, adjust: bool = True) -> np.ndarray:
     ``adjust`` else ``alpha``. Returns a fresh int64 array of length k (cached underneath).
     """
     k, p, alpha = check_params(k, p, alpha)
-    return _mtable_cached(k, p, alpha, bool(adjust)).copy()
+    return cached_mtable(k, p, alpha, bool(adjust)).copy()
 
 
 def clear_caches() -> None:
     """Forget cached mtables and adjusted alphas (for benchmarks)."""
-    _mtable_cached.cache_clear()
+    cached_mtable.cache_clear()
     _adjust_alpha_cached.cache_clear()
 
 
@@ -332,6 +334,6 @@ def is_fair(groups_in_rank_order, p: float, alpha: float, adjust: bool = True) -
         return True
     if not np.all(np.isfinite(g.astype(np.float64))):
         raise ConfigError("groups must be finite integers (0 = non-protected, >= 1 protected)")
-    table = _mtable_cached(len(g), p, alpha, bool(adjust))
+    table = cached_mtable(len(g), p, alpha, bool(adjust))
     return bool(np.all(np.cumsum(g >= 1) >= table))
 

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 from fairltr.buckets import length_buckets
-from fairltr.data import ORIGIN_KEY, query_codes, validate_ranking_frame
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
+from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError, DataError
-from fairltr.fair.mtable import _mtable_cached, check_params
+from fairltr.fair.mtable import cached_mtable, check_params
 
 __all__ = ["rerank", "required_counts", "resolve_scores"]
 
@@ -51,20 +52,6 @@ def required_counts(table: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate((m - idx)[::-1])[::-1] + idx
 
 
-def _layout(codes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-query sizes and, per row, its (query, slot) in a padded (Q, N) layout that keeps the
-    input order within each query."""
-    sizes = np.bincount(codes, minlength=n_queries)
-    start = np.cumsum(sizes) - sizes
-    if len(codes) < 2 or np.all(codes[1:] >= codes[:-1]):  # already grouped by query
-        slot = np.arange(len(codes)) - start[codes]
-    else:
-        by_query = np.argsort(codes, kind="stable")
-        slot = np.empty(len(codes), dtype=np.int64)
-        slot[by_query] = np.arange(len(codes)) - start[codes[by_query]]
-    return sizes, slot
-
-
 def _group_lists(rows_sorted: np.ndarray, member: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """From (Q, N) rows in score order keep those with ``member`` (same shape), left-aligned:
     (Q, width + 1) row indices padded with -1 (one spare column for a pointer past the end)
@@ -83,9 +70,11 @@ def rerank(
     k: int | None = None,
     p: float | None = None,
     alpha: float = 0.1,
-    query: str = "query_id",
-    group: str = "protected",
+    query: str = UNSET,
+    group: str = UNSET,
     adjust: bool = True,
+    *,
+    columns: RankingColumns | None = None,
 ) -> pd.DataFrame:
     """FA*IR re-ranking of every query in ``df`` by ``scores`` (an array, one per row, or a
     column name).
@@ -95,19 +84,22 @@ def rerank(
     score order. Returns every row exactly once, queries in order of first appearance, with
     ``score`` (the given scores), 1-based ``rank`` and ``fair_feasible`` (False for a query whose
     protected candidates ran out before the table was met; its ranking is then filled with the
-    best remaining candidates). Group values >= 1 count as protected.
+    best remaining candidates). Group values >= 1 count as protected. ``columns`` names the
+    query and group columns (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; ``query`` and
+    ``group`` override it); judgment and item columns are carried along unchecked.
     """
+    c = resolve_columns(columns, query=query, group=group).require("group", purpose="FA*IR re-ranking")
     if p is None:
         raise ConfigError("p (the target proportion of protected candidates) is required, in (0, 1)")
     k, p, alpha = check_params(k, p, alpha)
-    validate_ranking_frame(df, query=query, columns=[], group=group)
-    s = resolve_scores(df, scores, query)
+    check_table(df, c.replace(judgment=None, item=None))
+    s = resolve_scores(df, scores, c.query)
     n = len(df)
-    codes, uniques = query_codes(df, query)
+    codes, uniques = query_codes(df, c.query)
     n_q = len(uniques)
-    prot = df[group].to_numpy(dtype=np.float64) >= 1
+    prot = df[c.group].to_numpy(dtype=np.float64) >= 1
 
-    sizes, slot = _layout(codes, n_q)
+    slot, sizes = positions_in_query(codes, n_q)
     kq = sizes if k is None else np.minimum(sizes, k)
     rank = np.zeros(n, dtype=np.int64)  # 0: not (yet) ranked
     feasible = np.ones(n_q, dtype=bool)
@@ -166,7 +158,7 @@ def _rerank_bucket(
     table = np.zeros((len(lengths), big_k), dtype=np.int64)
     for d, length in enumerate(lengths):
         if int(length) not in tables:
-            tables[int(length)] = required_counts(_mtable_cached(int(length), p, alpha, bool(adjust)))
+            tables[int(length)] = required_counts(cached_mtable(int(length), p, alpha, bool(adjust)))
         table[d, :length] = tables[int(length)]
 
     ip = np.arange(n_q) * (width + 1)  # flat pointers into p_rows / u_rows

@@ -1,5 +1,6 @@
 """Losses: ListNet, DELTR's exposure penalty, LaKDA, and the fairness-loss registry."""
 
+from fairltr.losses.builtin import ALPHA, GAMMA
 from fairltr.losses.exposure import (
     V1,
     exposure_disparity,
@@ -7,57 +8,29 @@ from fairltr.losses.exposure import (
     exposure_symmetric,
     group_exposure,
 )
+from fairltr.losses.linear import LinearDELTRObjective, fused_variant
 from fairltr.losses.listnet import listnet_loss, masked_log_softmax, top_one_probability
+from fairltr.losses.objective import ObjectiveTerms, deltr_objective
 from fairltr.losses.registry import (
     ENTRY_POINT_GROUP,
+    FUSED_VARIANTS,
     FairnessLoss,
     HyperParam,
     available_losses,
     get_loss,
     register_loss,
+    registry_snapshot,
     reload_entry_points,
+    temporary_loss,
+    unregister_loss,
 )
 from fairltr.losses.retrieval import lakda_kl, mse_align
 
-GAMMA = HyperParam(
-    "gamma", default=1e5, low=1e2, high=1e7, log=True, include_zero=True,
-    description="weight of the exposure penalty (0 = standard ListNet)",
-)
-ALPHA = HyperParam(
-    "alpha", default=0.5, low=1e-2, high=10.0, log=True, include_zero=True,
-    description="weight of the language-alignment loss (LaKDA paper: 0.5)",
-)
-
-register_loss(FairnessLoss(
-    "none", "ranking", None, (), "no fairness term (plain ListNet / DPR)",
-))
-register_loss(FairnessLoss(
-    "exposure_hinge", "ranking", exposure_hinge, (GAMMA,),
-    "DELTR: squared hinge on Exp(G0) - Exp(Gp); 0 when the protected group has at least equal exposure",
-    {"reduce": "max"},
-))
-register_loss(FairnessLoss(
-    "exposure_symmetric", "ranking", exposure_symmetric, (GAMMA,),
-    "squared exposure difference in both directions (the DELTR authors' Octave code)",
-    {"reduce": "max"},
-))
-register_loss(FairnessLoss(
-    "lakda_kl", "retrieval", lakda_kl, (ALPHA,),
-    "LaKDA: KL between the document distributions of a query and its parallel translation",
-    {"temperature": 1.0, "symmetric": False},
-))
-register_loss(FairnessLoss(
-    "mse_align", "retrieval", mse_align, (ALPHA,),
-    "MSE between the embeddings of parallel queries",
-))
-
-from fairltr.losses.objective import ObjectiveTerms, deltr_objective  # noqa: E402  (needs the registry filled)
-from fairltr.losses.linear import LinearDELTRObjective, fused_variant  # noqa: E402
-
 __all__ = [
     "ObjectiveTerms", "deltr_objective", "LinearDELTRObjective", "fused_variant",
-    "V1", "GAMMA", "ALPHA", "ENTRY_POINT_GROUP",
+    "V1", "GAMMA", "ALPHA", "ENTRY_POINT_GROUP", "FUSED_VARIANTS",
     "FairnessLoss", "HyperParam", "available_losses", "get_loss", "register_loss", "reload_entry_points",
+    "unregister_loss", "temporary_loss", "registry_snapshot",
     "listnet_loss", "masked_log_softmax", "top_one_probability",
     "exposure_disparity", "exposure_hinge", "exposure_symmetric", "group_exposure",
     "lakda_kl", "mse_align",

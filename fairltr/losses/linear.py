@@ -25,7 +25,8 @@ from typing import Literal
 import torch
 
 from fairltr.errors import ConfigError
-from fairltr.losses.exposure import V1, check_group_ids, exposure_hinge, exposure_symmetric
+from fairltr.losses.builtin import GAMMA
+from fairltr.losses.exposure import V1, check_group_ids
 from fairltr.losses.listnet import top_one_probability
 from fairltr.losses.objective import ObjectiveTerms
 from fairltr.losses.registry import get_loss
@@ -36,18 +37,18 @@ Variant = Literal["hinge", "symmetric"] | None
 
 
 def fused_variant(fairness_loss: str) -> tuple[bool, Variant]:
-    """Whether the registered ranking loss ``fairness_loss`` has a fused form, and its variant.
+    """Whether the registered ranking loss ``fairness_loss`` has a fused form, and its variant:
+    what its registry entry declares (:attr:`~fairltr.losses.registry.FairnessLoss.fused`).
 
-    The built-in ``none``, ``exposure_hinge`` and ``exposure_symmetric`` do; a plugin loss (or
-    one re-registered under those names with another function) goes through autograd.
+    The built-in ``none`` (no fairness term), ``exposure_hinge`` and ``exposure_symmetric`` do; a
+    plugin loss that declares nothing (or one re-registered under those names without the
+    declaration) goes through autograd.
     """
-    fn = get_loss(fairness_loss).fn
-    if fn is None:
+    loss = get_loss(fairness_loss)
+    if loss.fn is None:
         return True, None
-    if fn is exposure_hinge:
-        return True, "hinge"
-    if fn is exposure_symmetric:
-        return True, "symmetric"
+    if loss.fused is not None:
+        return True, loss.fused
     return False, None
 
 
@@ -97,8 +98,7 @@ class LinearDELTRObjective:
             raise ConfigError(f"variant must be None, 'hinge' or 'symmetric', got {variant!r}")
         if reduce not in ("max", "mean"):
             raise ConfigError(f"reduce must be 'max' or 'mean', got {reduce!r}")
-        if gamma < 0:
-            raise ConfigError(f"gamma must be >= 0, got {gamma}")
+        gamma = GAMMA.validate(gamma)
         keep = mask.any(dim=1)
         if not bool(keep.all()):  # empty queries contribute nothing; drop them
             features, judgments, groups, mask = features[keep], judgments[keep], groups[keep], mask[keep]

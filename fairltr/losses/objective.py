@@ -7,6 +7,7 @@ from typing import NamedTuple
 import torch
 
 from fairltr.errors import ConfigError
+from fairltr.losses.builtin import GAMMA
 from fairltr.losses.listnet import listnet_loss
 from fairltr.losses.registry import get_loss
 
@@ -32,9 +33,9 @@ def deltr_objective(
     reduce: str = "max",
     n_groups: int | None = None,
 ) -> ObjectiveTerms:
-    """ListNet plus ``gamma`` times the registered ranking fairness loss, summed over queries."""
-    if gamma < 0:
-        raise ConfigError(f"gamma must be >= 0, got {gamma}")
+    """ListNet plus ``gamma`` times the registered ranking fairness loss, summed over queries
+    (``gamma`` checked by :data:`~fairltr.losses.builtin.GAMMA`)."""
+    gamma = GAMMA.validate(gamma)
     listnet = listnet_loss(scores, judgments, mask).sum()
     loss = get_loss(fairness_loss)
     if loss.kind != "ranking":

@@ -13,11 +13,13 @@ Kinds:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import numbers
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from fairltr.errors import ConfigError
 
@@ -25,9 +27,14 @@ __all__ = [
     "HyperParam",
     "FairnessLoss",
     "register_loss",
+    "unregister_loss",
     "get_loss",
     "available_losses",
+    "reload_entry_points",
+    "temporary_loss",
+    "registry_snapshot",
     "ENTRY_POINT_GROUP",
+    "FUSED_VARIANTS",
 ]
 
 ENTRY_POINT_GROUP = "fairltr.losses"
@@ -56,21 +63,43 @@ class HyperParam:
         if self.log and self.low <= 0:
             raise ConfigError(f"hyper-parameter {self.name!r}: a log range needs low > 0, got {self.low}")
 
-    def validate(self, value: float) -> float:
-        """Return ``value`` as float or raise naming the allowed range (0 allowed if declared)."""
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f"{self.name} must be finite, got {value}")
-        if value == 0.0 and (self.include_zero or self.low <= 0.0):
-            return value
-        if value < 0 and self.low >= 0:
-            raise ConfigError(f"{self.name} must be >= 0, got {value}")
-        return value
+    def validate(self, value: float | str) -> float:
+        """Return ``value`` as float or raise naming the allowed range (0 allowed if declared).
+
+        The one check of a loss weight's domain (DELTR's gamma, the bi-encoders' alpha): the
+        estimator, the Lightning modules, the workflows' settings and the objectives call it.
+        Numbers and numeric text are accepted (CLI and Optuna values); booleans, other text and
+        non-finite values are not; a range starting at >= 0 rejects negatives.
+        """
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+            raise ConfigError(f"{self.name} must be a finite number, got {value!r}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigError(f"{self.name} must be a finite number, got {value!r}") from None
+        if not math.isfinite(number):
+            raise ConfigError(f"{self.name} must be finite, got {number}")
+        if number == 0.0 and (self.include_zero or self.low <= 0.0):
+            return number
+        if number < 0 and self.low >= 0:
+            raise ConfigError(f"{self.name} must be >= 0, got {number}")
+        return number
+
+
+FUSED_VARIANTS = ("hinge", "symmetric")
+"""Ranking losses DELTR's linear objective computes with an analytic gradient
+(:class:`fairltr.losses.linear.LinearDELTRObjective`)."""
 
 
 @dataclass(frozen=True)
 class FairnessLoss:
-    """A named fairness loss and its declared hyper-parameters."""
+    """A named fairness loss and its declared hyper-parameters.
+
+    ``fused``: for a ranking loss whose ``fn`` is DELTR's exposure penalty, the variant
+    (``"hinge"`` or ``"symmetric"``) that :class:`~fairltr.losses.linear.LinearDELTRObjective`
+    computes with a fused analytic gradient; None (plugins): autograd through ``fn``. A loss
+    without ``fn`` adds no fairness term.
+    """
 
     name: str
     kind: Literal["ranking", "retrieval"]
@@ -78,6 +107,13 @@ class FairnessLoss:
     params: tuple[HyperParam, ...] = ()
     description: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    fused: Literal["hinge", "symmetric"] | None = None
+
+    def __post_init__(self) -> None:
+        if self.fused is not None and (self.kind != "ranking" or self.fused not in FUSED_VARIANTS
+                                       or self.fn is None):
+            raise ConfigError(f"loss {self.name!r}: fused must be None or one of {FUSED_VARIANTS} for a ranking "
+                              f"loss with a function, got {self.fused!r}")
 
     @property
     def weight_param(self) -> HyperParam | None:
@@ -106,6 +142,40 @@ def register_loss(loss: FairnessLoss, *, overwrite: bool = False) -> FairnessLos
         raise ConfigError(f"a fairness loss named {loss.name!r} is already registered")
     _REGISTRY[loss.name] = loss
     return loss
+
+
+def unregister_loss(name: str) -> FairnessLoss | None:
+    """Remove the loss called ``name`` (a no-op for an unknown name); returns what was removed."""
+    return _REGISTRY.pop(name, None)
+
+
+@contextlib.contextmanager
+def temporary_loss(loss: FairnessLoss, *, overwrite: bool = False) -> Iterator[FairnessLoss]:
+    """Register ``loss`` for the ``with`` block; afterwards the name holds what it held before
+    (nothing, or the loss ``overwrite=True`` replaced). For tests and experiments."""
+    previous = _REGISTRY.get(loss.name)
+    register_loss(loss, overwrite=overwrite)
+    try:
+        yield loss
+    finally:
+        if previous is None:
+            _REGISTRY.pop(loss.name, None)
+        else:
+            _REGISTRY[loss.name] = previous
+
+
+@contextlib.contextmanager
+def registry_snapshot() -> Iterator[None]:
+    """Restore the whole registry (and whether the entry points were scanned) after the
+    ``with`` block, whatever it registered, removed or reloaded."""
+    global _entry_points_loaded
+    saved, scanned = dict(_REGISTRY), _entry_points_loaded
+    try:
+        yield
+    finally:
+        _REGISTRY.clear()
+        _REGISTRY.update(saved)
+        _entry_points_loaded = scanned
 
 
 def _load_entry_points() -> None:

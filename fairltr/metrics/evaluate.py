@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from fairltr.buckets import BucketedBatch, to_buckets
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, show_value
 from fairltr.errors import DataError
 from fairltr.metrics.exposure import exposure_per_query
@@ -95,18 +96,27 @@ def evaluate_batch(
     return aggregate(per_query_metrics(scores, batch, **kw))
 
 
+def _metric_columns(columns: RankingColumns | None, query: str, group: str, judgment: str) -> RankingColumns:
+    """The contract of a metric call: query, group and judgment columns all named."""
+    return resolve_columns(columns, query=query, group=group, judgment=judgment, item=None).require(
+        "group", "judgment", purpose="the ranking metrics")
+
+
 def score_buckets(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray | pd.Series | str,
     *,
-    query: str = "query_id",
-    group: str = "protected",
-    judgment: str = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str = UNSET,
+    judgment: str = UNSET,
 ) -> tuple[BucketedBatch, list[torch.Tensor]]:
     """Check ``scores`` (one finite number per row, or a column name) and pad the table's query,
-    group and judgment columns with them in length buckets; returns the buckets and the
-    per-bucket (Q_b, N_b) score tensors. Errors name the column, row and query."""
-    missing = [c for c in dict.fromkeys([query, group, judgment]) if c not in df.columns]
+    group and judgment columns (the column contract ``columns``, overridden by the loose name
+    keywords) with them in length buckets; returns the buckets and the per-bucket (Q_b, N_b)
+    score tensors. Errors name the column, row and query."""
+    c = _metric_columns(columns, query, group, judgment)
+    missing = [col for col in dict.fromkeys([c.query, c.group, c.judgment]) if col not in df.columns]
     if missing:
         raise DataError(f"missing column(s) {missing}; available columns: {list(df.columns)}")
     if isinstance(scores, str):
@@ -118,10 +128,11 @@ def score_buckets(
         raise DataError(f"got {len(s)} scores for {len(df)} rows")
     if not np.all(np.isfinite(s)):
         row = int(np.flatnonzero(~np.isfinite(s))[0])
-        raise DataError(f"score at row {row} is {s[row]} (query {show_value(df[query].iloc[row])}); scores must be finite")
-    frame = df[list(dict.fromkeys([query, group, judgment]))].copy()
+        raise DataError(f"score at row {row} is {s[row]} (query {show_value(df[c.query].iloc[row])}); "
+                        "scores must be finite")
+    frame = df[list(dict.fromkeys([c.query, c.group, c.judgment]))].copy()
     frame["__score__"] = s
-    buckets = to_buckets(frame, query=query, group=group, judgment=judgment, features=["__score__"])
+    buckets = to_buckets(frame, columns=c, features=["__score__"])
     return buckets, [b.features[..., 0] for b in buckets.batches]
 
 
@@ -129,14 +140,17 @@ def evaluate_ranking(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray | pd.Series | str,
     *,
-    query: str = "query_id",
-    group: str = "protected",
-    judgment: str = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str = UNSET,
+    judgment: str = UNSET,
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
 ) -> dict[str, float]:
-    """Metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries.
+    """Metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries;
+    ``columns`` names the query, group and judgment columns (default
+    :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose name keywords override it).
 
     Keys: ``ndcg_at_<k>``, ``precision_at_<k>``, ``selection_ratio_at_<k>`` (and ``mrr_at_<k>``,
     ``recall_at_<k>`` with ``retrieval=True``) for every k in ``k``, ``kendall_tau``,
@@ -145,7 +159,7 @@ def evaluate_ranking(
     (from that reported ``exposure_ratio`` R: 1 - min(R, 1/R) and max(0, 1 - R)); each with a
     ``<metric>_n_queries`` companion. Memory is proportional to the rows (length buckets).
     """
-    buckets, s = score_buckets(df, scores, query=query, group=group, judgment=judgment)
+    buckets, s = score_buckets(df, scores, columns=_metric_columns(columns, query, group, judgment))
     return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
 
 
@@ -153,19 +167,21 @@ def evaluate_with_table(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray | pd.Series | str,
     *,
-    query: str = "query_id",
-    group: str = "protected",
-    judgment: str = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str = UNSET,
+    judgment: str = UNSET,
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
 ) -> tuple[dict[str, float], pd.DataFrame]:
     """:func:`evaluate_ranking`'s dictionary and :func:`per_query_table`'s table from ONE pass of
     the per-query metrics (the averages are aggregated from the table's values)."""
-    buckets, s = score_buckets(df, scores, query=query, group=group, judgment=judgment)
+    c = _metric_columns(columns, query, group, judgment)
+    buckets, s = score_buckets(df, scores, columns=c)
     per_q = per_query_metrics(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
     table = pd.DataFrame({name: v.detach().cpu().to(torch.float64).numpy() for name, v in per_q.items()})
-    table.insert(0, query, buckets.query_ids)
+    table.insert(0, c.query, buckets.query_ids)
     return aggregate(per_q), table
 
 
@@ -173,15 +189,16 @@ def per_query_table(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray | pd.Series | str,
     *,
-    query: str = "query_id",
-    group: str = "protected",
-    judgment: str = "judgment",
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str = UNSET,
+    judgment: str = UNSET,
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
 ) -> pd.DataFrame:
-    """One row per query (table order of first appearance): the query id in column ``query``,
-    then every :func:`per_query_metrics` value (NaN where undefined). Memory proportional to the
-    rows (length buckets)."""
-    return evaluate_with_table(df, scores, query=query, group=group, judgment=judgment, k=k,
+    """One row per query (table order of first appearance): the query id in the contract's
+    query column, then every :func:`per_query_metrics` value (NaN where undefined). Memory
+    proportional to the rows (length buckets)."""
+    return evaluate_with_table(df, scores, columns=_metric_columns(columns, query, group, judgment), k=k,
                                exposure_k=exposure_k, retrieval=retrieval)[1]
