@@ -10,8 +10,10 @@ Usage (MLflow 3.17 needs a ``model_type`` or ``extra_metrics``; use ``"fair_rank
 
 Metrics are computed by :func:`fairltr.metrics.evaluate_ranking` (one implementation per
 formula); undefined (NaN) averages are not logged nor returned, so a gate on them fails closed.
-The run's metric list holds the values, fairness first; the ``<metric>_n_queries`` counts are
-returned in the result but logged as the table ``metric_counts.json``, not as metrics.
+The result's ``metrics`` (which MLflow also logs on the evaluated logged model) and the run's
+metric list hold the values, fairness first; the ``<metric>_n_queries`` counts are the table
+``metric_counts.json`` (the result's ``metric_counts`` artifact; :func:`metrics_with_counts`
+merges them back).
 Artifacts: ``exposure_by_position.png`` (DELTR Figure 2), ``per_query_relevance_exposure.png``
 (Figure 1 drawn per query), ``per_query_metrics.csv``, ``metric_counts.json`` and
 ``fairness_report.html`` (titled by the config's ``title``, else by its ``model_uri`` and
@@ -24,6 +26,7 @@ regressors and classifiers never run it.
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from pathlib import Path
@@ -36,9 +39,11 @@ from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 
 from fairltr.errors import ConfigError, DataError
 
-__all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_output", "evaluate_frame", "report_title"]
+__all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_output", "evaluate_frame", "report_title",
+           "metrics_with_counts", "COUNTS_KEY"]
 
 MODEL_TYPE = "fair_ranking"
+COUNTS_KEY = "metric_counts"  # the result's artifact holding the number of queries behind each metric
 CONFIG_KEYS = ("query", "group", "judgment")
 _DEFAULTS = {"query": "query_id", "group": "protected", "judgment": "judgment"}
 
@@ -94,6 +99,18 @@ def _signature_columns(model, df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def metrics_with_counts(result: EvaluationResult) -> dict[str, float]:
+    """The evaluation's metrics with their ``<metric>_n_queries`` counts (which the
+    ``metric_counts`` artifact of the result holds; they are not run metrics)."""
+    out = {k: float(v) for k, v in result.metrics.items()}
+    artifact = (result.artifacts or {}).get(COUNTS_KEY)
+    content = getattr(artifact, "content", None) if artifact is not None else None
+    for key, n in ((content or {}).get("n_queries") or {}).items():
+        if isinstance(n, (int, float)) and not isinstance(n, bool):
+            out[f"{key}_n_queries"] = float(n)
+    return out
+
+
 def report_title(config: Mapping[str, Any], n_rows: int, n_queries: int) -> tuple[str, str]:
     """(title, subtitle) of the evaluation report: ``config["title"]``, else "Evaluation of
     <model_uri> on <data>" from the config's ``model_uri`` and ``data`` (a file path) keys."""
@@ -130,8 +147,10 @@ class FairRankingEvaluator(ModelEvaluator):
     ) -> EvaluationResult:
         from mlflow import MlflowClient
         from mlflow.models.evaluation.artifacts import (
-            CsvEvaluationArtifact, ImageEvaluationArtifact, TextEvaluationArtifact,
+            CsvEvaluationArtifact, ImageEvaluationArtifact, JsonEvaluationArtifact, TextEvaluationArtifact,
         )
+
+        from fairltr.tracking.report import split_counts
 
         config = dict(evaluator_config or {})
         df = self._frame(dataset, config)
@@ -142,8 +161,9 @@ class FairRankingEvaluator(ModelEvaluator):
 
         client = MlflowClient()
         artifacts: dict[str, Any] = {}
+        values, counts = split_counts(metrics)
         if run_id is not None:
-            from fairltr.tracking.logging import log_result_metrics
+            from fairltr.tracking.logging import COUNTS_ARTIFACT, log_result_metrics
 
             base = client.get_run(run_id).info.artifact_uri.rstrip("/")
             kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".html": TextEvaluationArtifact}
@@ -153,9 +173,16 @@ class FairRankingEvaluator(ModelEvaluator):
                 if config.get("log_artifacts", True):
                     paths = self._write_artifacts(Path(tmp), df, scores, metrics, per_query, config)
                     artifacts = {p.stem: kinds[p.suffix](uri=f"{base}/{p.name}") for p in paths}
+                if (Path(tmp) / COUNTS_ARTIFACT).is_file():
+                    content = json.loads((Path(tmp) / COUNTS_ARTIFACT).read_text(encoding="utf-8"))
+                    artifacts[COUNTS_KEY] = JsonEvaluationArtifact(uri=f"{base}/{COUNTS_ARTIFACT}", content=content)
                 if any(Path(tmp).iterdir()):
                     client.log_artifacts(run_id, tmp)  # one upload call
-        return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
+        else:
+            artifacts[COUNTS_KEY] = JsonEvaluationArtifact(uri="", content={"n_queries": counts})
+        # the result's metrics are what MLflow logs as the run's metrics (and on the evaluated
+        # logged model): the values only; the counts are the metric_counts artifact
+        return EvaluationResult(metrics=values, artifacts=artifacts, run_id=run_id)
 
     # ------------------------------------------------------------------ helpers
     @staticmethod

@@ -253,9 +253,11 @@ def evaluate_model_uri(
     from. The run records what was evaluated on what: params ``model_uri``, ``data``, the
     columns and cut-offs; the data as an MLflow dataset named by its file (``mlflow.data``,
     logged as the evaluation's input); a description naming the fairness metrics; the report
-    is titled with the model URI and the data file. Returns (finite metrics, run id)."""
+    is titled with the model URI and the data file. Returns (finite metrics with their
+``<metric>_n_queries`` counts, run id)."""
     import mlflow
 
+    from fairltr.tracking.evaluator import metrics_with_counts
     from fairltr.tracking.logging import dataset_of, metrics_description
     from fairltr.tracking.runs import log_params
 
@@ -277,7 +279,7 @@ def evaluate_model_uri(
             model, dataset, model_type="fair_ranking", evaluators=["fair_ranking"],
             evaluator_config={"fair_ranking": dict(config)},
         )
-        metrics = {k: float(v) for k, v in result.metrics.items() if _finite(v)}
+        metrics = {k: v for k, v in metrics_with_counts(result).items() if _finite(v)}
         data_name = dataset.name
         mlflow.set_tag("mlflow.note.content", metrics_description(
             metrics, lead=f"Evaluation of `{label}` on `{data_name}` ({len(data)} rows)."))

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from fairltr import DELTR, evaluate_ranking
-from fairltr.tracking.evaluator import FairRankingEvaluator
+from fairltr.tracking.evaluator import FairRankingEvaluator, metrics_with_counts
 
 CONFIG = {"query": "query_id", "group": "protected", "judgment": "judgment"}
 
@@ -59,11 +59,15 @@ def test_evaluate_logged_ranker(mlflow_tracking, tiny_rankings):
         result = mlflow.models.evaluate(uri, test, model_type="fair_ranking", evaluators=["fair_ranking"],
                                         evaluator_config={"fair_ranking": CONFIG})
     expected = evaluate_ranking(test, model.predict(test))
-    _same_finite(result.metrics, expected)
+    _same_finite(metrics_with_counts(result), expected)
     logged = mlflow.MlflowClient().get_run(run.info.run_id)
     assert logged.data.metrics["exposure_ratio"] == pytest.approx(expected["exposure_ratio"])
+    # counts are a table, not metrics: neither the run nor the result (which MLflow also logs
+    # on the evaluated logged model) lists them
+    assert not any(k.endswith("_n_queries") for k in [*logged.data.metrics, *result.metrics])
+    assert list(logged.data.metrics)[:2] == ["exposure_ratio", "exposure_disparity"]
     names = {f.path for f in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
-    assert {"exposure_by_position.png", "fairness_report.html", "per_query_metrics.csv"} <= names
+    assert {"exposure_by_position.png", "fairness_report.html", "per_query_metrics.csv", "metric_counts.json"} <= names
     assert {"exposure_by_position", "fairness_report"} <= set(result.artifacts)
     per_query = result.artifacts["per_query_metrics"].content
     assert len(per_query) == test["query_id"].nunique()
@@ -83,7 +87,7 @@ def test_static_predictions_and_targets(mlflow_tracking, tiny_rankings):
                                         evaluators=["fair_ranking"],
                                         evaluator_config={"fair_ranking": {**CONFIG, "k": [3], "log_artifacts": False}})
     expected = evaluate_ranking(test, scores, k=(3,))
-    _same_finite(result.metrics, expected)
+    _same_finite(metrics_with_counts(result), expected)
     assert "ndcg_at_10" not in result.metrics and "ndcg_at_3" in result.metrics
 
 

@@ -3,6 +3,8 @@ the per-query table, the report's direction labels, and gates checked on the eva
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -24,8 +26,13 @@ def test_evaluator_reports_parity_metrics(mlflow_tracking, tiny_rankings):
         result = mlflow.models.evaluate(data=test.assign(score=scores), predictions="score", model_type="fair_ranking",
                                         evaluators=["fair_ranking"],
                                         evaluator_config={"fair_ranking": {**CONFIG, "k": [5, 10]}})
-    m = result.metrics
+    from fairltr.tracking.evaluator import metrics_with_counts
+
+    assert not any(k.endswith("_n_queries") for k in result.metrics)  # counts are a table, not metrics
+    m = metrics_with_counts(result)
     expected = evaluate_ranking(test, scores, k=(5, 10))
+    assert {k: v for k, v in m.items() if k.endswith("_n_queries")} == {
+        k: v for k, v in expected.items() if k.endswith("_n_queries") and math.isfinite(v)}
     for key in ("exposure_disparity", "exposure_shortfall", "selection_ratio_at_5", "selection_ratio_at_10",
                 "selection_ratio_at_10_n_queries"):
         assert m[key] == pytest.approx(expected[key], abs=1e-12), key

@@ -87,6 +87,31 @@ def test_gates_pass_and_move_the_alias(registered):
     assert json.loads(tags["fairltr.promotion.gates"]) == ["exposure_ratio>=champion+0.05", "kendall_tau>=champion-0.5"]
     assert tags["fairltr.promotion.time"].endswith("+00:00")
 
+    # what a person reads: the version's one-line description, the promotion run's metrics
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    description = client.get_model_version(name, "2").description
+    assert description.startswith("PROMOTED to @champion (") and "2 of 2 gates passed" in description
+    assert "replaces v1" in description and "\n" not in description
+    run = client.get_run(tags["fairltr.promotion.evaluation_run"])
+    m = run.data.metrics
+    assert m["candidate/exposure_ratio"] == pytest.approx(values["exposure_ratio"])
+    champion_values = json.loads(tags["fairltr.promotion.champion_values"])
+    assert m["champion/exposure_ratio"] == pytest.approx(champion_values["exposure_ratio"])
+    assert m["gate_lower/exposure_ratio"] == pytest.approx(champion_values["exposure_ratio"] + 0.05)
+    assert m["gate_lower/kendall_tau"] == pytest.approx(champion_values["kendall_tau"] - 0.5)
+    assert (m["gates_passed"], m["gates_failed"], m["promoted"]) == (2.0, 0.0, 1.0)
+    assert run.data.params["data"] == str(data)
+    assert "PROMOTED" in run.data.tags["mlflow.note.content"]
+    # its nested evaluation runs say what was evaluated on what
+    children = client.search_runs([run.info.experiment_id], f"tags.mlflow.parentRunId = '{run.info.run_id}'")
+    assert {c.data.params["model_uri"] for c in children} == {f"models:/{name}/1", f"models:/{name}/2"}
+    for child in children:
+        assert child.data.params["data"] == str(data)
+        assert [i.dataset.name for i in child.inputs.dataset_inputs] == [data.name]
+        assert not any(k.endswith("_n_queries") for k in child.data.metrics)
+
 
 def test_failing_gate_keeps_the_alias(registered):
     name, data, metrics = registered
@@ -104,6 +129,14 @@ def test_failing_gate_keeps_the_alias(registered):
     tags = _tags(name, "1")
     assert tags["fairltr.promotion.verdict"] == "rejected"
     assert tags["fairltr.promotion.champion_after"] == "2"
+    # a rejected version does not read as if it held the alias
+    assert "fairltr.promotion.alias" not in tags and tags["fairltr.promotion.requested_alias"] == "champion"
+    import mlflow
+
+    description = mlflow.MlflowClient().get_model_version(name, "1").description
+    assert description.startswith("REJECTED for @champion (") and "1 of 2 gates passed" in description
+    assert "exposure_ratio>=champion-0.01 failed (exposure_ratio " in description
+    assert description.endswith("@champion stays v2.")
 
 
 def test_missing_metric_fails_closed(registered):

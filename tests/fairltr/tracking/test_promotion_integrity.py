@@ -243,7 +243,9 @@ def test_decision_tags_are_valid_json_within_the_limit():
     summary = json.loads(tags["fairltr.promotion.results"])
     assert summary["n_gates"] == 399 and summary["n_failed"] == 133
     key, value = d.model_tag()
-    assert len(value) <= TAG_LIMIT and json.loads(value)["verdict"] == "rejected"
+    assert len(value) <= TAG_LIMIT and value.startswith("v3 REJECTED for @champion")
+    assert "\n" not in d.description() and len(d.description()) <= TAG_LIMIT
+    assert "266 of 399 gates passed" in d.description() and "+129 more" in d.description()
     small = PromotionDecision(model="m", version="3", alias="champion", verdict="promoted", results=results[:2],
                               champion_before=None, champion_after="3", time="t", decision_id="abc")
     assert [r["gate"] for r in json.loads(small.version_tags()["fairltr.promotion.results"])] == [r.gate for r in results[:2]]
