@@ -68,3 +68,27 @@ def test_figure1_one_panel_per_dataset_with_paper_markers():
     assert [a.get_title() for a in axes] == ["law-race", "trec"]
     # per panel: the gamma path line + (ours + paper) marker per setting
     assert len(axes[0].lines) == 1 + 2 * 3 + 1  # + the y=1 reference line
+
+
+def test_figure1_names_every_setting_once_in_the_legend_without_point_labels():
+    """Text beside the points overlapped into unreadable labels, and the legend gave every DELTR
+    setting gamma=0's colour: now each setting has its own (colour, marker), named once."""
+    from fairltr.workflows.deltr_paper import default_settings, figure1, figure1_style
+
+    settings = [s.name for s in default_settings(DATASETS["law-race"])]
+    rows = [{"dataset": ds, "setting": s, "kendall_tau": 0.2 + 0.001 * i, "exposure_ratio": 0.9 + 0.001 * i,
+             "paper_kendall_tau": math.nan, "paper_exposure_ratio": math.nan}
+            for ds in ("law-race", "trec") for i, s in enumerate(settings)]
+    fig = figure1(pd.DataFrame(rows))
+    assert all(not ax.texts for ax in fig.get_axes())  # no annotation can overlap
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    names = [figure1_style(s)[0] for s in settings]
+    assert len(set(names)) == len(settings) and set(names) <= set(labels)
+    assert not any("gamma=" in n and n != "gamma=0" for n in labels)  # no per-dataset gamma in the legend
+    styles = {figure1_style(s)[1:] for s in settings}
+    assert len(styles) == len(settings)  # DELTR small/large no longer share gamma=0's look
+    handles = dict(zip(labels, fig.legends[0].legend_handles))
+    assert handles["DELTR large"].get_color() != handles["gamma=0"].get_color()
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
