@@ -1,0 +1,107 @@
+"""What a person sees, checked in a real browser: headless Chromium renders a quickstart run's
+HTML report (the artifact file) and its MLflow UI run page (a JavaScript app, rendered before
+the DOM is read), and the exposure headline and the fairness metrics must be in the rendered
+pages — with the fairness metrics at the top of the run page's metric list.
+
+Skipped only on a developer machine without Chromium; under CI (``CI`` set) a missing browser
+fails the test (``.ci/run`` installs Debian's ``chromium``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+FAIRNESS_KEYS = ("exposure_ratio", "exposure_disparity", "exposure_shortfall", "selection_ratio_at_10")
+HEADLINE = "Exposure: the protected group receives"
+BUDGETS_MS = (8_000, 20_000, 45_000)  # virtual time the page may take to render, tried in turn
+
+
+def chromium_binary() -> str:
+    """The Chromium executable; skip without one, except under CI, where that is a failure."""
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("CI"):
+        pytest.fail("Chromium is not installed, and CI must run the browser test (.ci/run installs it with apt)")
+    pytest.skip("Chromium is not installed (apt-get install chromium); CI runs this test")
+
+
+def render_dom(browser: str, url: str, profile: Path, budget_ms: int) -> str:
+    """The DOM of ``url`` after ``budget_ms`` of virtual time in headless Chromium (fresh profile,
+    no network beyond the page's own server)."""
+    profile.mkdir(parents=True, exist_ok=True)
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1400,2400",
+           f"--virtual-time-budget={budget_ms}", "--dump-dom", url]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def rendered(browser: str, url: str, tmp_path: Path, ready) -> str:
+    """Render ``url`` with growing virtual-time budgets until ``ready(dom)``; the last DOM."""
+    dom = ""
+    for i, budget in enumerate(BUDGETS_MS):
+        dom = render_dom(browser, url, tmp_path / f"profile-{uuid.uuid4().hex[:8]}-{i}", budget)
+        if ready(dom):
+            break
+    return dom
+
+
+def _text(dom: str) -> str:
+    """Visible text of a DOM (tags dropped, entities of interest decoded, spaces collapsed)."""
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", dom, flags=re.S)
+    text = re.sub(r"<[^>]+>", " ", text).replace("&nbsp;", " ").replace("&amp;", "&")
+    return " ".join(text.split())
+
+
+def test_quickstart_report_and_run_page_in_a_browser(mlflow_server, mlflow_tracking, tmp_path):
+    import mlflow
+
+    from fairltr.cli import cli
+
+    browser = chromium_binary()
+    experiment = f"browser-{uuid.uuid4().hex[:8]}"
+    result = CliRunner().invoke(cli, ["quickstart", "--queries", "24", "--candidates", "20", "--out",
+                                      str(tmp_path / "out"), "--experiment", experiment])
+    assert result.exit_code == 0, result.output
+    exp = mlflow.get_experiment_by_name(experiment)
+    (run,) = mlflow.search_runs([exp.experiment_id], filter_string="tags.mlflow.runName LIKE 'DELTR%'",
+                                output_format="list")
+    metrics = run.data.metrics
+
+    # 1. the HTML report artifact, opened as a file
+    report = Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="fairness_report.html",
+                                                      dst_path=str(tmp_path / "report")))
+    dom = rendered(browser, report.resolve().as_uri(), tmp_path, lambda d: "exposure-headline" in d)
+    text = _text(dom)
+    headline = re.search(r'<p id="exposure-headline"[^>]*>(.*?)</p>', dom, re.S)
+    assert headline, dom[:2000]
+    assert HEADLINE in _text(headline.group(1))
+    assert f"{metrics['exposure_ratio']:.3f} times" in _text(headline.group(1))
+    for key in FAIRNESS_KEYS:
+        assert re.search(rf"{key} {re.escape(f'{metrics[key]:.4g}')} fairness", text), key
+    assert "_n_queries" not in text
+
+    # 2. the MLflow UI's run page (rendered by its JavaScript)
+    url = f"{mlflow_server.uri}/#/experiments/{exp.experiment_id}/runs/{run.info.run_id}"
+    dom = rendered(browser, url, tmp_path, lambda d: HEADLINE in _text(d) and "Parameters (" in _text(d))
+    text = _text(dom)
+    assert run.info.run_name in text, text[:2000]
+    assert HEADLINE in text  # the run description
+    section = re.search(r"Metrics \((\d+)\)(.*?)Parameters \(", text, re.S)
+    assert section, text[:3000]
+    assert int(section.group(1)) == len(metrics)  # no *_n_queries counts among them
+    listed = re.findall(r"([a-z][a-z0-9_]*) (-?\d[\d.e+-]*)", section.group(2))
+    table = [name for name, value in listed if name in metrics and float(value) == pytest.approx(metrics[name])]
+    assert table[:4] == list(FAIRNESS_KEYS), table  # the fairness metrics head the list, with their values
+    assert not any(name.endswith("_n_queries") for name in metrics)
