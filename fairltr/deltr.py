@@ -3,15 +3,23 @@
 Full-batch over queries padded in length buckets (no per-query loop; memory proportional to the rows),
 deterministic for a seed, on CPU or CUDA.
 Weights are saved as JSON or safetensors (never pickle).
+
+:class:`DELTR` follows scikit-learn's estimator contract (without depending on scikit-learn):
+``__init__`` stores its arguments verbatim; :meth:`~DELTR.get_params` / :meth:`~DELTR.set_params`
+are read from the signature, so ``sklearn.base.clone`` works; validation and derived defaults
+(``max_iter_``, ``lr_``) happen in ``fit``; fitted attributes end in ``_`` and exist only after
+``fit`` or :meth:`~DELTR.load`; an unfitted model raises :class:`~fairltr.errors.NotFittedError`.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import math
 import numbers
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -20,17 +28,24 @@ import pandas as pd
 import torch
 
 from fairltr.buckets import BucketedBatch, split_batch, to_buckets
-from fairltr.data import (ORIGIN_KEY, RankingBatch, check_column_roles, frame_source, numeric_matrix, query_codes,
-                          select_features, show_value)
-from fairltr.errors import ConfigError, DataError, one_line
+from fairltr.columns import DEFAULT_COLUMNS, UNSET, RankingColumns, resolve_columns
+from fairltr.data import (NAMES_ONLY, ORIGIN_KEY, RankingBatch, frame_source, numeric_matrix, positions_in_query,
+                          query_codes, score_order, select_features, show_value)
+from fairltr.errors import ConfigError, DataError, NotFittedError, one_line
 from fairltr.files import atomic_write_bytes, atomic_write_text, check_writable
+from fairltr.losses.builtin import GAMMA
 from fairltr.losses.linear import LinearDELTRObjective, fused_variant
 from fairltr.losses.objective import ObjectiveTerms, deltr_objective
 from fairltr.losses.registry import get_loss
 
-__all__ = ["DELTR", "resolve_device", "rank_frame"]
+__all__ = ["DELTR", "DELTRSettings", "resolve_device", "rank_frame"]
 
 FORMAT_VERSION = 1
+
+DEFAULT_MAX_ITER = {"lbfgs": 200, "adam": 3000}
+"""``max_iter=None``: iterations of each optimizer."""
+DEFAULT_LR = {"lbfgs": 1.0, "adam": 0.01}
+"""``lr=None``: step size of each optimizer."""
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -40,31 +55,66 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return torch.device(device)
 
 
-def rank_frame(df: pd.DataFrame, scores: np.ndarray, query: str, score_col: str = "score") -> pd.DataFrame:
+def rank_frame(
+    df: pd.DataFrame, scores: np.ndarray, query: str = UNSET, score_col: str = "score", *,
+    columns: RankingColumns | None = None,
+) -> pd.DataFrame:
     """``df`` with ``score`` and 1-based ``rank`` columns, sorted by decreasing score within each
-    query; queries stay in order of first appearance and are never mixed; ties keep input order."""
-    codes, _ = query_codes(df, query)
-    order = np.lexsort((np.arange(len(df)), -np.asarray(scores, dtype=np.float64), codes))
+    query (the contract's query column; ``query`` overrides it); queries stay in order of first
+    appearance and are never mixed; ties keep input order."""
+    c = resolve_columns(columns, query=query, defaults=NAMES_ONLY)
+    codes, _ = query_codes(df, c.query)
+    s = np.asarray(scores, dtype=np.float64)
+    order = score_order(codes, s)
     out = df.iloc[order].copy()
-    out[score_col] = np.asarray(scores, dtype=np.float64)[order]
-    out["rank"] = out.groupby(codes[order], sort=False).cumcount().to_numpy() + 1
+    out[score_col] = s[order]
+    out["rank"] = positions_in_query(codes[order])[0] + 1
     out.attrs.pop(ORIGIN_KEY, None)  # rows are re-ordered and re-indexed: the reader's line map no longer applies
     return out.reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class DELTRSettings:
+    """A :class:`DELTR`'s parameters after validation, with the derived defaults filled in:
+    what ``fit`` trains with. ``columns`` is the column contract (``protected`` folded in)."""
+
+    gamma: float
+    columns: RankingColumns
+    l2: float
+    tol: float
+    max_iter: int
+    lr: float
 
 
 class DELTR:
     """Disparate Exposure Learning to Rank (Zehlike et al.) with a linear scoring function.
 
-    Objective: sum_q ListNet_q + gamma * U_q + l2 * ||w||^2 (SPEC §2); ``gamma=0`` is standard
-    ListNet. The group column (``protected``) is a feature by default, as in the paper's
+    Objective: sum_q ListNet_q + gamma * U_q + l2 * ||w||^2, where U_q is the registered ranking
+    fairness loss ``fairness_loss`` (DELTR's squared hinge on the exposure gap by default);
+    ``gamma=0`` is standard ListNet. The group column is a feature by default, as in the paper's
     "standard" ranker; ``colorblind=True`` removes it from the features. Every other column
     except the query, judgment and item columns must be numeric (see :meth:`fit`).
+
+    Columns: ``columns`` (a :class:`~fairltr.columns.RankingColumns`, default
+    :data:`~fairltr.columns.DEFAULT_COLUMNS`) names the query, group, judgment and item columns.
+    ``protected`` is the older way to name the group column and stays accepted: without
+    ``columns`` the contract is the default one with ``group=protected``; with ``columns``,
+    ``columns.group`` is the group column and ``protected`` must be left at its default or name
+    the same column (anything else is a :class:`ConfigError` at ``fit``). Both are stored as
+    given, so ``get_params`` / ``clone`` round-trip them; the contract a fit used is ``columns_``.
+
+    ``max_iter=None`` / ``lr=None``: the optimizer's defaults (:data:`DEFAULT_MAX_ITER`,
+    :data:`DEFAULT_LR`), resolved at ``fit`` into ``max_iter_`` / ``lr_``.
+
+    Fitted attributes: ``columns_``, ``feature_names_``, ``weights_`` (standardised units),
+    ``mean_``, ``scale_``, ``n_iter_``, ``history_`` (one record per iteration; ``history`` is a
+    read-only alias), ``max_iter_``, ``lr_``; ``query_`` and ``judgment_`` read ``columns_``.
     """
 
     def __init__(
         self,
         gamma: float,
-        protected: str = "protected",
+        protected: str = DEFAULT_COLUMNS.group,
         colorblind: bool = False,
         standardize: bool = True,
         l2: float = 0.0,
@@ -77,73 +127,182 @@ class DELTR:
         fairness_loss: str = "exposure_hinge",
         reduce: str = "max",
         dtype: torch.dtype = torch.float64,
+        columns: RankingColumns | None = None,
     ) -> None:
-        if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not math.isfinite(gamma) or gamma < 0:
-            raise ConfigError(f"gamma must be a finite number >= 0, got {gamma!r}")
-        if not isinstance(tol, numbers.Real) or not tol >= 0:
-            raise ConfigError(f"tol must be a number >= 0, got {tol!r}")
-        if optimizer not in ("lbfgs", "adam"):
-            raise ConfigError(f"optimizer must be 'lbfgs' or 'adam', got {optimizer!r}")
-        if l2 < 0:
-            raise ConfigError(f"l2 must be >= 0, got {l2}")
-        if max_iter is not None and max_iter < 1:
-            raise ConfigError(f"max_iter must be >= 1, got {max_iter}")
-        if lr is not None and not lr > 0:
-            raise ConfigError(f"lr must be > 0, got {lr}")
-        if reduce not in ("max", "mean"):
-            raise ConfigError(f"reduce must be 'max' or 'mean', got {reduce!r}")
-        if get_loss(fairness_loss).kind != "ranking":
-            raise ConfigError(f"fairness_loss {fairness_loss!r} is not a ranking loss")
-        self.gamma = float(gamma)
+        self.gamma = gamma
         self.protected = protected
         self.colorblind = colorblind
         self.standardize = standardize
-        self.l2 = float(l2)
+        self.l2 = l2
         self.optimizer = optimizer
-        self.max_iter = max_iter if max_iter is not None else (200 if optimizer == "lbfgs" else 3000)
-        self.lr = lr if lr is not None else (1.0 if optimizer == "lbfgs" else 0.01)
-        self.tol = float(tol)
+        self.max_iter = max_iter
+        self.lr = lr
+        self.tol = tol
         self.seed = seed
         self.device = device
         self.fairness_loss = fairness_loss
         self.reduce = reduce
         self.dtype = dtype
-        self.history: list[dict[str, float]] = []
-        self.weights_: np.ndarray | None = None
-        self.feature_names_: list[str] = []
-        self.mean_: np.ndarray | None = None
-        self.scale_: np.ndarray | None = None
-        self.query_: str = "query_id"
-        self.judgment_: str = "judgment"
-        self.n_iter_: int = 0
+        self.columns = columns
 
-    # ------------------------------------------------------------------ config
-    def get_params(self) -> dict[str, Any]:
-        """Constructor arguments (JSON-serialisable), as logged to MLflow."""
+    # ------------------------------------------------------------------ parameters
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The constructor's parameter names, in signature order (scikit-learn's rule: no
+        ``*args``; every parameter is stored under its own name)."""
+        names = []
+        for p in inspect.signature(cls.__init__).parameters.values():
+            if p.name == "self" or p.kind == p.VAR_KEYWORD:
+                continue
+            if p.kind == p.VAR_POSITIONAL:
+                raise TypeError(f"{cls.__name__}.__init__ may not take *{p.name} (scikit-learn estimator contract)")
+            names.append(p.name)
+        return names
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments exactly as given (scikit-learn's contract; see
+        :meth:`effective_params` for the validated, JSON-serialisable form). ``deep=True`` also
+        lists ``<name>__<key>`` for a parameter that has ``get_params`` itself."""
+        out: dict[str, Any] = {}
+        for name in self._param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params: Any) -> "DELTR":
+        """Set constructor parameters by name, stored as given (checked at ``fit``); returns self.
+        An unknown name is a :class:`ConfigError`."""
+        valid = set(self._param_names())
+        for name, value in params.items():
+            if name not in valid:
+                raise ConfigError(f"invalid parameter {name!r} for DELTR; valid parameters: {sorted(valid)}")
+            setattr(self, name, value)
+        return self
+
+    def settings(self) -> DELTRSettings:
+        """Validate the parameters and fill in the derived defaults (what ``fit`` uses). Every
+        problem is a :class:`ConfigError` stating the allowed values; gamma is checked by the
+        loss registry's declaration (:data:`~fairltr.losses.builtin.GAMMA`)."""
+        gamma = GAMMA.validate(self.gamma)
+        tol = self.tol
+        if not isinstance(tol, numbers.Real) or not tol >= 0:
+            raise ConfigError(f"tol must be a number >= 0, got {tol!r}")
+        if self.optimizer not in ("lbfgs", "adam"):
+            raise ConfigError(f"optimizer must be 'lbfgs' or 'adam', got {self.optimizer!r}")
+        if self.l2 < 0:
+            raise ConfigError(f"l2 must be >= 0, got {self.l2}")
+        if self.max_iter is not None and self.max_iter < 1:
+            raise ConfigError(f"max_iter must be >= 1, got {self.max_iter}")
+        if self.lr is not None and not self.lr > 0:
+            raise ConfigError(f"lr must be > 0, got {self.lr}")
+        if self.reduce not in ("max", "mean"):
+            raise ConfigError(f"reduce must be 'max' or 'mean', got {self.reduce!r}")
+        if get_loss(self.fairness_loss).kind != "ranking":
+            raise ConfigError(f"fairness_loss {self.fairness_loss!r} is not a ranking loss")
+        return DELTRSettings(
+            gamma=gamma, columns=self._contract(), l2=float(self.l2), tol=float(tol),
+            max_iter=int(self.max_iter) if self.max_iter is not None else DEFAULT_MAX_ITER[self.optimizer],
+            lr=float(self.lr) if self.lr is not None else DEFAULT_LR[self.optimizer],
+        )
+
+    def _contract(self) -> RankingColumns:
+        """The column contract of the parameters: ``columns`` with ``protected`` folded in."""
+        if self.columns is None:
+            c = resolve_columns(None, group=self.protected)
+        else:
+            c = resolve_columns(self.columns)
+            if self.protected not in (DEFAULT_COLUMNS.group, c.group):
+                raise ConfigError(f"protected={self.protected!r} and columns.group={c.group!r} name different group "
+                                  "columns; name the group once, in columns")
+        return c.require("group", "judgment", purpose="DELTR")
+
+    def effective_params(self) -> dict[str, Any]:
+        """The parameters as a model file stores them and MLflow logs them: validated, derived
+        defaults filled in (``max_iter``, ``lr``), the group column under ``protected``, device
+        and dtype as text; JSON-serialisable. The query and judgment columns are the fitted
+        ``columns_`` (a model file keeps them beside these)."""
+        s = self.settings()
         return {
-            "gamma": self.gamma, "protected": self.protected, "colorblind": self.colorblind,
-            "standardize": self.standardize, "l2": self.l2, "optimizer": self.optimizer,
-            "max_iter": self.max_iter, "lr": self.lr, "tol": self.tol, "seed": self.seed,
-            "device": str(self.device), "fairness_loss": self.fairness_loss, "reduce": self.reduce,
+            "gamma": s.gamma, "protected": s.columns.group, "colorblind": self.colorblind,
+            "standardize": self.standardize, "l2": s.l2, "optimizer": self.optimizer, "max_iter": s.max_iter,
+            "lr": s.lr, "tol": s.tol, "seed": self.seed, "device": str(self.device),
+            "fairness_loss": self.fairness_loss, "reduce": self.reduce,
             "dtype": str(self.dtype).replace("torch.", ""),
         }
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"DELTR({args})"
 
+    # ------------------------------------------------------------------ fitted state
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "weights_")
+
+    def check_fitted(self) -> None:
+        """Raise :class:`NotFittedError` unless the model was fitted or loaded."""
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError("this DELTR model is not fitted yet: call fit() or DELTR.load()")
+
+    _check_fitted = check_fitted  # the name fairltr.tracking.pyfunc calls
+
+    @property
+    def history(self) -> list[dict[str, float]]:
+        """Read-only alias of ``history_``."""
+        self.check_fitted()
+        return self.history_
+
+    @property
+    def query_(self) -> str:
+        """The query column of the fitted contract (``columns_.query``)."""
+        self.check_fitted()
+        return self.columns_.query
+
+    @property
+    def judgment_(self) -> str:
+        """The judgment column of the fitted contract (``columns_.judgment``)."""
+        self.check_fitted()
+        return self.columns_.judgment
+
+    def set_fitted_state(
+        self,
+        *,
+        columns: RankingColumns,
+        feature_names: Sequence[str],
+        weights: np.ndarray,
+        mean: np.ndarray,
+        scale: np.ndarray,
+        n_iter: int,
+        history: Sequence[dict[str, float]],
+    ) -> "DELTR":
+        """Make this model the fitted model given by its parts (weights in standardised units:
+        score = ((x - mean) / scale) @ weights), as ``fit`` would leave it; for trainers outside
+        this class (the Lightning engine) and :meth:`load`. The parameters are validated first
+        (``max_iter_`` / ``lr_`` come from them). Returns self."""
+        s = self.settings()
+        names = list(feature_names)
+        arrays = [np.asarray(a, dtype=np.float64).copy() for a in (weights, mean, scale)]
+        if not names or any(a.shape != (len(names),) for a in arrays):
+            raise DataError(f"fitted state: weights, mean and scale need one value per feature ({len(names)}), "
+                            f"got shapes {[a.shape for a in arrays]}")
+        self.columns_ = columns
+        self.feature_names_ = names
+        self.weights_, self.mean_, self.scale_ = arrays
+        self.n_iter_ = int(n_iter)
+        self.history_ = [dict(rec) for rec in history]
+        self.max_iter_, self.lr_ = s.max_iter, s.lr
+        return self
+
     # ------------------------------------------------------------------ features
-    def _select_features(
-        self, df: pd.DataFrame, query: str, judgment: str, features: Sequence[str] | None, item: str | None = None
-    ) -> list[str]:
+    def _select_features(self, df: pd.DataFrame, columns: RankingColumns, features: Sequence[str] | None) -> list[str]:
         """:func:`fairltr.data.select_features`, minus the group column when colorblind."""
-        chosen = select_features(df, query=query, judgment=judgment, item=item, group=self.protected,
-                                 features=features)
+        chosen = select_features(df, columns=columns, features=features)
         if self.colorblind:
-            chosen = [f for f in chosen if f != self.protected]
+            chosen = [f for f in chosen if f != columns.group]
         if not chosen:
             raise DataError(f"{frame_source(df) or 'the training table'}: no feature columns to train on "
-                            f"(colorblind drops the group column {self.protected!r})")
+                            f"(colorblind drops the group column {columns.group!r})")
         return chosen
 
     def _design(self, df: pd.DataFrame) -> np.ndarray:
@@ -157,11 +316,12 @@ class DELTR:
         query = self.query_ if self.query_ in df.columns else None
         return numeric_matrix(df, self.feature_names_, query=query)
 
-    def _check_fairness_signal(self, batches: RankingBatch | Sequence[RankingBatch], where: str | None) -> None:
+    def _check_fairness_signal(self, batches: RankingBatch | Sequence[RankingBatch], where: str | None,
+                               settings: DELTRSettings) -> None:
         """With gamma > 0 the fairness term needs protected (group >= 1) and non-protected
         candidates, and the exposure losses a query holding both; else it is 0 everywhere.
         ``batches``: one padded batch or the length buckets of one table."""
-        if self.gamma == 0 or self.fairness_loss == "none":
+        if settings.gamma == 0 or self.fairness_loss == "none":
             return
         if isinstance(batches, RankingBatch):
             batches = [batches]
@@ -174,17 +334,18 @@ class DELTR:
             any_unprotected |= bool(has_u.any())
             any_mixed |= bool((has_p & has_u).any())
         prefix = f"{where}: " if where else ""
-        advice = f"use gamma 0 or a different group column (--group; now {self.protected!r})"
-        useless = f"so the fairness term would be 0 everywhere and gamma={self.gamma:g} would do nothing; {advice}"
+        group = settings.columns.group
+        advice = f"use gamma 0 or a different group column (--group; now {group!r})"
+        useless = f"so the fairness term would be 0 everywhere and gamma={settings.gamma:g} would do nothing; {advice}"
         if not any_protected:
-            raise DataError(f"{prefix}no protected candidate (group column {self.protected!r} >= 1) in the "
+            raise DataError(f"{prefix}no protected candidate (group column {group!r} >= 1) in the "
                             f"training data, {useless}")
         if not any_unprotected:
-            raise DataError(f"{prefix}every candidate is protected (group column {self.protected!r} >= 1) in the "
+            raise DataError(f"{prefix}every candidate is protected (group column {group!r} >= 1) in the "
                             f"training data, {useless}")
         if fused_variant(self.fairness_loss)[0] and not any_mixed:
             raise DataError(f"{prefix}no query has both protected and non-protected candidates (group column "
-                            f"{self.protected!r}), {useless}")
+                            f"{group!r}), {useless}")
 
     # ------------------------------------------------------------------ training
     def _device(self) -> torch.device:
@@ -193,33 +354,34 @@ class DELTR:
     def fit(
         self,
         df: pd.DataFrame,
-        query: str = "query_id",
-        judgment: str = "judgment",
+        query: str = UNSET,
+        judgment: str = UNSET,
         features: Sequence[str] | None = None,
         callback: Callable[[int, dict[str, float]], None] | None = None,
         progress: bool = False,
-        item: str | None = None,
+        item: str | None = UNSET,
     ) -> "DELTR":
         """Train on a ranking table; ``callback(iteration, terms)`` sees every iteration.
 
-        ``features=None`` takes every column except query, judgment and ``item`` (an optional
-        document id column, unique within a query); the group column is a feature too unless
-        ``colorblind``. Every feature must be numeric: a non-numeric cell is a DataError naming
-        the file, line, column, query and value. The query, judgment, group and item columns
-        must be distinct; gamma > 0 needs protected and non-protected candidates.
+        The columns are the estimator's contract (``columns`` / ``protected``); the ``query``,
+        ``judgment`` and ``item`` keywords (kept for existing callers) override its names for
+        this fit. ``features=None`` takes every column except query, judgment and item (an
+        optional document id column, unique within a query); the group column is a feature too
+        unless ``colorblind``. Every feature must be numeric: a non-numeric cell is a DataError
+        naming the file, line, column, query and value. The query, group, judgment and item
+        columns must be distinct; gamma > 0 needs protected and non-protected candidates.
         """
-        check_column_roles(query=query, group=self.protected, judgment=judgment, item=item)
-        if self.protected not in df.columns:
+        settings = self.settings()
+        c = resolve_columns(settings.columns, query=query, judgment=judgment, item=item)
+        c.require("judgment", purpose="DELTR training")
+        if c.group not in df.columns:
             where = frame_source(df)
-            raise DataError(f"{where + ': ' if where else ''}group column {self.protected!r} not in the training "
+            raise DataError(f"{where + ': ' if where else ''}group column {c.group!r} not in the training "
                             f"table; columns: {list(df.columns)}")
-        feature_names = self._select_features(df, query, judgment, features, item)
-        buckets = to_buckets(df, query=query, group=self.protected, judgment=judgment, item=item,
-                             features=feature_names, dtype=self.dtype)
-        self._check_fairness_signal(buckets.batches, frame_source(df))
-        self.query_, self.judgment_ = query, judgment
-        self.feature_names_ = feature_names
-        return self.fit_batch(buckets, callback=callback, progress=progress)
+        feature_names = self._select_features(df, c, features)
+        buckets = to_buckets(df, columns=c, features=feature_names, dtype=self.dtype)
+        self._check_fairness_signal(buckets.batches, frame_source(df), settings)
+        return self._fit_buckets(buckets, c, settings, feature_names, callback, progress)
 
     def fit_batch(
         self,
@@ -234,23 +396,37 @@ class DELTR:
         so that the training tensors hold at most 2 x rows slots; the objective and its gradient
         are summed over the buckets, which equals the one-batch objective (a sum over queries)
         up to floating-point summation order. A batch whose padding is within that bound stays
-        one bucket and is trained exactly as one batch."""
+        one bucket and is trained exactly as one batch. The fitted ``columns_`` are the
+        estimator's contract (a batch carries no column names)."""
+        settings = self.settings()
+        buckets = split_batch(batch) if isinstance(batch, RankingBatch) else batch
+        names = list(buckets.batches[0].feature_names) or list(getattr(self, "feature_names_", []))
+        return self._fit_buckets(buckets, settings.columns, settings, names, callback, progress)
+
+    def _fit_buckets(
+        self,
+        buckets: BucketedBatch,
+        columns: RankingColumns,
+        settings: DELTRSettings,
+        names: list[str],
+        callback: Callable[[int, dict[str, float]], None] | None,
+        progress: bool,
+    ) -> "DELTR":
+        """The training loop over length buckets (see :meth:`fit_batch`); sets the fitted state."""
         device = self._device()
-        torch.manual_seed(self.seed)
-        gen = torch.Generator().manual_seed(self.seed)
-        batches = list((split_batch(batch) if isinstance(batch, RankingBatch) else batch).batches)
-        names = list(batches[0].feature_names) or list(self.feature_names_)
+        gen = torch.Generator().manual_seed(self.seed)  # a local generator: the global RNG is left alone
+        batches = list(buckets.batches)
         xs = [b.features.to(self.dtype) for b in batches]
-        if self.colorblind and self.protected in names:
-            keep = [i for i, name in enumerate(names) if name != self.protected]
+        if self.colorblind and columns.group in names:
+            keep = [i for i, name in enumerate(names) if name != columns.group]
             if not keep:
                 raise DataError("no feature columns to train on after dropping the group column (colorblind)")
             xs, names = [x[..., keep] for x in xs], [names[i] for i in keep]
         n_features = xs[0].shape[-1]
         if not names or n_features != len(names):
             raise DataError(f"the batch has {n_features} feature(s) but {len(names)} feature name(s)")
-        self._check_fairness_signal(batches, None)
-        self.feature_names_ = names
+        self._check_fairness_signal(batches, None, settings)
+        gamma, l2 = settings.gamma, settings.l2
         if self.standardize:
             real = xs[0][batches[0].mask] if len(xs) == 1 else torch.cat([x[b.mask] for x, b in zip(xs, batches)])
             mean = real.mean(0)
@@ -274,7 +450,7 @@ class DELTR:
             xs[i] = None  # type: ignore[call-overload]  # release the (colorblind) copy early
             y, g, m = b.judgments.to(device, self.dtype), b.groups.to(device), b.mask.to(device)
             if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
-                parts.append(LinearDELTRObjective(x, y, g, m, self.gamma, variant=variant,
+                parts.append(LinearDELTRObjective(x, y, g, m, gamma, variant=variant,
                                                   reduce=self.reduce, n_groups=n_groups))
             else:
                 parts.append((x, y, g, m))
@@ -285,7 +461,7 @@ class DELTR:
             if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
                 return part(w)
             x, y, g, m = part  # a plugin fairness loss: autograd through the scores
-            return deltr_objective(x @ w, y, g, m, self.gamma, fairness_loss=self.fairness_loss,
+            return deltr_objective(x @ w, y, g, m, gamma, fairness_loss=self.fairness_loss,
                                    reduce=self.reduce, n_groups=n_groups)
 
         def evaluate() -> ObjectiveTerms:
@@ -300,17 +476,17 @@ class DELTR:
 
         def terms():
             t = evaluate()
-            total = t.total + self.l2 * (w * w).sum() if self.l2 else t.total
+            total = t.total + l2 * (w * w).sum() if l2 else t.total
             return total, t
 
-        self.history = []
+        history: list[dict[str, float]] = []
         if self.optimizer == "lbfgs":
             opt: torch.optim.Optimizer = torch.optim.LBFGS(
-                [w], lr=self.lr, max_iter=1, max_eval=25, history_size=20, line_search_fn="strong_wolfe",
+                [w], lr=settings.lr, max_iter=1, max_eval=25, history_size=20, line_search_fn="strong_wolfe",
                 tolerance_grad=0.0, tolerance_change=0.0,
             )
         else:
-            opt = torch.optim.Adam([w], lr=self.lr)
+            opt = torch.optim.Adam([w], lr=settings.lr)
 
         # The first closure call of every optimizer step is made at the current weights, so it
         # gives the objective after the previous iteration (line-search trials are not recorded).
@@ -331,7 +507,7 @@ class DELTR:
                 raise FloatingPointError(
                     f"DELTR objective became {rec['total']} at iteration {iteration}; try a smaller lr or gamma"
                 )
-            self.history.append(rec)
+            history.append(rec)
             if callback is not None:
                 callback(iteration, rec)
             return rec
@@ -339,12 +515,12 @@ class DELTR:
         bar = None
         if progress:
             from tqdm.auto import tqdm
-            bar = tqdm(total=self.max_iter, desc=f"DELTR gamma={self.gamma:g}", unit="it", leave=False)
+            bar = tqdm(total=settings.max_iter, desc=f"DELTR gamma={gamma:g}", unit="it", leave=False)
         # history[i] is the objective after i optimizer steps; the last entry is always the
         # objective at the returned weights, and n_iter_ is the number of steps taken.
         prev = math.inf
         it = 0
-        while it < self.max_iter:
+        while it < settings.max_iter:
             last.clear()
             opt.step(closure)
             rec = record(it)
@@ -352,7 +528,7 @@ class DELTR:
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{rec['total']:.6g}")
-            if abs(prev - rec["total"]) <= self.tol * max(1.0, abs(rec["total"])):
+            if abs(prev - rec["total"]) <= settings.tol * max(1.0, abs(rec["total"])):
                 break
             prev = rec["total"]
         last.clear()
@@ -360,39 +536,34 @@ class DELTR:
         record(it)
         if bar is not None:
             bar.close()
-        self.n_iter_ = it
-        self.weights_ = w.detach().cpu().numpy().copy()
-        self.mean_ = mean.cpu().numpy()
-        self.scale_ = std.cpu().numpy()
-        return self
+        return self.set_fitted_state(columns=columns, feature_names=names, weights=w.detach().cpu().numpy(),
+                                     mean=mean.cpu().numpy(), scale=std.cpu().numpy(), n_iter=it, history=history)
 
     # ------------------------------------------------------------------ inference
-    def _check_fitted(self) -> None:
-        if self.weights_ is None:
-            raise ConfigError("this DELTR model is not fitted yet: call fit() or DELTR.load()")
-
     @property
     def coef_(self) -> np.ndarray:
         """Weights in the original (unstandardised) feature units: s = x @ coef_ + const."""
-        self._check_fitted()
+        self.check_fitted()
         return self.weights_ / self.scale_
 
     def predict(self, df: pd.DataFrame) -> np.ndarray:
         """Score every row (a linear function of its features; the query is not needed)."""
-        self._check_fitted()
+        self.check_fitted()
         x = self._design(df)
         return ((x - self.mean_) / self.scale_) @ self.weights_
 
     def predict_batch(self, batch: RankingBatch) -> torch.Tensor:
         """Scores (Q, N) of a padded batch with this model's features; 0 on padding."""
-        self._check_fitted()
+        self.check_fitted()
         w = torch.as_tensor(self.weights_, dtype=batch.features.dtype, device=batch.features.device)
         mean = torch.as_tensor(self.mean_, dtype=w.dtype, device=w.device)
         std = torch.as_tensor(self.scale_, dtype=w.dtype, device=w.device)
         return (((batch.features - mean) / std) @ w).masked_fill(~batch.mask, 0.0)
 
     def rank(self, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:
-        """``df`` sorted by predicted score within each query, with ``score`` and 1-based ``rank``."""
+        """``df`` sorted by predicted score within each query (``query``, default the fitted
+        ``columns_.query``), with ``score`` and 1-based ``rank``."""
+        self.check_fitted()
         q = query or self.query_
         if q not in df.columns:
             raise DataError(f"query column {q!r} not in the table; columns: {list(df.columns)}")
@@ -400,11 +571,13 @@ class DELTR:
 
     # ------------------------------------------------------------------ persistence
     def _state(self) -> dict[str, Any]:
-        self._check_fitted()
+        self.check_fitted()
+        params = self.effective_params()
+        params.update(protected=self.columns_.group, max_iter=self.max_iter_, lr=self.lr_)
         return {
-            "format": "fairltr.DELTR", "format_version": FORMAT_VERSION, "params": self.get_params(),
-            "feature_names": self.feature_names_, "query": self.query_, "judgment": self.judgment_,
-            "n_iter": self.n_iter_, "history": self.history,
+            "format": "fairltr.DELTR", "format_version": FORMAT_VERSION, "params": params,
+            "feature_names": self.feature_names_, "query": self.columns_.query, "judgment": self.columns_.judgment,
+            "n_iter": self.n_iter_, "history": self.history_,
         }
 
     def save(self, path: str | Path) -> Path:
@@ -480,22 +653,17 @@ class DELTR:
                 raise _bad(p, "n_iter", f"must be an integer >= 0, got {show_value(n_iter)}")
             history = _history(p, state["history"])
             try:
-                model = cls(**params)
+                columns = RankingColumns(query=state["query"], group=params["protected"], judgment=state["judgment"])
+                model = cls(**params, columns=columns)
+                model.settings()
             except ConfigError as exc:
                 raise _bad(p, "params", str(exc)) from None
         except DataError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
             raise DataError(f"{p}: not a fairltr DELTR model file: {one_line(exc)}") from None
-        model.feature_names_ = list(names)
-        model.query_ = state["query"]
-        model.judgment_ = state["judgment"]
-        model.n_iter_ = int(n_iter)
-        model.history = history
-        model.weights_ = arrays["weights"].astype(np.float64)
-        model.mean_ = arrays["mean"].astype(np.float64)
-        model.scale_ = arrays["scale"].astype(np.float64)
-        return model
+        return model.set_fitted_state(columns=columns, feature_names=names, weights=arrays["weights"],
+                                      mean=arrays["mean"], scale=arrays["scale"], n_iter=n_iter, history=history)
 
 
 # ---------------------------------------------------------------------------- model file checks

@@ -17,9 +17,11 @@ class ConfigError(FairltrError, ValueError):
     """A parameter outside its domain; the message states the allowed range."""
 
 
-class NotFittedError(FairltrError, AttributeError):
-    """A fitted attribute or method used before ``fit`` (or ``load``). An ``AttributeError`` too,
-    so ``hasattr(model, "coef_")`` is False on an unfitted model, as in scikit-learn."""
+class NotFittedError(ConfigError, AttributeError):
+    """A fitted attribute or method used before ``fit`` (or ``load``). Like scikit-learn's
+    ``NotFittedError`` it is a ``ValueError`` (here through :class:`ConfigError`, what fairltr
+    raised before) and an ``AttributeError``, so ``hasattr(model, "coef_")`` is False on an
+    unfitted model."""
 
 
 def one_line(exc: BaseException, limit: int = 200) -> str:

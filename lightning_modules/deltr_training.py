@@ -36,22 +36,18 @@ L-BFGS's line search sees the same value on every process.
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import math
 import os
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 import torch
 
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError, DataError
-from fairltr.losses.registry import get_loss
 from fairltr.parquet_stream import DEFAULT_CHUNK_ROWS, iter_query_batches, scan_parquet
 from lightning_modules.deltr_module import DELTRModule
 from lightning_modules.quiet import quiet_lightning
@@ -194,8 +190,6 @@ def objective_over(module: DELTRModule, batches: Iterable[RankingBatch], l2: flo
     return acc
 
 
-
-
 def default_epochs(optimizer: str, steps_per_epoch: int) -> int:
     """L-BFGS: :data:`LBFGS_EPOCHS`; Adam: max(:data:`ADAM_MIN_EPOCHS`, ceil(:data:`ADAM_STEPS` / steps))."""
     if optimizer == "lbfgs":
@@ -219,9 +213,9 @@ def train_deltr_lightning(
     reduce: str = "max",
     colorblind: bool = False,
     features: Sequence[str] | None = None,
-    query: str = "query_id",
-    group: str = "protected",
-    judgment: str = "judgment",
+    query: str = UNSET,
+    group: str = UNSET,
+    judgment: str = UNSET,
     epochs: int | None = None,
     batch_queries: int | None = None,
     optimizer: str = "auto",
@@ -238,8 +232,13 @@ def train_deltr_lightning(
     progress: bool = False,
     callback: Callback | None = None,
     trainer_options: Mapping[str, Any] | None = None,
+    columns: RankingColumns | None = None,
 ) -> DELTR:
     """Train DELTR with Lightning on a DataFrame (in memory) or a Parquet file / folder (streamed).
+
+    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose
+    ``query`` / ``group`` / ``judgment`` keywords override it); features exclude its query,
+    judgment and item columns, as the estimator's do.
 
     ``batch_queries`` whole queries per optimizer step over all processes; ``optimizer`` "auto",
     "lbfgs" (full batches only) or "adam"; ``lr_decay`` (Adam) "cosine" (default), "linear" or
@@ -259,10 +258,9 @@ def train_deltr_lightning(
     from lightning_modules.parquet_datamodule import ParquetRankingDataModule
     from lightning_modules.query_batches import ShardedRankingDataModule
 
-    probe = DELTR(gamma, protected=group, colorblind=colorblind, l2=l2, tol=tol, seed=seed,
-                  fairness_loss=fairness_loss, reduce=reduce, dtype=dtype)  # validates the shared settings
-    if get_loss(fairness_loss).kind != "ranking":
-        raise ConfigError(f"fairness_loss {fairness_loss!r} is not a ranking loss")
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment)
+    DELTR(gamma, protected=c.group, colorblind=colorblind, l2=l2, tol=tol, seed=seed, fairness_loss=fairness_loss,
+          reduce=reduce, dtype=dtype, columns=c).settings()  # the estimator's checks of the shared settings
     if optimizer not in ("auto", "lbfgs", "adam"):
         raise ConfigError(f"optimizer must be 'auto', 'lbfgs' or 'adam', got {optimizer!r}")
     if epochs is not None and (isinstance(epochs, bool) or int(epochs) != epochs or epochs < 1):
@@ -279,12 +277,11 @@ def train_deltr_lightning(
     # ---- data ------------------------------------------------------------------------------
     streamed = _is_parquet(train)
     if streamed:
-        layout = scan_parquet(train, query=query, group=group, judgment=judgment, features=features,
-                              colorblind=colorblind, chunk_rows=chunk_rows)
+        layout = scan_parquet(train, columns=c, features=features, colorblind=colorblind, chunk_rows=chunk_rows)
         n_queries = layout.n_queries
         size = batch_queries or min(STREAM_BATCH_QUERIES, n_queries)
         dm: pl.LightningDataModule = ParquetRankingDataModule(
-            train, query=query, group=group, judgment=judgment, features=features, colorblind=colorblind,
+            train, columns=c, features=features, colorblind=colorblind,
             batch_queries=size, shuffle=shuffle and size < n_queries, seed=seed, dtype=dtype,
             chunk_rows=chunk_rows, layout=layout,
         )
@@ -292,11 +289,10 @@ def train_deltr_lightning(
     else:
         if not isinstance(train, pd.DataFrame):
             raise ConfigError(f"train must be a DataFrame or a path to Parquet data, got {type(train).__name__}")
-        if group not in train.columns:
-            raise DataError(f"group column {group!r} not in the training table; columns: {list(train.columns)}")
-        dm = ShardedRankingDataModule(train, query=query, group=group, judgment=judgment, features=features,
-                                      colorblind=colorblind, batch_size=batch_queries, shuffle=shuffle,
-                                      seed=seed, dtype=dtype)
+        if c.group not in train.columns:
+            raise DataError(f"group column {c.group!r} not in the training table; columns: {list(train.columns)}")
+        dm = ShardedRankingDataModule(train, columns=c, features=features, colorblind=colorblind,
+                                      batch_size=batch_queries, shuffle=shuffle, seed=seed, dtype=dtype)
         dm.setup("fit")
         full = dm.batches["train"]
         n_queries = full.n_queries
@@ -362,17 +358,12 @@ def train_deltr_lightning(
         for rec in history if devices > 1 else history[-1:]:
             callback(rec["iteration"], rec)
 
-    model = DELTR(gamma, protected=group, colorblind=colorblind, standardize=True, l2=l2, optimizer=optimizer,
+    # protected= as well as columns=: model.protected keeps naming the group for its older readers
+    model = DELTR(gamma, protected=c.group, colorblind=colorblind, standardize=True, l2=l2, optimizer=optimizer,
                   max_iter=epochs, lr=lr, tol=tol, seed=seed, device=_device_name(accelerator),
-                  fairness_loss=fairness_loss, reduce=reduce, dtype=dtype)
-    del probe
-    model.feature_names_ = list(names)
-    model.query_, model.judgment_ = query, judgment
-    model.mean_ = np.asarray(mean, dtype=np.float64).copy()
-    model.scale_ = np.asarray(scale, dtype=np.float64).copy()
-    model.weights_ = module.weight.detach().double().numpy().copy()
-    model.n_iter_ = done
-    model.history = history
+                  fairness_loss=fairness_loss, reduce=reduce, dtype=dtype, columns=c)
+    model.set_fitted_state(columns=c, feature_names=names, weights=module.weight.detach().double().numpy(),
+                           mean=mean, scale=scale, n_iter=done, history=history)
     model.training_ = {
         "engine": "lightning", "streamed": streamed, "batch_queries": size, "devices": devices,
         "accelerator": str(accelerator), "shuffle": bool(shuffle and not full_batch), "n_queries": n_queries,

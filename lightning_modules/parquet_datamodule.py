@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch
 from fairltr.errors import ConfigError
 from fairltr.parquet_stream import DEFAULT_CHUNK_ROWS, ParquetLayout, iter_query_batches, scan_parquet, split_units
@@ -72,17 +73,19 @@ class StreamedQueryBatches(IterableDataset):
 class ParquetRankingDataModule(pl.LightningDataModule):
     """Training loader streaming a Parquet file (or folder of Parquet files) grouped by query.
 
-    ``batch_queries`` counts queries per optimizer step over all processes; ``layout`` may be
-    passed when the file was scanned already (the scan is one full pass).
+    ``columns``: the column contract (the loose ``query`` / ``group`` / ``judgment`` keywords
+    override it); ``batch_queries`` counts queries per optimizer step over all processes;
+    ``layout`` may be passed when the file was scanned already (the scan is one full pass).
     """
 
     def __init__(
         self,
         path: str | os.PathLike,
         *,
-        query: str = "query_id",
-        group: str = "protected",
-        judgment: str = "judgment",
+        columns: RankingColumns | None = None,
+        query: str = UNSET,
+        group: str = UNSET,
+        judgment: str = UNSET,
         features: Sequence[str] | None = None,
         colorblind: bool = False,
         standardize: bool = True,
@@ -97,7 +100,8 @@ class ParquetRankingDataModule(pl.LightningDataModule):
         if batch_queries < 1:
             raise ConfigError(f"batch_queries must be >= 1, got {batch_queries}")
         self.path = str(path)
-        self.scan_options = dict(query=query, group=group, judgment=judgment, features=features,
+        self.columns = resolve_columns(columns, query=query, group=group, judgment=judgment)
+        self.scan_options = dict(columns=self.columns, features=features,
                                  colorblind=colorblind, standardize=standardize, chunk_rows=chunk_rows)
         self.batch_queries, self.shuffle, self.seed = batch_queries, shuffle, seed
         self.dtype, self.chunk_rows = dtype, chunk_rows

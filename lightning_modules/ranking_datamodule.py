@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, to_batch
 from fairltr.errors import ConfigError, DataError
 from fairltr.io import read_ranking
@@ -57,9 +58,11 @@ class SelectQueries:
 class RankingDataModule(pl.LightningDataModule):
     """Train / val / test / predict loaders over ranking tables.
 
-    ``batch_size`` counts queries (``None`` = all queries in one batch: full-batch DELTR).
-    ``colorblind=True`` drops the group column from the features. ``features=None`` takes every
-    numeric column except query and judgment (the group column included, as in DELTR).
+    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose
+    ``query`` / ``group`` / ``judgment`` keywords override it). ``batch_size`` counts queries
+    (``None`` = all queries in one batch: full-batch DELTR). ``colorblind=True`` drops the group
+    column from the features. ``features=None`` takes every numeric column except query,
+    judgment and item (the group column included, as in DELTR).
     """
 
     def __init__(
@@ -68,9 +71,10 @@ class RankingDataModule(pl.LightningDataModule):
         val: Source | None = None,
         test: Source | None = None,
         *,
-        query: str = "query_id",
-        group: str = "protected",
-        judgment: str = "judgment",
+        columns: RankingColumns | None = None,
+        query: str = UNSET,
+        group: str = UNSET,
+        judgment: str = UNSET,
         features: Sequence[str] | None = None,
         colorblind: bool = False,
         standardize: bool = True,
@@ -83,7 +87,8 @@ class RankingDataModule(pl.LightningDataModule):
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1 query (or None for all), got {batch_size}")
         self.sources = {"train": train, "val": val, "test": test}
-        self.query, self.group, self.judgment = query, group, judgment
+        self.columns = resolve_columns(columns, query=query, group=group, judgment=judgment).require(
+            "group", "judgment", purpose="DELTR training")
         self.features = list(features) if features is not None else None
         self.colorblind, self.standardize = colorblind, standardize
         self.batch_size, self.shuffle, self.seed, self.dtype = batch_size, shuffle, seed, dtype
@@ -92,21 +97,32 @@ class RankingDataModule(pl.LightningDataModule):
         self.feature_mean: torch.Tensor | None = None
         self.feature_scale: torch.Tensor | None = None
 
+    @property
+    def query(self) -> str:
+        return self.columns.query
+
+    @property
+    def group(self) -> str:
+        return self.columns.group
+
+    @property
+    def judgment(self) -> str:
+        return self.columns.judgment
+
     # ---- preparation ----------------------------------------------------------------------
-    @staticmethod
-    def _frame(src: Source) -> tuple[pd.DataFrame, str | None]:
+    def _frame(self, src: Source) -> tuple[pd.DataFrame, str | None]:
         if isinstance(src, pd.DataFrame):
             return src, None
-        return read_ranking(src), str(src)
+        return read_ranking(src, columns=self.columns), str(src)
 
     def _feature_list(self, df: pd.DataFrame) -> list[str]:
         if self.features is not None:
             feats = list(self.features)
         else:
-            skip = {self.query, self.judgment}
+            skip = set(self.columns.special)
             feats = [c for c in df.columns if c not in skip and pd.api.types.is_numeric_dtype(df[c])]
         if self.colorblind:
-            feats = [f for f in feats if f != self.group]
+            feats = [f for f in feats if f != self.columns.group]
         if not feats:
             raise DataError("no feature columns left (colorblind drops the group column)")
         return feats
@@ -114,10 +130,10 @@ class RankingDataModule(pl.LightningDataModule):
     def batch_of(self, src: Source) -> RankingBatch:
         """Pad (and standardise with the training statistics) any table with the module's columns."""
         df, where = self._frame(src)
-        if self.group not in df.columns:
-            raise DataError(f"group column {self.group!r} not found{' in ' + where if where else ''}; columns: {list(df.columns)}")
-        b = to_batch(df, query=self.query, group=self.group, judgment=self.judgment,
-                     features=self.feature_names, dtype=self.dtype, source=where)
+        group = self.columns.group
+        if group not in df.columns:
+            raise DataError(f"group column {group!r} not found{' in ' + where if where else ''}; columns: {list(df.columns)}")
+        b = to_batch(df, columns=self.columns, features=self.feature_names, dtype=self.dtype, source=where)
         if self.feature_mean is not None:
             x = (b.features - self.feature_mean) / self.feature_scale
             b.features = x.masked_fill(~b.mask.unsqueeze(-1), 0.0)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from fairltr.cli.app import FairltrGroup, cli
+from fairltr.columns import DEFAULT_COLUMNS
 
 
 def _fmt(x: float) -> str:
@@ -22,9 +23,9 @@ def _fmt(x: float) -> str:
 @click.option("--p", "p", type=float, required=True, help="target proportion of protected candidates, in (0, 1)")
 @click.option("--alpha", type=float, default=0.1, show_default=True, help="significance of the fairness test, in (0, 1)")
 @click.option("--k", type=int, default=None, help="re-rank each query's top k (default: the whole list)")
-@click.option("--query", default="query_id", show_default=True, help="query id column")
-@click.option("--group", default="protected", show_default=True, help="group column (>= 1 = protected)")
-@click.option("--judgment", default="judgment", show_default=True,
+@click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="query id column")
+@click.option("--group", default=DEFAULT_COLUMNS.group, show_default=True, help="group column (>= 1 = protected)")
+@click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True,
               help="judgment column (only for the summary's metrics; optional)")
 @click.option("--item", default=None, help="item id column (duplicates per query are an error)")
 @click.option("--format", "fmt", type=click.Choice(["auto", "deltr", "letor", "csv", "parquet"]), default="auto",

@@ -7,6 +7,8 @@ from typing import Callable
 
 import click
 
+from fairltr.columns import DEFAULT_COLUMNS
+
 __all__ = ["data_options", "ranking_source", "parse_ks", "tracking_options", "tracking_from"]
 
 
@@ -15,9 +17,11 @@ def data_options(format_help: str = "input format (auto: by suffix / first line)
     options = [
         click.option("--format", "fmt", type=click.Choice(["auto", "deltr", "letor", "csv", "parquet"]),
                      default="auto", show_default=True, help=format_help),
-        click.option("--query", default="query_id", show_default=True, help="query id column"),
-        click.option("--group", default="protected", show_default=True, help="group column (0 = non-protected)"),
-        click.option("--judgment", default="judgment", show_default=True, help="judgment column (higher is better)"),
+        click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="query id column"),
+        click.option("--group", default=DEFAULT_COLUMNS.group, show_default=True,
+                     help="group column (0 = non-protected)"),
+        click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True,
+                     help="judgment column (higher is better)"),
     ]
     if item:
         options.append(click.option("--item", default=None,

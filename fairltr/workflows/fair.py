@@ -49,7 +49,7 @@ def _exposure(df: pd.DataFrame, scores, columns: RankingColumns) -> dict[str, fl
     from fairltr.metrics import evaluate_ranking
 
     frame = df if columns.judgment in df.columns else df.assign(**{columns.judgment: 0.0})
-    m = evaluate_ranking(frame, scores, query=columns.query, group=columns.group, judgment=columns.judgment, k=(1,))
+    m = evaluate_ranking(frame, scores, columns=columns, k=(1,))
     return {key: m[key] for key in EXPOSURE_KEYS}
 
 
@@ -62,18 +62,14 @@ def rerank_file(cfg: RerankConfig) -> RerankResult:
     check_params(cfg.k, cfg.p, cfg.alpha)
     check_output_file(cfg.out_path, TABLE_SUFFIXES)
     c = cfg.columns
-    kw = dict(query=c.query, group=c.group, judgment=None)
-    if c.item is not None:
-        kw["item"] = c.item
-    df = read_ranking(cfg.input_path, cfg.fmt, **kw)
+    df = read_ranking(cfg.input_path, cfg.fmt, columns=c.replace(judgment=None))  # the judgment is optional here
     if cfg.scores_col not in df.columns:
         raise DataError(f"{cfg.input_path}: score column {cfg.scores_col!r} not found; columns: {list(df.columns)}")
     from fairltr.data import numeric_column
 
     df[cfg.scores_col] = numeric_column(df, cfg.scores_col, query=c.query)  # a bad score names its file and line
     before = _exposure(df, df[cfg.scores_col], c)
-    out = rerank(df, cfg.scores_col, k=cfg.k, p=cfg.p, alpha=cfg.alpha, query=c.query, group=c.group,
-                 adjust=cfg.adjust)
+    out = rerank(df, cfg.scores_col, k=cfg.k, p=cfg.p, alpha=cfg.alpha, adjust=cfg.adjust, columns=c)
     after = _exposure(out, -out["rank"].to_numpy(dtype=float), c)
     write_table(out, cfg.out_path)
     feasible = out.groupby(c.query, sort=False)["fair_feasible"].first()

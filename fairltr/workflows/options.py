@@ -36,17 +36,15 @@ class RankingSource:
 
 def read_source(source: RankingSource) -> pd.DataFrame:
     """Read and validate ``source`` (errors name the file, line, column and query)."""
-    from fairltr.io import read_ranking
+    from fairltr.io import LAYOUT_COLUMNS, read_ranking
 
     c = source.columns
-    kw = dict(query=c.query, group=c.group, judgment=c.judgment)
-    if c.item is not None:
-        kw["item"] = c.item
-    df = read_ranking(source.path, source.fmt, **kw)
-    if "query_id" in df.columns and c.query not in df.columns:  # header-less DELTR CSV / LETOR names
-        rename = {"query_id": c.query, "protected": c.group, "judgment": c.judgment}
+    df = read_ranking(source.path, source.fmt, columns=c)
+    fixed = LAYOUT_COLUMNS
+    if fixed.query in df.columns and c.query not in df.columns:  # header-less DELTR CSV / LETOR names
+        rename = {fixed.query: c.query, fixed.group: c.group, fixed.judgment: c.judgment}
         attrs = dict(df.attrs)
-        df = df.rename(columns={k: v for k, v in rename.items() if k in df.columns})
+        df = df.rename(columns={k: v for k, v in rename.items() if k in df.columns and v is not None})
         df.attrs.update(attrs)
     return df
 

@@ -17,6 +17,7 @@ import pandas as pd
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError
+from fairltr.losses import GAMMA
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
 __all__ = ["FairParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
@@ -105,9 +106,9 @@ class RankerSpec:
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
-        for name, value, low in (("gamma", self.gamma, 0.0), ("l2", self.l2, 0.0)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
-                raise ConfigError(f"{name} must be a finite number >= {low:g}, got {value!r}")
+        GAMMA.validate(self.gamma)
+        if isinstance(self.l2, bool) or not isinstance(self.l2, (int, float)) or not math.isfinite(self.l2) or self.l2 < 0:
+            raise ConfigError(f"l2 must be a finite number >= 0, got {self.l2!r}")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
             raise ConfigError(f"lr must be a finite number > 0, got {self.lr!r}")
         if self.max_iter is not None and self.max_iter < 1:
@@ -141,9 +142,10 @@ class RankerOutcome:
 
 
 def _estimator(spec: RankerSpec, columns: RankingColumns) -> DELTR:
+    # protected= as well as columns=: model.protected keeps naming the group for its older readers
     return DELTR(spec.gamma, protected=columns.group, colorblind=spec.colorblind, l2=spec.l2,
                  optimizer=spec.optimizer, max_iter=spec.max_iter, lr=spec.lr, seed=spec.seed,
-                 device=spec.device, fairness_loss=spec.fairness_loss)
+                 device=spec.device, fairness_loss=spec.fairness_loss, columns=columns)
 
 
 def training_table(train: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
@@ -153,8 +155,7 @@ def training_table(train: pd.DataFrame, spec: RankerSpec, columns: RankingColumn
     from fairltr.fair import fair_preprocess
 
     fp = spec.fair_pre
-    return fair_preprocess(train, fp.p, fp.alpha, query=columns.query, group=columns.group,
-                           judgment=columns.judgment, adjust=fp.adjust)
+    return fair_preprocess(train, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
 
 
 def validate_tables(train: pd.DataFrame, test: pd.DataFrame | None, spec: RankerSpec,
@@ -164,8 +165,8 @@ def validate_tables(train: pd.DataFrame, test: pd.DataFrame | None, spec: Ranker
     name the file, line, column and query. Returns the feature list."""
     from fairltr.data import numeric_matrix, select_features
 
-    feats = select_features(train, query=columns.query, judgment=columns.judgment, item=columns.item,
-                            group=columns.group, features=list(spec.features) if spec.features is not None else None)
+    feats = select_features(train, columns=columns,
+                            features=list(spec.features) if spec.features is not None else None)
     numeric_matrix(train, feats, query=columns.query)
     if test is not None:
         numeric_matrix(test, [f for f in feats if not (spec.colorblind and f == columns.group)], query=columns.query)
@@ -182,8 +183,7 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
             raise ConfigError("the estimator engine trains on a table in memory; stream Parquet with "
                               "--engine lightning")
         model = _estimator(spec, columns)
-        return model.fit(training_table(train, spec, columns), query=columns.query, judgment=columns.judgment,
-                         features=features, progress=progress)
+        return model.fit(training_table(train, spec, columns), features=features, progress=progress)
     from lightning_modules import train_deltr_lightning
 
     if spec.fair_pre is not None and not isinstance(train, pd.DataFrame):
@@ -192,7 +192,7 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
     lo = spec.lightning
     kwargs: dict[str, Any] = dict(
         gamma=spec.gamma, fairness_loss=spec.fairness_loss, colorblind=spec.colorblind, features=features,
-        query=columns.query, group=columns.group, judgment=columns.judgment, l2=spec.l2,
+        columns=columns, l2=spec.l2,
         accelerator=lo.accelerator, devices=lo.devices, seed=spec.seed, progress=progress,
     )
     for key, value in (("epochs", lo.epochs), ("batch_queries", lo.batch_queries),
@@ -211,14 +211,13 @@ def rank_with(model: DELTR, test: pd.DataFrame, spec: RankerSpec, columns: Ranki
     from fairltr.fair import fair_postprocess
 
     fp = spec.fair_post
-    return fair_postprocess(ranked, fp.p, fp.alpha, query=columns.query, group=columns.group, adjust=fp.adjust)
+    return fair_postprocess(ranked, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
 
 
 def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
                     k: Sequence[int] = DEFAULT_K) -> dict[str, float]:
     """The metric dictionary of a ranked table (its ``score`` column gives the order)."""
-    return evaluate_ranking(ranked, "score", query=columns.query, group=columns.group, judgment=columns.judgment,
-                            k=tuple(k))
+    return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k))
 
 
 def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,

@@ -15,8 +15,7 @@ import torch
 from fairltr import DELTR, evaluate_ranking, rank_frame, to_batch
 from fairltr.errors import ConfigError, DataError
 from fairltr.io import read_deltr_csv
-from fairltr.losses import GAMMA, FairnessLoss, exposure_hinge, listnet_loss, register_loss
-from fairltr.losses import registry as registry_module
+from fairltr.losses import GAMMA, FairnessLoss, exposure_hinge, listnet_loss, temporary_loss
 
 
 def _synthetic(n_queries=12, n=10, seed=0) -> pd.DataFrame:
@@ -78,12 +77,9 @@ def test_deterministic_for_a_seed(optimizer):
 def test_fused_gradient_path_equals_autograd_path():
     df = _synthetic(seed=2)
     name = "test_deltr_autograd_hinge"
-    register_loss(FairnessLoss(name, "ranking", lambda *a, **k: exposure_hinge(*a, **k), (GAMMA,)))
-    try:
+    with temporary_loss(FairnessLoss(name, "ranking", lambda *a, **k: exposure_hinge(*a, **k), (GAMMA,))):
         fused = DELTR(gamma=500.0, max_iter=10, tol=0.0).fit(df)
         auto = DELTR(gamma=500.0, max_iter=10, tol=0.0, fairness_loss=name).fit(df)
-    finally:
-        registry_module._REGISTRY.pop(name, None)
     np.testing.assert_allclose(fused.weights_, auto.weights_, rtol=1e-6, atol=1e-9)
     for h1, h2 in zip(fused.history, auto.history):
         assert h1["total"] == pytest.approx(h2["total"], rel=1e-8)
@@ -183,7 +179,8 @@ def test_save_load_round_trip_without_pickle(tmp_path, suffix):
     assert b"\x80\x04\x95" not in raw and b"\x80\x02" not in raw  # no pickle stream
     loaded = DELTR.load(path)
     assert np.array_equal(loaded.predict(df), model.predict(df))
-    assert loaded.get_params() == model.get_params()
+    assert loaded.effective_params() == model.effective_params() and loaded.columns_ == model.columns_
+    assert (loaded.max_iter_, loaded.lr_, loaded.n_iter_) == (model.max_iter_, model.lr_, model.n_iter_)
     assert loaded.history == model.history and loaded.feature_names_ == model.feature_names_
     pd.testing.assert_frame_equal(loaded.rank(df), model.rank(df))
 
@@ -216,8 +213,12 @@ def test_load_errors(tmp_path):
     (dict(gamma=1.0, fairness_loss="lakda_kl"), "not a ranking loss"),
 ])
 def test_bad_parameters(kwargs, pattern):
+    model = DELTR(**kwargs)  # the constructor stores, fit validates (scikit-learn's contract)
+    assert model.get_params()["gamma"] is kwargs["gamma"]
     with pytest.raises(ConfigError, match=pattern):
-        DELTR(**kwargs)
+        model.fit(_synthetic(n_queries=2, n=4))
+    with pytest.raises(ConfigError, match=pattern):
+        model.effective_params()
 
 
 def test_numpy_gamma_is_accepted():
@@ -297,7 +298,7 @@ def test_float32_training_is_close_to_float64(tmp_path):
     df = _synthetic(seed=13)
     f64 = DELTR(gamma=100.0, max_iter=30).fit(df)
     f32 = DELTR(gamma=100.0, max_iter=30, dtype=torch.float32).fit(df)
-    assert f32.get_params()["dtype"] == "float32"
+    assert f32.get_params()["dtype"] is torch.float32 and f32.effective_params()["dtype"] == "float32"
     np.testing.assert_allclose(f32.predict(df), f64.predict(df), rtol=1e-3, atol=1e-3)
     assert DELTR.load(f32.save(tmp_path / "m.json")).dtype == torch.float32
 
@@ -372,13 +373,10 @@ def test_bucketed_training_equals_one_padded_batch(kwargs):
 def test_bucketed_autograd_path_equals_one_padded_batch():
     df = _skewed(seed=5)
     name = "test_deltr_bucketed_autograd_hinge"
-    register_loss(FairnessLoss(name, "ranking", lambda *a, **k: exposure_hinge(*a, **k), (GAMMA,)))
-    try:
+    with temporary_loss(FairnessLoss(name, "ranking", lambda *a, **k: exposure_hinge(*a, **k), (GAMMA,))):
         bucketed = DELTR(gamma=50.0, max_iter=15, tol=0.0, fairness_loss=name).fit(df)
         one = DELTR(gamma=50.0, max_iter=15, tol=0.0, fairness_loss=name).fit_batch(_one_bucket(df))
         fused = DELTR(gamma=50.0, max_iter=15, tol=0.0).fit(df)
-    finally:
-        registry_module._REGISTRY.pop(name, None)
     np.testing.assert_allclose(bucketed.weights_, one.weights_, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(bucketed.weights_, fused.weights_, rtol=1e-6, atol=1e-9)
 

@@ -430,7 +430,7 @@ JSON_CASES = [  # (edit of the state dict, the field named, a fragment of the pr
     (_setitem("params.evil", 1), "params", "unknown key(s) ['evil']"),
     (lambda s: s["params"].pop("gamma"), "params", "missing ['gamma']"),
     (_setitem("params.gamma", "big"), "params.gamma", "must be a finite number, got 'big'"),
-    (_setitem("params.gamma", -1.0), "params", "gamma must be a finite number >= 0"),
+    (_setitem("params.gamma", -1.0), "params", "gamma must be >= 0, got -1.0"),
     (_setitem("params.colorblind", "yes"), "params.colorblind", "must be a bool"),
     (_setitem("params.max_iter", 1.5), "params.max_iter", "must be a int"),
     (_setitem("params.optimizer", "sgd"), "params", "optimizer must be 'lbfgs' or 'adam'"),

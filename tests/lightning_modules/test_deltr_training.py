@@ -65,7 +65,8 @@ def test_attributes_history_and_params_match_the_estimator_contract(frames, tmp_
                                   callback=lambda i, rec: seen.append((i, rec["total"])))
     est = DELTR(gamma=50.0, l2=0.01, optimizer="adam", max_iter=6, seed=3).fit(train)
     assert set(model.get_params()) == set(est.get_params())
-    assert model.get_params() | {"device": "cpu"} == est.get_params() | {"device": "cpu"}
+    assert model.effective_params() | {"device": "cpu"} == est.effective_params() | {"device": "cpu"}
+    assert model.columns_ == est.columns_ and (model.max_iter_, model.lr_) == (est.max_iter_, est.lr_)
     assert model.feature_names_ == est.feature_names_ == ["protected", "x1", "x2", "x3"]
     assert (model.query_, model.judgment_, model.n_iter_) == ("query_id", "judgment", 6)
     np.testing.assert_allclose(model.mean_, est.mean_, rtol=1e-12)
@@ -79,7 +80,8 @@ def test_attributes_history_and_params_match_the_estimator_contract(frames, tmp_
     for suffix in (".json", ".safetensors"):
         back = DELTR.load(model.save(tmp_path / f"m{suffix}"))
         np.testing.assert_array_equal(back.predict(test), model.predict(test))
-        assert back.get_params() == model.get_params() and back.history == model.history
+        assert back.effective_params() == model.effective_params() and back.history == model.history
+        assert back.columns_ == model.columns_
         assert back.n_iter_ == 6 and back.feature_names_ == model.feature_names_
     ranked = model.rank(test)
     assert ranked.groupby("query_id")["rank"].min().eq(1).all()

@@ -184,6 +184,6 @@ def test_float32_stream_is_close_to_float64(table, tmp_path):
     kw = dict(gamma=100.0, batch_queries=8, epochs=3, shuffle=False)
     f64 = train_deltr_lightning(path, **kw)
     f32 = train_deltr_lightning(path, dtype=torch.float32, **kw)
-    assert f32.get_params()["dtype"] == "float32"
+    assert f32.get_params()["dtype"] is torch.float32 and f32.effective_params()["dtype"] == "float32"
     np.testing.assert_allclose(f32.predict(df), f64.predict(df), rtol=1e-4, atol=1e-4)
     assert DELTR.load(f32.save(tmp_path / "m.json")).dtype == torch.float32
