@@ -183,7 +183,8 @@ def metrics_description(metrics: Mapping[str, float], *, split: str | None = Non
         except KeyError:
             return "other"
 
-    keys = ordered_metric_keys([k for k in metrics if kind(k) in ("fairness", "relevance")])
+    keys = ordered_metric_keys([k for k in metrics if kind(k) in ("fairness", "relevance")
+                                and not k.endswith("_n_queries")])
     fair = [k for k in keys if kind(k) == "fairness" and (k in HEADLINE_METRICS or "/" not in k)][:5]
     rel = [k for k in keys if kind(k) == "relevance" and k in HEADLINE_METRICS]
     where = f" ({split} split)" if split else ""

@@ -494,6 +494,10 @@ def promote(
             log_params(eval_run_id, {"model": model, "version": version, "alias": alias, "no_champion": no_champion,
                                      "unloadable_champion": unloadable_champion,
                                      "gates": " ; ".join(g.text for g in parsed), "data": config.get("data")})
+            if isinstance(data, pd.DataFrame):  # the data both sides are measured on, named by its file
+                from fairltr.tracking.logging import dataset_of
+
+                mlflow.log_input(dataset_of(data, role="promotion data", path=config.get("data")), context="evaluation")
         p = _Promoter(client, model, version, parsed, data=data, config=config, alias=alias, no_champion=no_champion,
                       unloadable_champion=unloadable_champion, allow_unverified=allow_unverified, tmp=tmp)
         notes = p.notes
