@@ -570,7 +570,10 @@ class DELTR:
         return rank_frame(df, self.predict(df), q)
 
     # ------------------------------------------------------------------ persistence
-    def _state(self) -> dict[str, Any]:
+    def model_state(self) -> dict[str, Any]:
+        """What a model file holds besides the weight, mean and scale vectors (JSON-serialisable):
+        the format marker and version, :meth:`effective_params` as fitted, the feature, query and
+        judgment columns, ``n_iter`` and the history."""
         self.check_fitted()
         params = self.effective_params()
         params.update(protected=self.columns_.group, max_iter=self.max_iter_, lr=self.lr_)
@@ -585,7 +588,7 @@ class DELTR:
         atomically: a failure or Ctrl-C midway leaves the previous file intact. Another suffix
         is a :class:`ConfigError`."""
         p = Path(path)
-        state = self._state()
+        state = self.model_state()
         if p.suffix not in MODEL_SUFFIXES:
             raise ConfigError(f"cannot save a DELTR model as {p}: unsupported file type {p.suffix or '(none)'!r}; "
                               f"use one of {list(MODEL_SUFFIXES)}")

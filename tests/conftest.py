@@ -1,5 +1,6 @@
-"""Shared test fixtures: paths to ../shared/data, thread limits, and the service fixtures
-(MLflow server, PostgreSQL) from ``tests/mlflow_fixtures.py``."""
+"""Shared test fixtures: paths to ../shared/data, thread limits, the fairness-loss registry
+(``loss_registry``), and the service fixtures (MLflow server, PostgreSQL) from
+``tests/mlflow_fixtures.py``."""
 
 from __future__ import annotations
 
@@ -42,8 +43,15 @@ def ddtp_data() -> Path:
     return DDTP_DATA
 
 
-try:  # service fixtures (mlflow_server, postgres_uri, ...) owned by the tracking area
-    from mlflow_fixtures import *  # noqa: F401,F403
-except ModuleNotFoundError as _exc:
-    if _exc.name != "mlflow_fixtures":
-        raise
+@pytest.fixture
+def loss_registry():
+    """The fairness-loss registry module, restored after the test (everything the test
+    registered, removed or loaded from entry points is undone): see
+    :func:`fairltr.losses.registry.registry_snapshot`."""
+    from fairltr.losses import registry
+
+    with registry.registry_snapshot():
+        yield registry
+
+
+from mlflow_fixtures import *  # noqa: E402,F401,F403  (service fixtures: mlflow_server, postgres_uri, ...)

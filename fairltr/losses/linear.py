@@ -26,7 +26,7 @@ import torch
 
 from fairltr.errors import ConfigError
 from fairltr.losses.builtin import GAMMA
-from fairltr.losses.exposure import V1, check_group_ids
+from fairltr.losses.exposure import V1, check_group_ids, exposure_disparity
 from fairltr.losses.listnet import top_one_probability
 from fairltr.losses.objective import ObjectiveTerms
 from fairltr.losses.registry import get_loss
@@ -233,6 +233,18 @@ class LinearDELTRObjective:
         """Objective terms at ``w`` (F,); ``total`` backpropagates to ``w`` analytically."""
         listnet, exposure = _Fused.apply(w, self)
         return ObjectiveTerms(listnet + self.gamma * exposure, listnet, exposure)
+
+    @torch.no_grad()
+    def per_query_exposure(self, w: torch.Tensor) -> torch.Tensor:
+        """U_q of every (non-empty) query at ``w``, shape (Q,): the fairness term before the sum
+        (zeros without one); ``exposure`` of the objective is its sum. For diagnostics, e.g. the
+        share of queries whose hinge is active."""
+        q, n = self.shape
+        if self.variant is None:
+            return torch.zeros(q, dtype=self.x.dtype, device=self.x.device)
+        scores = (self.x @ w.detach().to(self.x.dtype)).view(q, n)
+        return exposure_disparity(scores, self.groups, self.mask, variant=self.variant, reduce=self.reduce,
+                                  n_groups=self.n_groups)
 
     def value_and_grad(self, w: torch.Tensor) -> tuple[ObjectiveTerms, torch.Tensor]:
         """Terms and d total / d w without autograd (one forward, one X^T pass)."""

@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
-from fairltr.data import RankingBatch, query_codes, scatter_back, to_batch, validate_ranking_frame
+from fairltr.columns import RankingColumns
+from fairltr.data import (RankingBatch, positions_in_query, query_codes, rank_within_query, scatter_back, score_order,
+                          select_features, to_batch, validate_ranking_frame)
 from fairltr.errors import DataError
 
 
@@ -173,3 +175,57 @@ def test_ranking_rows_and_pad_queries():
     assert sub.groups.tolist() == [[0, 0], [0, 1]]
     empty = pad_queries(rows, [])
     assert empty.mask.shape == (0, 0) and empty.query_ids == []
+
+
+def _brute_positions(codes):
+    """Loop reference: position of each row among the earlier rows of its query."""
+    seen: dict[int, int] = {}
+    out = []
+    for c in codes:
+        out.append(seen.get(c, 0))
+        seen[c] = seen.get(c, 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_positions_in_query_matches_a_loop(grouped):
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 7, size=200)
+    if grouped:
+        codes = np.sort(codes)
+    slots, sizes = positions_in_query(codes)
+    assert slots.tolist() == _brute_positions(codes.tolist())
+    assert sizes.tolist() == [int((codes == q).sum()) for q in range(7)]
+    empty_slots, empty_sizes = positions_in_query(np.zeros(0, dtype=np.int64), 2)
+    assert empty_slots.tolist() == [] and empty_sizes.tolist() == [0, 0]
+
+
+def test_rank_within_query_matches_sorting_each_query():
+    rng = np.random.default_rng(4)
+    codes = rng.integers(0, 5, size=120)
+    scores = rng.integers(0, 6, size=120).astype(float)  # many ties: earlier row first
+    ranks = rank_within_query(codes, scores)
+    for q in range(5):
+        rows = [r for r in range(len(codes)) if codes[r] == q]
+        expected = sorted(rows, key=lambda r: (-scores[r], r))
+        assert [int(ranks[r]) for r in expected] == list(range(1, len(rows) + 1))
+    order = score_order(codes, scores)
+    assert np.all(np.diff(codes[order]) >= 0)  # queries grouped, in code order
+    assert ranks[order].tolist() == (positions_in_query(codes[order])[0] + 1).tolist()
+
+
+def test_columns_contract_equals_the_loose_keywords():
+    df = _frame().rename(columns={"query_id": "q", "protected": "g", "judgment": "y"}).assign(doc=range(6))
+    contract = RankingColumns(query="q", group="g", judgment="y", item="doc")
+    by_contract = to_batch(df, columns=contract)
+    by_keywords = to_batch(df, query="q", group="g", judgment="y", item="doc")
+    reference = to_batch(_frame(), features=["x1", "x2"])
+    for b in (by_contract, by_keywords):
+        assert b.feature_names == ["g", "x1", "x2"]  # the item and judgment are never features
+        for name in ("judgments", "groups", "mask", "row_index"):
+            assert torch.equal(getattr(b, name), getattr(reference, name)), name
+    # a keyword overrides the contract's name
+    renamed = df.rename(columns={"y": "label"})
+    assert torch.equal(to_batch(renamed, columns=contract, judgment="label").judgments, reference.judgments)
+    assert select_features(df, columns=contract) == ["g", "x1", "x2"]
+    assert select_features(df, query="q") == ["g", "x1", "x2", "y", "doc"]  # only the named columns are special

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import torch
 
-from fairltr import DELTR, evaluate_ranking, rank_frame, to_batch
-from fairltr.errors import ConfigError, DataError
+from fairltr import DELTR, RankingColumns, evaluate_ranking, rank_frame, to_batch
+from fairltr.errors import ConfigError, DataError, NotFittedError
 from fairltr.io import read_deltr_csv
 from fairltr.losses import GAMMA, FairnessLoss, exposure_hinge, listnet_loss, temporary_loss
 
@@ -429,3 +429,137 @@ def test_degenerate_bucketed_tables_train_without_nan():
     ref = DELTR(gamma=100.0, max_iter=10).fit_batch(_one_bucket(df))
     assert all(math.isfinite(h["total"]) for h in m.history)
     np.testing.assert_allclose(m.weights_, ref.weights_, rtol=1e-8, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------- estimator contract
+def test_init_stores_the_arguments_verbatim_and_nothing_else():
+    args = dict(gamma=np.float32(3.0), protected="sex", max_iter=None, lr=None, dtype=torch.float32, tol=0,
+                columns=RankingColumns(query="qid", group="sex", judgment="label"), optimizer="no such")
+    model = DELTR(**args)
+    params = model.get_params()
+    assert list(params) == DELTR._param_names() == [
+        "gamma", "protected", "colorblind", "standardize", "l2", "optimizer", "max_iter", "lr", "tol", "seed",
+        "device", "fairness_loss", "reduce", "dtype", "columns"]
+    assert all(params[k] is v for k, v in args.items())  # no rewriting: max_iter stays None, bad values stay
+    assert set(vars(model)) == set(params)  # no fitted state preset in __init__
+    assert not hasattr(model, "weights_") and not hasattr(model, "history") and not hasattr(model, "coef_")
+
+
+def test_set_params_and_repr():
+    model = DELTR(1.0)
+    assert model.set_params(gamma=5.0, max_iter=7) is model
+    assert model.get_params()["gamma"] == 5.0 and model.max_iter == 7
+    with pytest.raises(ConfigError, match="invalid parameter 'gama'") as exc:
+        model.set_params(gama=1.0)
+    assert isinstance(exc.value, ValueError)  # what scikit-learn raises
+    assert repr(model).startswith("DELTR(gamma=5.0, protected='protected', ") and "columns=None" in repr(model)
+
+
+def test_sklearn_clone_gives_an_unfitted_copy_that_fits_the_same():
+    base = pytest.importorskip("sklearn.base")
+    df = _synthetic(seed=21)
+    model = DELTR(50.0, max_iter=8, dtype=torch.float64, columns=RankingColumns()).fit(df)
+    twin = base.clone(model)
+    assert twin is not model and not hasattr(twin, "weights_")
+    assert twin.get_params(deep=False).keys() == model.get_params(deep=False).keys()
+    assert all(twin.get_params()[k] == v for k, v in model.get_params().items())
+    np.testing.assert_array_equal(twin.fit(df).weights_, model.weights_)
+
+
+def test_fit_validates_derives_and_leaves_the_params_alone():
+    df = _synthetic(seed=22)
+    for optimizer, max_iter, lr in (("lbfgs", 200, 1.0), ("adam", 3000, 0.01)):
+        model = DELTR(0.0, optimizer=optimizer, tol=1e-3)
+        before = model.get_params()
+        model.fit(df)
+        assert model.get_params() == before and model.max_iter is None and model.lr is None
+        assert (model.max_iter_, model.lr_) == (max_iter, lr)
+        assert model.effective_params()["max_iter"] == max_iter and model.effective_params()["lr"] == lr
+    explicit = DELTR(0.0, optimizer="adam", max_iter=4, lr=0.5).fit(df)
+    assert (explicit.max_iter_, explicit.lr_, explicit.n_iter_) == (4, 0.5, 4)
+
+
+def test_history_underscore_and_its_read_only_alias():
+    model = DELTR(10.0, max_iter=4).fit(_synthetic(seed=23))
+    assert model.history is model.history_ and len(model.history_) == model.n_iter_ + 1
+    with pytest.raises(AttributeError):
+        model.history = []  # type: ignore[misc]
+
+
+def test_not_fitted_error_is_fairltr_config_and_attribute_error():
+    model = DELTR(1.0)
+    for call in (lambda: model.predict(_synthetic()), lambda: model.history, lambda: model.query_,
+                 lambda: model.coef_, lambda: model.check_fitted()):
+        with pytest.raises(NotFittedError, match="not fitted") as exc:
+            call()
+        assert isinstance(exc.value, (AttributeError)) and isinstance(exc.value, ConfigError)
+
+
+def test_fit_uses_a_local_generator_not_the_global_seed():
+    df = _synthetic(seed=24)
+    torch.manual_seed(1)
+    state = torch.get_rng_state()
+    a = DELTR(5.0, max_iter=5, seed=3).fit(df)
+    assert torch.equal(torch.get_rng_state(), state)  # the global RNG is untouched
+    torch.manual_seed(2)
+    b = DELTR(5.0, max_iter=5, seed=3).fit(df)
+    np.testing.assert_array_equal(a.weights_, b.weights_)  # the global seed does not matter
+    c = DELTR(5.0, max_iter=5, seed=4).fit(df)
+    assert not np.array_equal(a.weights_, c.weights_)  # the estimator's seed does
+
+
+def test_columns_parameter_protected_and_fit_keywords_agree():
+    df = _synthetic(seed=25)
+    renamed = df.rename(columns={"query_id": "qid", "protected": "sex", "judgment": "label"})
+    contract = RankingColumns(query="qid", group="sex", judgment="label")
+    reference = DELTR(30.0, max_iter=6).fit(df)
+    fits = [DELTR(30.0, max_iter=6, columns=contract).fit(renamed),
+            DELTR(30.0, max_iter=6, protected="sex", columns=contract).fit(renamed),
+            DELTR(30.0, protected="sex", max_iter=6).fit(renamed, query="qid", judgment="label")]
+    for model in fits:
+        np.testing.assert_array_equal(model.weights_, reference.weights_)
+        assert model.columns_ == contract and (model.query_, model.judgment_) == ("qid", "label")
+        assert model.feature_names_ == ["sex", "x1", "x2"]
+    with pytest.raises(ConfigError, match="protected='grp' and columns.group='sex' name different group columns"):
+        DELTR(30.0, protected="grp", columns=contract).fit(renamed)
+    with pytest.raises(ConfigError, match="DELTR needs a group column"):
+        DELTR(30.0, columns=contract.replace(group=None)).fit(renamed)
+
+
+# A model file written by the previous release (before the estimator contract): it must keep
+# loading into the same model, and a fit of the same data must write the same bytes.
+OLD_MODEL = {
+    "format": "fairltr.DELTR", "format_version": 1,
+    "params": {"gamma": 10.0, "protected": "sex", "colorblind": False, "standardize": True, "l2": 0.0,
+               "optimizer": "lbfgs", "max_iter": 3, "lr": 1.0, "tol": 1e-10, "seed": 0, "device": "auto",
+               "fairness_loss": "exposure_hinge", "reduce": "max", "dtype": "float64"},
+    "feature_names": ["sex", "x1", "x2"], "query": "qid", "judgment": "label", "n_iter": 3,
+    "history": [
+        {"iteration": 0, "total": 2.192196546882612, "listnet": 2.192195940179076, "exposure": 6.067035363134639e-08},
+        {"iteration": 1, "total": 2.0227924884133373, "listnet": 1.9265885047571092, "exposure": 0.009620398365622812},
+        {"iteration": 2, "total": 1.7959140768480177, "listnet": 1.7700502685588382,
+         "exposure": 0.0025863808289179526},
+        {"iteration": 3, "total": 1.7315424009989715, "listnet": 1.6918732271713222, "exposure": 0.003966917382764942},
+    ],
+    "weights": [0.17785579410048252, 0.6857849278857533, -0.15168765228865175],
+    "mean": [0.5, 0.3333333333333333, 0.4583333333333333],
+    "scale": [0.5, 0.793025150224688, 0.9176131477310516],
+}
+OLD_SCORES = [0.23244308771179015, 0.9068089722069271, -0.8939147580372645, 0.03439086715093737,
+              0.6610047523438369, -0.9407329213762271]
+
+
+def test_a_model_file_of_the_previous_release_loads_and_is_rewritten_identically(tmp_path):
+    df = pd.DataFrame({"qid": [1, 1, 1, 2, 2, 2], "sex": [1, 0, 0, 0, 1, 1],
+                       "x1": [0.5, 1.5, -0.2, 0.3, 0.9, -1.0], "x2": [1.0, 0.0, 2.0, -1.0, 0.5, 0.25],
+                       "label": [2.0, 3.0, 1.0, 1.0, 2.0, 0.0]})
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(OLD_MODEL, indent=1))
+    model = DELTR.load(old)
+    np.testing.assert_allclose(model.predict(df), OLD_SCORES, rtol=0, atol=1e-15)
+    assert model.columns_ == RankingColumns("qid", "sex", "label") and model.protected == "sex"
+    assert (model.max_iter_, model.lr_, model.n_iter_) == (3, 1.0, 3) and model.history == OLD_MODEL["history"]
+    assert model.effective_params() == OLD_MODEL["params"]
+    refit = DELTR(10.0, max_iter=3, columns=RankingColumns("qid", "sex", "label")).fit(df)
+    assert refit.save(tmp_path / "new.json").read_text() == old.read_text()
+    assert model.save(tmp_path / "again.json").read_text() == old.read_text()

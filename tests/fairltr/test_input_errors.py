@@ -490,7 +490,7 @@ def _safetensors(tensors: dict, metadata: dict | None, raw_header: dict | None =
 
 
 def _tensor_cases(model: DELTR):
-    state = json.dumps(model._state())
+    state = json.dumps(model.model_state())
     meta = {"fairltr": state}
     w, m, s = model.weights_, model.mean_, model.scale_
     base = {"weights": w, "mean": m, "scale": s}
@@ -529,7 +529,7 @@ def test_safetensors_model_fields_are_validated(tmp_path, saved):
     model = saved[0]
     assert DELTR.load(_write(tmp_path, "ok.safetensors", _safetensors(
         {"weights": model.weights_.astype(np.float32), "mean": model.mean_, "scale": model.scale_},
-        {"fairltr": json.dumps(model._state())}))).weights_.dtype == np.float64  # float32 is accepted
+        {"fairltr": json.dumps(model.model_state())}))).weights_.dtype == np.float64  # float32 is accepted
     for i, (data, field, problem) in enumerate(_tensor_cases(model)):
         detail = _load_error(tmp_path, f"m{i}.safetensors", data)
         if field is not None:

@@ -16,11 +16,11 @@ from fairltr.losses import (
     LinearDELTRObjective,
     deltr_objective,
     exposure_hinge,
+    exposure_symmetric,
     fused_variant,
     listnet_loss,
-    register_loss,
+    temporary_loss,
 )
-from fairltr.losses import registry as registry_module
 
 V1 = 1.0 / math.log(2.0)
 
@@ -167,6 +167,20 @@ def test_fused_equals_autograd_reference(loss, variant, reduce, n_groups, padded
     torch.testing.assert_close(g, g_ref, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_groups", [2, 3])
+@pytest.mark.parametrize("variant", ["hinge", "symmetric", None])
+def test_per_query_exposure_matches_the_loss_per_query(variant, n_groups):
+    x, y, groups, mask, w = _linear_batch(q=7, n=10, f=3, n_groups=n_groups, seed=9)
+    obj = LinearDELTRObjective(x, y, groups, mask, 5.0, variant=variant, n_groups=n_groups)
+    per = obj.per_query_exposure(w)
+    if variant is None:
+        assert torch.equal(per, torch.zeros(7, dtype=torch.float64))
+    else:
+        ref = (exposure_hinge if variant == "hinge" else exposure_symmetric)(x @ w, groups, mask, n_groups=n_groups)
+        torch.testing.assert_close(per, ref, rtol=1e-12, atol=1e-15)
+    assert float(per.sum()) == pytest.approx(float(obj(w).exposure), rel=1e-12, abs=1e-15)
+
+
 def test_fused_value_and_grad_and_padding_invariance():
     x, y, groups, mask, w = _linear_batch(seed=7)
     obj = LinearDELTRObjective(x, y, groups, mask, 100.0)
@@ -230,11 +244,15 @@ def test_fused_variant_mapping():
     assert fused_variant("exposure_symmetric") == (True, "symmetric")
     assert fused_variant("none") == (True, None)
     name = "test_objective_wrapped_hinge"
-    register_loss(FairnessLoss(name, "ranking", lambda *a, **k: exposure_hinge(*a, **k), (GAMMA,)))
-    try:
-        assert fused_variant(name) == (False, None)
-    finally:
-        registry_module._REGISTRY.pop(name, None)
+    with temporary_loss(FairnessLoss(name, "ranking", lambda *a, **k: exposure_hinge(*a, **k), (GAMMA,))):
+        assert fused_variant(name) == (False, None)  # nothing declared: autograd
+    # the declaration decides, not the function's identity
+    with temporary_loss(FairnessLoss(name, "ranking", lambda *a, **k: exposure_hinge(*a, **k), (GAMMA,),
+                                     fused="hinge")):
+        assert fused_variant(name) == (True, "hinge")
+    with temporary_loss(FairnessLoss("exposure_hinge", "ranking", exposure_hinge, (GAMMA,)), overwrite=True):
+        assert fused_variant("exposure_hinge") == (False, None)  # re-registered without the declaration
+    assert fused_variant("exposure_hinge") == (True, "hinge")
 
 
 def test_fused_mask_with_holes_and_empty_query():

@@ -18,11 +18,14 @@ from fairltr.losses import (
     HyperParam,
     available_losses,
     deltr_objective,
+    exposure_hinge,
     get_loss,
     register_loss,
+    registry_snapshot,
     reload_entry_points,
+    temporary_loss,
+    unregister_loss,
 )
-from fairltr.losses import registry as registry_module
 
 
 def test_builtin_losses_are_registered_with_declared_params():
@@ -64,21 +67,96 @@ def test_hyperparam_validate():
     assert signed.validate(-0.5) == -0.5
 
 
-def test_register_refuses_duplicates_but_allows_overwrite():
+def test_register_refuses_duplicates_but_allows_overwrite(loss_registry):
     name = "test_registry_dup"
     first = FairnessLoss(name, "ranking", None)
-    try:
-        register_loss(first)
-        assert register_loss(first) is first  # same object: idempotent
-        with pytest.raises(ConfigError, match="already registered"):
-            register_loss(FairnessLoss(name, "ranking", None, description="other"))
-        second = FairnessLoss(name, "ranking", None, description="replacement")
-        register_loss(second, overwrite=True)
-        assert get_loss(name) is second
-        with pytest.raises(TypeError, match="FairnessLoss"):
-            register_loss("not a loss")  # type: ignore[arg-type]
-    finally:
-        registry_module._REGISTRY.pop(name, None)
+    register_loss(first)
+    assert register_loss(first) is first  # same object: idempotent
+    with pytest.raises(ConfigError, match="already registered"):
+        register_loss(FairnessLoss(name, "ranking", None, description="other"))
+    second = FairnessLoss(name, "ranking", None, description="replacement")
+    register_loss(second, overwrite=True)
+    assert get_loss(name) is second
+    with pytest.raises(TypeError, match="FairnessLoss"):
+        register_loss("not a loss")  # type: ignore[arg-type]
+    assert unregister_loss(name) is second and unregister_loss(name) is None
+    with pytest.raises(ConfigError, match="unknown fairness loss"):
+        get_loss(name)
+
+
+def test_temporary_loss_restores_the_name_even_after_an_error():
+    name = "test_registry_temporary"
+    loss = FairnessLoss(name, "ranking", None)
+    with temporary_loss(loss) as registered:
+        assert registered is loss and get_loss(name) is loss
+    assert name not in available_losses()
+    builtin = get_loss("exposure_hinge")
+    replacement = FairnessLoss("exposure_hinge", "ranking", None, description="stand-in")
+    with pytest.raises(ConfigError, match="already registered"):
+        with temporary_loss(replacement):  # a taken name needs overwrite=True ...
+            pass
+    assert get_loss("exposure_hinge") is builtin  # ... and a refused registration changes nothing
+    with pytest.raises(RuntimeError, match="inside"):
+        with temporary_loss(replacement, overwrite=True):
+            assert get_loss("exposure_hinge") is replacement
+            raise RuntimeError("inside")
+    assert get_loss("exposure_hinge") is builtin
+
+
+def test_registry_snapshot_undoes_registrations_removals_and_scans():
+    before = {name: get_loss(name) for name in available_losses()}
+    with registry_snapshot():
+        register_loss(FairnessLoss("test_registry_snapshot", "ranking", None))
+        unregister_loss("exposure_symmetric")
+        reload_entry_points()
+        assert "test_registry_snapshot" in available_losses()
+        assert "exposure_symmetric" not in available_losses()
+    assert {name: get_loss(name) for name in available_losses()} == before
+
+
+def test_loss_registry_fixture_is_the_registry_module(loss_registry):
+    loss_registry.register_loss(FairnessLoss("test_registry_fixture", "ranking", None))
+    loss_registry.unregister_loss("mse_align")  # undone after the test (registry_snapshot, tested above)
+    assert "test_registry_fixture" in available_losses() and "mse_align" not in available_losses()
+
+
+@pytest.mark.parametrize("kwargs", [dict(kind="retrieval", fn=lambda *a: 0), dict(fused="quadratic"), dict(fn=None)])
+def test_fused_declaration_is_checked(kwargs):
+    base = dict(name="test_registry_fused", kind="ranking", fn=exposure_hinge, fused="hinge")
+    with pytest.raises(ConfigError, match="fused must be"):
+        FairnessLoss(**(base | kwargs))
+
+
+def test_builtin_fused_declarations():
+    assert get_loss("exposure_hinge").fused == "hinge" and get_loss("exposure_symmetric").fused == "symmetric"
+    assert get_loss("none").fused is None and get_loss("none").fn is None
+
+
+@pytest.mark.parametrize("value,message", [
+    (-1.0, "gamma must be >= 0, got -1.0"), (float("nan"), "gamma must be finite"),
+    (True, "gamma must be a finite number, got True"), ("big", "gamma must be a finite number, got 'big'"),
+    (None, "gamma must be a finite number, got None"),
+])
+def test_every_gamma_check_is_the_registry_declaration(value, message):
+    """DELTR, the ranker settings of the workflows, deltr_objective and LinearDELTRObjective
+    all reject a bad gamma with the one message of GAMMA.validate."""
+    from fairltr import DELTR
+    from fairltr.losses import LinearDELTRObjective
+    from fairltr.workflows.ranking import RankerSpec
+
+    with pytest.raises(ConfigError) as declared:
+        GAMMA.validate(value)
+    assert str(declared.value).startswith(message)
+    x = torch.zeros(1, 2, 1, dtype=torch.float64)
+    y = torch.zeros(1, 2, dtype=torch.float64)
+    g = torch.tensor([[0, 1]])
+    m = torch.ones(1, 2, dtype=torch.bool)
+    checks = [lambda: DELTR(value).settings(), lambda: RankerSpec(gamma=value),
+              lambda: deltr_objective(y, y, g, m, value), lambda: LinearDELTRObjective(x, y, g, m, value)]
+    for check in checks:
+        with pytest.raises(ConfigError) as exc:
+            check()
+        assert str(exc.value) == str(declared.value)
 
 
 @pytest.fixture
@@ -108,9 +186,8 @@ def plugin_dir(tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
-    yield tmp_path
-    for name in ("test_plugin_scaled_hinge", "test_plugin_factory"):
-        registry_module._REGISTRY.pop(name, None)
+    with registry_snapshot():
+        yield tmp_path
     sys.modules.pop("fairltr_test_plugin", None)
 
 
