@@ -6,15 +6,16 @@ transformers are imported by the adapters (``fairltr.tracking``, ``lightning_mod
 """
 
 from fairltr.buckets import BucketedBatch, length_buckets, to_buckets
-from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, to_batch
 from fairltr.deltr import DELTR, rank_frame
-from fairltr.errors import ConfigError, DataError, FairltrError
+from fairltr.errors import ConfigError, DataError, FairltrError, NotFittedError
 from fairltr.metrics import evaluate_ranking
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DELTR", "RankingBatch", "to_batch", "BucketedBatch", "to_buckets", "length_buckets", "RankingColumns",
-    "DEFAULT_COLUMNS", "rank_frame", "evaluate_ranking", "FairltrError", "DataError", "ConfigError", "__version__",
+    "DEFAULT_COLUMNS", "resolve_columns", "rank_frame", "evaluate_ranking", "FairltrError", "DataError", "ConfigError",
+    "NotFittedError", "__version__",
 ]

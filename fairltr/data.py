@@ -29,7 +29,7 @@ __all__ = [
     "RankingBatch", "to_batch", "check_table", "validate_ranking_frame", "select_features", "check_column_roles",
     "numeric_column", "numeric_matrix", "query_codes", "positions_in_query", "score_order", "rank_within_query",
     "scatter_back", "show_value", "ORIGIN_KEY", "set_origin", "frame_source", "row_place", "locate_row",
-    "RankingRows", "ranking_rows", "pad_queries",
+    "RankingRows", "ranking_rows", "pad_queries", "NAMES_ONLY",
 ]
 
 NAMES_ONLY = DEFAULT_COLUMNS.replace(group=None, judgment=None)

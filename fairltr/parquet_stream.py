@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import torch
 
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
-from fairltr.data import RankingBatch, show_value
+from fairltr.data import RankingBatch, positions_in_query, show_value
 from fairltr.errors import ConfigError, DataError
 
 __all__ = [
@@ -471,9 +471,9 @@ def pad_rows(
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     nq, n_max = len(sizes), int(sizes.max()) if len(sizes) else 0
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     # flat slot of every row: query k's rows fill slots k * n_max .. k * n_max + sizes[k] - 1
-    flat = np.arange(int(sizes.sum())) + np.repeat(np.arange(nq) * n_max - starts, sizes)
+    codes = np.repeat(np.arange(nq, dtype=np.int64), sizes)
+    flat = codes * n_max + positions_in_query(codes, nq)[0]
     x = np.zeros((nq * n_max, features.shape[1]), dtype=np.float64)
     x[flat] = features
     x = x.reshape(nq, n_max, features.shape[1])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.errors import ConfigError
 
 __all__ = ["make_biased_rankings"]
@@ -26,12 +27,15 @@ def make_biased_rankings(
     noise: float = 0.5,
     test_fraction: float = 0.33,
     seed: int = 0,
+    columns: RankingColumns = DEFAULT_COLUMNS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(train, test) ranking tables with columns query_id, protected, x1..xF, judgment.
+    """(train, test) ranking tables with the query, group, x1..xF and judgment columns of
+    ``columns`` (default query_id, protected, x1..xF, judgment; an item column is not made).
 
     Queries are split between train and test; train judgments carry the bias, test judgments
     are the unbiased merit.
     """
+    columns.require("group", "judgment", purpose="make_biased_rankings")
     if n_queries < 2:
         raise ConfigError(f"n_queries must be >= 2 (train and test), got {n_queries}")
     if n_candidates < 2:
@@ -51,12 +55,12 @@ def make_biased_rankings(
     n_test = max(1, int(round(test_fraction * n_queries)))
     is_test = qid > n_queries - n_test
     judgment = np.where(is_test, merit, merit - bias * protected)
-    df = pd.DataFrame({"query_id": qid, "protected": protected})
+    df = pd.DataFrame({columns.query: qid, columns.group: protected})
     for j in range(n_features):
         df[f"x{j + 1}"] = feats[:, j]
-    df["judgment"] = judgment
+    df[columns.judgment] = judgment
     # rows of a query sorted by decreasing judgment, as in the DELTR paper's files
-    df = df.sort_values(["query_id", "judgment"], ascending=[True, False], kind="stable")
+    df = df.sort_values([columns.query, columns.judgment], ascending=[True, False], kind="stable")
     train = df[~is_test[df.index]].reset_index(drop=True)
     test = df[is_test[df.index]].reset_index(drop=True)
     return train, test

@@ -42,3 +42,15 @@ def test_deltr_beats_standard_on_exposure():
 def test_bad_parameters(kw):
     with pytest.raises(ConfigError):
         make_biased_rankings(**kw)
+
+
+def test_column_names_from_the_contract():
+    from fairltr.columns import RankingColumns
+
+    contract = RankingColumns(query="qid", group="sex", judgment="label")
+    train, test = make_biased_rankings(n_queries=6, n_candidates=5, n_features=2, seed=2, columns=contract)
+    default, _ = make_biased_rankings(n_queries=6, n_candidates=5, n_features=2, seed=2)
+    assert list(train.columns) == ["qid", "sex", "x1", "x2", "label"]
+    np.testing.assert_array_equal(train.to_numpy(), default.to_numpy())
+    with pytest.raises(ConfigError, match="needs a group column"):
+        make_biased_rankings(columns=contract.replace(group=None))
