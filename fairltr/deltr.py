@@ -100,8 +100,10 @@ class DELTR:
     ``protected`` is the older way to name the group column and stays accepted: without
     ``columns`` the contract is the default one with ``group=protected``; with ``columns``,
     ``columns.group`` is the group column and ``protected`` must be left at its default or name
-    the same column (anything else is a :class:`ConfigError` at ``fit``). Both are stored as
-    given, so ``get_params`` / ``clone`` round-trip them; the contract a fit used is ``columns_``.
+    the same column (anything else is a :class:`ConfigError` at ``fit``; a ``protected`` given
+    as its default value cannot be told from the default and yields to ``columns.group``). Both
+    are stored as given, so ``get_params`` / ``clone`` round-trip them; the contract a fit used
+    is ``columns_``. Code that builds a model for readers of ``model.protected`` passes both.
 
     ``max_iter=None`` / ``lr=None``: the optimizer's defaults (:data:`DEFAULT_MAX_ITER`,
     :data:`DEFAULT_LR`), resolved at ``fit`` into ``max_iter_`` / ``lr_``.
