@@ -234,10 +234,7 @@ def part_b(args) -> list[dict]:
 
 def _unfair_share(obj: LinearDELTRObjective, w: torch.Tensor) -> float:
     """Share of queries whose hinge is active at ``w`` (the fairness gradient path is exercised)."""
-    obj._forward(w.detach())
-    h = obj._state.get("h")
-    obj._state = {}
-    return float((h > 0).to(torch.float64).mean()) if h is not None else 0.0
+    return float((obj.per_query_exposure(w) > 0).to(torch.float64).mean())
 
 
 # ---------------------------------------------------------------------------- main
