@@ -124,13 +124,16 @@ class SweepTracker:
                                              tags={TAG_STUDY: self.study_name, TAG_ROLE: "study",
                                                    TAG_WORKER: self.worker})
                 run_id = run.info.run_id
+            self.parent_run_id = run_id
             log_params(run_id, params, client=self.client)
             study.set_user_attr(PARENT_ATTR, run_id)
+        # known before its status changes: a Ctrl-C from here on (even inside update_run, after its
+        # commit) reaches abort(), which ends the parent; the parent may be another worker's run
+        self.parent_run_id = run_id
         run = self.client.get_run(run_id)
         if run.info.status != "RUNNING":
             self.client.update_run(run_id, status="RUNNING")
         self.experiment_id = run.info.experiment_id  # nested trial runs live beside their parent
-        self.parent_run_id = run_id
         return run_id
 
     # ------------------------------------------------------------------ trials
