@@ -77,7 +77,7 @@ def reproduce_deltr(cfg: ReproduceConfig, echo: Echo = lambda _: None) -> Reprod
     """Validate inputs, outputs and tracking first; run every setting; write the output set
     (CSV, Markdown with the required results, Figure 1); log it when tracking is on."""
     from fairltr.tracking.config import check_tracking_uri
-    from fairltr.tracking.report import figure_to_png
+    from fairltr.tracking.plots import figure_to_png
 
     out = OutputSet(cfg.out_dir, managed=["reproduction.csv", "reproduction.md", "relevance_vs_exposure.png"])
     _check_inputs(cfg)
