@@ -233,7 +233,8 @@ class FairRankingEvaluator(ModelEvaluator):
         paths.append(tmp / "per_query_metrics.csv")
         html = fairness_report_html(title, subtitle=subtitle, metrics=metrics, figures=figures,
                                     params={k: v if isinstance(v, (str, int, float)) else ", ".join(map(str, v))
-                                            for k, v in config.items() if isinstance(v, (str, int, float, list, tuple))})
+                                            for k, v in config.items()
+                                            if isinstance(v, (str, int, float, list, tuple))})
         (tmp / "fairness_report.html").write_text(html, encoding="utf-8")
         paths.append(tmp / "fairness_report.html")
         return paths

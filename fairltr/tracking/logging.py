@@ -318,7 +318,8 @@ def log_ranker_into_run(run_id: str, model: DELTR, *, train_df: pd.DataFrame, te
             mlflow.set_tag("mlflow.note.content", metrics_description(logged, split=split))
         for name, png in figs.items():
             (Path(tmp) / name).write_bytes(png)
-        captions = {"exposure_by_position.png": f"Share of protected vs non-protected items by rank bucket, {split} split (DELTR Fig. 2)",
+        captions = {"exposure_by_position.png":
+                    f"Share of protected vs non-protected items by rank bucket, {split} split (DELTR Fig. 2)",
                     "training_curve.png": "Training objective per iteration: total = listnet + gamma x exposure"}
         report = fairness_report_html(
             heading, subtitle=f"{_model_words(model, heading)} · run {run_id} · metrics on {data_name}",

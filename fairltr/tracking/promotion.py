@@ -166,7 +166,8 @@ class PromotionDecision:
             f"{TAG_PREFIX}gates": json_within([gates, [g[:200] for g in gates], {"n_gates": len(gates)}]),
             f"{TAG_PREFIX}results": self._results_json(),
             f"{TAG_PREFIX}values": json_within([values, {"n_metrics": len(values)}]),
-            f"{TAG_PREFIX}champion_values": "none" if champ is None else json_within([champ, {"n_metrics": len(champ)}]),
+            f"{TAG_PREFIX}champion_values":
+                "none" if champ is None else json_within([champ, {"n_metrics": len(champ)}]),
             f"{TAG_PREFIX}champion_before": self.champion_before or "none",
             f"{TAG_PREFIX}champion_after": self.champion_after or "none",
             f"{TAG_PREFIX}champion_status": _cut_text(self.champion_status or "none"),
@@ -190,7 +191,8 @@ class PromotionDecision:
             n_pass = sum(r.passed for r in self.results)
             failed = [r for r in self.results if not r.passed]
             shown = failed if failed else self.results
-            detail = ", ".join(_gate_words(r) for r in shown[:4]) + (f", +{len(shown) - 4} more" if len(shown) > 4 else "")
+            detail = ", ".join(_gate_words(r) for r in shown[:4])
+            detail += f", +{len(shown) - 4} more" if len(shown) > 4 else ""
             parts.append(f"{n_pass} of {len(self.results)} gates passed: {detail}")
         if self.reason:
             parts.append(" ".join(self.reason.split()))

@@ -85,7 +85,8 @@ def _metric_rows(values: Mapping[str, Any], counts: Mapping[str, Any]) -> str:
         except KeyError:
             kind, arrow = "other", ""
         rows.append(f"<tr><td>{html.escape(key)}</td><td class=num>{_fmt(values[key])}</td>"
-                    f"<td class=kind-{kind}>{kind}</td><td class=muted>{arrow}</td><td class=num>{_fmt(counts.get(key, ''))}</td></tr>")
+                    f"<td class=kind-{kind}>{kind}</td><td class=muted>{arrow}</td>"
+                    f"<td class=num>{_fmt(counts.get(key, ''))}</td></tr>")
     return "".join(rows)
 
 
