@@ -15,9 +15,11 @@ _EXPORTS = {
     "DEFAULT_EXPERIMENT": "config", "default_tracking_uri": "config", "tracking_uri": "config",
     "configure": "config", "lightning_logger": "config",
     # logging
-    "log_deltr_run": "logging", "run_params": "logging", "log_history": "logging",
-    "log_metrics_finite": "logging", "frame_fingerprint": "logging", "file_fingerprint": "logging",
-    "log_retrieval_run": "retrieval_logging",
+    "log_deltr_run": "ranker_logging", "run_params": "ranker_logging", "log_history": "ranker_logging",
+    "log_metrics_finite": "ranker_logging", "frame_fingerprint": "ranker_logging", "file_fingerprint": "ranker_logging",
+    "log_retrieval_run": "retrieval_logging", "log_ranker_into_run": "ranker_logging",
+    "log_result_metrics": "ranker_logging", "log_dataset": "ranker_logging", "dataset_of": "ranker_logging",
+    "metrics_description": "ranker_logging", "version_description": "ranker_logging",
     # model
     "FairltrRanker": "pyfunc", "log_ranker_model": "pyfunc", "predict_frame": "pyfunc",
     "ranker_pip_requirements": "pyfunc",
@@ -26,7 +28,8 @@ _EXPORTS = {
     "log_retriever_model": "retriever", "model_kind": "retriever", "retriever_pip_requirements": "retriever",
     "read_retriever_settings": "retriever", "read_retriever_index": "retriever",
     # evaluator
-    "FairRankingEvaluator": "evaluator", "evaluate_frame": "evaluator",
+    "FairRankingEvaluator": "evaluator", "evaluate_frame": "evaluator", "metrics_with_counts": "evaluator",
+    "report_title": "evaluator",
     "FairRetrievalEvaluator": "retrieval_evaluator", "evaluate_retriever": "retrieval_evaluator",
     # gates (the gate language) and promotion
     "Gate": "gates", "GateResult": "gates", "parse_gate": "gates", "check_gates": "gates",
@@ -45,7 +48,9 @@ _EXPORTS = {
     # figures and report
     "exposure_by_position": "plots", "position_shares": "plots", "relevance_fairness_scatter": "plots",
     "mrc_heatmap": "plots", "training_curve": "plots", "save_figure": "plots",
-    "fairness_report_html": "report", "figure_to_png": "report",
+    "fairness_report_html": "report", "figure_to_png": "plots", "exposure_headline": "report",
+    "ordered_metric_keys": "report", "metric_sort_key": "report", "split_counts": "report",
+    "HEADLINE_METRICS": "report",
     "aligned_ranks": "ranks",
 }
 

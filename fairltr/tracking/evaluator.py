@@ -37,6 +37,7 @@ import pandas as pd
 
 from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 
+from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError, DataError
 
 __all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_output", "evaluate_frame", "report_title",
@@ -45,7 +46,7 @@ __all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_out
 MODEL_TYPE = "fair_ranking"
 COUNTS_KEY = "metric_counts"  # the result's artifact holding the number of queries behind each metric
 CONFIG_KEYS = ("query", "group", "judgment")
-_DEFAULTS = {"query": "query_id", "group": "protected", "judgment": "judgment"}
+_DEFAULTS = {"query": DEFAULT_COLUMNS.query, "group": DEFAULT_COLUMNS.group, "judgment": DEFAULT_COLUMNS.judgment}
 
 
 def scores_from_output(output: Any, n_rows: int, column: str = "score") -> np.ndarray:
@@ -163,7 +164,7 @@ class FairRankingEvaluator(ModelEvaluator):
         artifacts: dict[str, Any] = {}
         values, counts = split_counts(metrics)
         if run_id is not None:
-            from fairltr.tracking.logging import COUNTS_ARTIFACT, log_result_metrics
+            from fairltr.tracking.ranker_logging import COUNTS_ARTIFACT, log_result_metrics
 
             base = client.get_run(run_id).info.artifact_uri.rstrip("/")
             kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".html": TextEvaluationArtifact}

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import DataError
 from fairltr.tracking.ranks import aligned_ranks
 
@@ -46,8 +47,8 @@ def position_shares(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray,
     *,
-    query: str = "query_id",
-    group: str = "protected",
+    query: str = DEFAULT_COLUMNS.query,
+    group: str = DEFAULT_COLUMNS.group,
     bucket: int | None = None,
     n_buckets: int = 10,
 ) -> pd.DataFrame:
@@ -85,8 +86,8 @@ def exposure_by_position(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray,
     *,
-    query: str = "query_id",
-    group: str = "protected",
+    query: str = DEFAULT_COLUMNS.query,
+    group: str = DEFAULT_COLUMNS.group,
     bucket: int | None = None,
     n_buckets: int = 10,
     title: str | None = None,

@@ -66,6 +66,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.errors import ConfigError
 from fairltr.tracking.gates import Gate, GateResult, check_gates, gate_cutoffs, parse_gate
 from fairltr.tracking.gates import is_finite_number as _finite
@@ -260,7 +261,7 @@ def evaluate_model_uri(
     import mlflow
 
     from fairltr.tracking.evaluator import metrics_with_counts
-    from fairltr.tracking.logging import dataset_of, metrics_description
+    from fairltr.tracking.ranker_logging import dataset_of, metrics_description
     from fairltr.tracking.runs import log_params
 
     label = label or (model if isinstance(model, str) else "in-process model")
@@ -442,9 +443,10 @@ def promote(
     gates: Sequence[str | Gate],
     *,
     data: pd.DataFrame | Mapping[str, Any] | None = None,
-    query: str = "query_id",
-    group: str = "protected",
-    judgment: str = "judgment",
+    columns: RankingColumns | None = None,
+    query: Any = UNSET,
+    group: Any = UNSET,
+    judgment: Any = UNSET,
     alias: str = "champion",
     no_champion: str = "pass",
     unloadable_champion: str = "pass",
@@ -456,8 +458,8 @@ def promote(
     extra_config: Mapping[str, Any] | None = None,
 ) -> PromotionDecision:
     """Decide whether version ``version`` of registered model ``model`` becomes ``@alias`` (see
-    the module docstring). ``data``: None (training metrics), a ranking DataFrame (rankers; the
-    columns ``query`` / ``group`` / ``judgment``), or for retrievers a mapping of
+    the module docstring). ``data``: None (training metrics), a ranking DataFrame (rankers; its
+    column contract ``columns``, or the ``query`` / ``group`` / ``judgment`` names), or for retrievers a mapping of
     :func:`~fairltr.tracking.retrieval_evaluator.evaluate_retriever` arguments with ``data_dir``
     (and ``split``, ``languages``, ``max_items``, ``seed``, ``k``, ``mrc_k``). Returns the
     recorded :class:`PromotionDecision`; its ``exit_code`` is 0, 1 or 3."""
@@ -484,7 +486,8 @@ def promote(
     configure(experiment)
     extra = dict(extra_config or {})
     ks = sorted(set(int(k) for k in extra.pop("k", DEFAULT_K)) | set(gate_cutoffs(parsed)))
-    config = {"query": query, "group": group, "judgment": judgment, "k": ks, **extra}
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment)
+    config = {"query": c.query, "group": c.group, "judgment": c.judgment, "k": ks, **extra}
     decision_id = uuid.uuid4().hex
 
     with ExitStack() as stack:
@@ -497,7 +500,7 @@ def promote(
                                      "unloadable_champion": unloadable_champion,
                                      "gates": " ; ".join(g.text for g in parsed), "data": config.get("data")})
             if isinstance(data, pd.DataFrame):  # the data both sides are measured on, named by its file
-                from fairltr.tracking.logging import dataset_of
+                from fairltr.tracking.ranker_logging import dataset_of
 
                 mlflow.log_input(dataset_of(data, role="promotion data", path=config.get("data")), context="evaluation")
         p = _Promoter(client, model, version, parsed, data=data, config=config, alias=alias, no_champion=no_champion,

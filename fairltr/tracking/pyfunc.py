@@ -113,7 +113,7 @@ def log_ranker_model(
 
     from fairltr.tracking.verify import record_digest
 
-    model._check_fitted()
+    model.check_fitted()
     if input_example is None:
         input_example = _default_example(model)
     else:

@@ -280,7 +280,7 @@ class FairRetrievalEvaluator(ModelEvaluator):
 
         artifacts: dict[str, Any] = {}
         if run_id is not None:
-            from fairltr.tracking.logging import log_result_metrics
+            from fairltr.tracking.ranker_logging import log_result_metrics
 
             client = MlflowClient()
             log_result_metrics(run_id, metrics)  # one call, headline first; the client splits large batches

@@ -27,13 +27,13 @@ def _flat_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 def log_retrieval_run(run_id: str, report: Mapping[str, Any], *, out_dir: str | Path | None = None) -> dict[str, float]:
     """Log ``report`` (``params``, ``train_s``, ``metrics`` as written by ``fairltr train dpr``) into
-    ``run_id``: params, the finite metrics (headline first, :func:`~fairltr.tracking.logging.log_result_metrics`),
+    ``run_id``: params, the finite metrics (headline first, :func:`~fairltr.tracking.ranker_logging.log_result_metrics`),
     and in one upload ``mrc_matrix.png`` (L x L language-pair MRC heat map) and
     ``retrieval_report.json`` (also written to ``out_dir`` when given). Returns the logged metrics."""
     from mlflow import MlflowClient
 
     from fairltr.tracking.config import tracking_uri
-    from fairltr.tracking.logging import log_result_metrics
+    from fairltr.tracking.ranker_logging import log_result_metrics
     from fairltr.tracking.plots import figure_to_png, mrc_heatmap
     from fairltr.tracking.runs import log_params
 

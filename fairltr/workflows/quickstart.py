@@ -105,7 +105,7 @@ def _track(cfg: QuickstartConfig, train: pd.DataFrame, test: pd.DataFrame, specs
     """One run per model (nested under the run ``mlflow run`` created, when there is one)."""
     import os
 
-    from fairltr.tracking.logging import log_ranker_into_run
+    from fairltr.tracking.ranker_logging import log_ranker_into_run
     from fairltr.tracking.runs import child_run, job_run
 
     ids: dict[str, str] = {}

@@ -156,7 +156,7 @@ def promote_model(cfg: PromoteConfig):
     if isinstance(cfg.data, RankingSource):
         data = cfg.data.read()
         c = cfg.data.columns
-        kw = dict(query=c.query, group=c.group, judgment=c.judgment, extra_config={"data": str(cfg.data.path)})
+        kw = dict(columns=c, extra_config={"data": str(cfg.data.path)})
     elif isinstance(cfg.data, RetrievalEvalData):
         d = cfg.data
         data = {"data_dir": d.folder, "split": d.split, "languages": list(d.languages) if d.languages else None,

@@ -115,7 +115,7 @@ def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResu
     if not cfg.tracking.enabled:
         return result
     echo(f"model files written to {cfg.out_dir}; logging to MLflow at {redact_uri(uri)}")
-    from fairltr.tracking.logging import log_ranker_into_run
+    from fairltr.tracking.ranker_logging import log_ranker_into_run
     from fairltr.tracking.runs import job_run
 
     run_name = cfg.tracking.run_name or default_run_name(cfg.spec)

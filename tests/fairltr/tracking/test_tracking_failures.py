@@ -96,7 +96,7 @@ def test_losing_the_server_mid_run_fails_fast_and_the_run_is_ended_later(ranking
     import mlflow_fixtures
 
     from fairltr.tracking import config, runs
-    from fairltr.tracking import logging as tracking_logging
+    from fairltr.tracking import ranker_logging as tracking_logging
 
     work = tmp_path / "server"
     backend = f"sqlite:///{work / 'mlflow.db'}"

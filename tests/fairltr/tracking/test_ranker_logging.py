@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from fairltr import DELTR, evaluate_ranking
-from fairltr.tracking.logging import file_fingerprint, frame_fingerprint, log_history
+from fairltr.tracking.ranker_logging import file_fingerprint, frame_fingerprint, log_history
 
 
 def test_frame_fingerprint_sees_values_and_order_not_index(tmp_path):

@@ -58,7 +58,7 @@ def run_params(
     (:func:`log_dataset`), not as params."""
     from fairltr.losses.registry import get_loss
 
-    params: dict[str, Any] = dict(model.get_params())
+    params: dict[str, Any] = dict(model.effective_params())
     loss = get_loss(model.fairness_loss)
     for hp in loss.params:
         params[hp.name] = getattr(model, hp.name, hp.default)
@@ -206,9 +206,9 @@ def _figures(model: DELTR, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
     from fairltr.tracking.plots import exposure_by_position, figure_to_png, training_curve
 
     figs: dict[str, bytes] = {}
-    if model.protected in frame.columns and model.query_ in frame.columns:
+    if model.columns_.group in frame.columns and model.query_ in frame.columns:
         figs["exposure_by_position.png"] = figure_to_png(exposure_by_position(
-            frame, model.predict(frame), query=model.query_, group=model.protected,
+            frame, model.predict(frame), query=model.query_, group=model.columns_.group,
             title=f"Protected vs non-protected by rank position ({split} split)"))
     if model.history:
         figs["training_curve.png"] = figure_to_png(training_curve(model.history, gamma=model.gamma))
