@@ -81,6 +81,7 @@ def reproduce_deltr(cfg: ReproduceConfig, echo: Echo = lambda _: None) -> Reprod
 
     out = OutputSet(cfg.out_dir, managed=["reproduction.csv", "reproduction.md", "relevance_vs_exposure.png"])
     _check_inputs(cfg)
+    import matplotlib  # noqa: F401  (Figure 1; a missing [plots] extra fails now, not after the run)
     if cfg.tracking.enabled:
         check_tracking_uri()
     table = run_reproduction(cfg.data_dir, cfg.datasets, with_fair=cfg.with_fair, fair_alpha=cfg.fair_alpha,
