@@ -167,6 +167,48 @@ def study_reports(storage, names: Sequence[str], objectives: Sequence[ObjectiveS
     return reports, frames
 
 
+def _report(cfg: SweepConfig, study, storage, worker: WorkerReport, objectives, constraints, runner, tracker,
+            out: Path) -> tuple[SweepResult, FrontReport, list[FrontReport]]:
+    """Front CSV/JSON, plot, comparison table; the summary on the MLflow parent run."""
+    result = SweepResult(cfg.study, worker, None, parent_run_id=tracker.parent_run_id if tracker else None)
+    result.finished = worker.n_complete >= cfg.n_trials
+
+    names = [cfg.study, *[n for n in cfg.compare_with if n != cfg.study]]
+    reports, frames = study_reports(storage, names, objectives, constraints, cfg.reference)
+    rep = reports[0]
+    result.report, result.compared = rep, reports[1:]
+    stem = file_stem(cfg.study)
+    files = write_report(rep, out, prefix=f"{stem}_")
+    if cfg.plot:
+        files.append(plot_fronts(reports, frames, out / f"{stem}_pareto.png",
+                                 title=f"{cfg.study}: Pareto fronts ({', '.join(r.method for r in reports)})"))
+    if len(reports) > 1:
+        comp = pd.DataFrame([{"study": r.study, "method": r.method, "n_complete": r.n_complete,
+                              "n_front": len(r.front), "hypervolume": r.hypervolume,
+                              **{f"reference_{k}": v for k, v in r.reference.items()}} for r in reports])
+        path = out / f"{stem}_comparison.csv"
+        from fairltr.files import atomic_path
+
+        with atomic_path(path) as tmp:
+            comp.to_csv(tmp, index=False)
+        files.append(path)
+    result.files = files
+    if tracker is not None:
+        deleted = tracker.reconcile(study)
+        if deleted:
+            _log.info("deleted %d MLflow runs of failed/surplus trials", deleted)
+        summary = {"hypervolume": rep.hypervolume, "n_complete": rep.n_complete, "n_feasible": rep.n_feasible,
+                   "n_front": len(rep.front),
+                   **{f"reference_{k}": v for k, v in rep.reference.items()}}
+        if rep.best is not None:
+            summary["best_trial"] = rep.best_trial
+            summary.update({f"best_{k}": rep.best[k] for k in [*rep.objectives, *runner.space.names] if k in rep.best})
+        for r in reports[1:]:
+            summary[f"hypervolume_{r.study}"] = r.hypervolume
+        tracker.log_summary(summary, files, finished=result.finished)
+    return result, rep, reports
+
+
 def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=None,
               default_objectives: str = DEFAULT_OBJECTIVES) -> SweepResult:
     """Run (or resume, or join as another worker) the sweep described by ``cfg``.
@@ -251,51 +293,17 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
     objective = make_objective(runner, objectives, constraints, tracker,
                                {"method": cfg.method, "seed": cfg.seed})
     try:
-        worker = run_worker(study, objective, cfg.n_trials, storage=storage, grace_period=cfg.grace_period,
-                            max_retry=cfg.max_retry, on_progress=on_progress)
+        try:
+            worker = run_worker(study, objective, cfg.n_trials, storage=storage, grace_period=cfg.grace_period,
+                                max_retry=cfg.max_retry, on_progress=on_progress)
+        finally:
+            if bar is not None:
+                bar.close()
+        result, rep, reports = _report(cfg, study, storage, worker, objectives, constraints, runner, tracker, out)
     except BaseException as exc:
         if tracker is not None:  # no run this worker touched stays RUNNING; a resumed sweep reopens the parent
             tracker.abort(exc)
         raise
-    finally:
-        if bar is not None:
-            bar.close()
-    result = SweepResult(cfg.study, worker, None, parent_run_id=tracker.parent_run_id if tracker else None)
-    result.finished = worker.n_complete >= cfg.n_trials
-
-    names = [cfg.study, *[n for n in cfg.compare_with if n != cfg.study]]
-    reports, frames = study_reports(storage, names, objectives, constraints, cfg.reference)
-    rep = reports[0]
-    result.report, result.compared = rep, reports[1:]
-    stem = file_stem(cfg.study)
-    files = write_report(rep, out, prefix=f"{stem}_")
-    if cfg.plot:
-        files.append(plot_fronts(reports, frames, out / f"{stem}_pareto.png",
-                                 title=f"{cfg.study}: Pareto fronts ({', '.join(r.method for r in reports)})"))
-    if len(reports) > 1:
-        comp = pd.DataFrame([{"study": r.study, "method": r.method, "n_complete": r.n_complete,
-                              "n_front": len(r.front), "hypervolume": r.hypervolume,
-                              **{f"reference_{k}": v for k, v in r.reference.items()}} for r in reports])
-        path = out / f"{stem}_comparison.csv"
-        from fairltr.files import atomic_path
-
-        with atomic_path(path) as tmp:
-            comp.to_csv(tmp, index=False)
-        files.append(path)
-    result.files = files
-    if tracker is not None:
-        deleted = tracker.reconcile(study)
-        if deleted:
-            _log.info("deleted %d MLflow runs of failed/surplus trials", deleted)
-        summary = {"hypervolume": rep.hypervolume, "n_complete": rep.n_complete, "n_feasible": rep.n_feasible,
-                   "n_front": len(rep.front),
-                   **{f"reference_{k}": v for k, v in rep.reference.items()}}
-        if rep.best is not None:
-            summary["best_trial"] = rep.best_trial
-            summary.update({f"best_{k}": rep.best[k] for k in [*rep.objectives, *runner.space.names] if k in rep.best})
-        for r in reports[1:]:
-            summary[f"hypervolume_{r.study}"] = r.hypervolume
-        tracker.log_summary(summary, files, finished=result.finished)
     echo(f"{rep.n_complete} complete trials ({rep.n_feasible} feasible); front of {len(rep.front)}; "
          f"hypervolume {rep.hypervolume:.6g} w.r.t. {rep.reference} ({rep.reference_kind})")
     if rep.best is not None:
