@@ -32,7 +32,7 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
 @click.option("--storage", default=None,
               help="sqlite:///F, postgresql://U:P@H/DB or journal:FILE [default: sqlite in --out]")
 @click.option("--objectives", default=None,
-              help="two SPEC metric names with optional :max/:min [default: kendall_tau:max,exposure_gap:min; "
+              help="two metric names with optional :max/:min [default: kendall_tau:max,exposure_disparity:min; "
                    "dpr: mrr_at_100:max,mrc_at_5:max]")
 @click.option("--constraint", "constraints", multiple=True, help='e.g. "kendall_tau>=0.2" (repeatable)')
 @click.option("--sampler", default="nsga2", type=click.Choice(["nsga2", "tpe", "gp"]), show_default=True)
