@@ -197,22 +197,27 @@ class CorpusEmbeddingCache:
         return h.hexdigest()[:32]
 
     def get_or_compute(self, key: str, compute: Callable[[], Any], echo: Echo = lambda _: None):
+        """The cached embeddings of ``key``, or ``compute()`` saved atomically. Processes sharing
+        the folder (the workers of one sweep) take a file lock, so the corpus is encoded once:
+        the others wait and read it."""
+        from safetensors import SafetensorError
         from safetensors.torch import load_file, save_file
 
-        from fairltr.files import atomic_path
+        from fairltr.files import atomic_path, file_lock
 
-        path = self.folder / f"corpus-{key}.safetensors"
-        if path.is_file():
-            try:
-                emb = load_file(str(path))["embeddings"]
-                echo(f"corpus embeddings read from the cache {path}")
-                return emb
-            except Exception:  # a damaged cache file is recomputed, never trusted
-                path.unlink(missing_ok=True)
-        emb = compute()
         self.folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            save_file({"embeddings": emb.contiguous()}, str(tmp))
+        path = self.folder / f"corpus-{key}.safetensors"
+        with file_lock(path.with_name(path.name + ".lock"), timeout=3600.0):
+            if path.is_file():
+                try:
+                    emb = load_file(str(path))["embeddings"]
+                    echo(f"corpus embeddings read from the cache {path}")
+                    return emb
+                except (SafetensorError, KeyError, OSError):  # a damaged cache file is recomputed, never trusted
+                    path.unlink(missing_ok=True)
+            emb = compute()
+            with atomic_path(path) as tmp:
+                save_file({"embeddings": emb.contiguous()}, str(tmp))
         return emb
 
 
