@@ -11,8 +11,8 @@ from fairltr.cli.app import cli, reproduce, train
 from fairltr.cli.formatting import metrics_table
 from fairltr.cli.options import data_options, parse_ks, ranking_source, tracking_from, tracking_options
 
-KEY_METRICS = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap",
-               "kendall_tau", "ndcg_at_10", "precision_at_10"]
+KEY_METRICS = ["exposure_ratio", "exposure_disparity", "selection_ratio_at_10", "kendall_tau", "ndcg_at_10",
+               "precision_at_10"]
 
 
 def _echo_err(msg: str) -> None:
@@ -129,10 +129,13 @@ def quickstart(queries, candidates, protected_share, bias, gamma, seed, out_dir,
     click.echo(metrics_table(res.results, KEY_METRICS))
     std, fair = res.standard, res.fair
     click.echo(f"\nDELTR moved exposure_ratio {std['exposure_ratio']:.3f} -> {fair['exposure_ratio']:.3f} "
-               f"(1.0 = equal exposure) at kendall_tau {std['kendall_tau']:.3f} -> {fair['kendall_tau']:.3f}.")
+               f"(1.0 = parity) at kendall_tau {std['kendall_tau']:.3f} -> {fair['kendall_tau']:.3f}.")
     if res.tracking_uri:
-        click.echo(f"Runs are in MLflow ({redact_uri(res.tracking_uri)}); browse them with: "
-                   f"mlflow ui --backend-store-uri {redact_uri(res.tracking_uri)}")
+        from pathlib import Path as _Path
+
+        mlflow_bin = _Path(sys.executable).with_name("mlflow")
+        ui = f"{mlflow_bin if mlflow_bin.exists() else 'mlflow'} ui --backend-store-uri {redact_uri(res.tracking_uri)}"
+        click.echo(f"Runs are in MLflow ({redact_uri(res.tracking_uri)}); browse them with: {ui}")
 
 
 @reproduce.command("deltr")
