@@ -55,3 +55,19 @@ def loss_registry():
 
 
 from mlflow_fixtures import *  # noqa: E402,F401,F403  (service fixtures: mlflow_server, postgres_uri, ...)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> str:
+    """A tiny random BERT with its tokenizer, saved with save_pretrained (tests/tiny_models.py)."""
+    from tiny_models import build_tiny_bert
+
+    return str(build_tiny_bert(tmp_path_factory.mktemp("tiny-bert")))
+
+
+@pytest.fixture(scope="session")
+def parallel_dir(tmp_path_factory) -> Path:
+    """A tiny parallel-query folder in the ddtp-mlir layout (tests/tiny_models.py)."""
+    from tiny_models import write_parallel_layout
+
+    return write_parallel_layout(tmp_path_factory.mktemp("parallel") / "data")

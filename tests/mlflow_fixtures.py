@@ -28,10 +28,23 @@ import pytest
 
 __all__ = [
     "MlflowServer", "start_mlflow_server", "free_port",
-    "mlflow_server", "mlflow_postgres_server", "postgres_uri", "optuna_postgres_uri", "fresh_postgres_database", "mlflow_tracking", "tiny_rankings",
+    "running_runs", "mlflow_server", "mlflow_postgres_server", "postgres_uri", "optuna_postgres_uri", "fresh_postgres_database", "mlflow_tracking", "tiny_rankings",
 ]
 
 SERVER_START_TIMEOUT = float(os.environ.get("FAIRLTR_TEST_MLFLOW_START_TIMEOUT", "180"))
+
+
+def running_runs(db: Path) -> int:
+    """How many runs of the local SQLite MLflow store ``db`` are RUNNING (0 without a store)."""
+    import sqlite3
+
+    if not Path(db).exists():
+        return 0
+    with sqlite3.connect(db) as con:
+        try:
+            return con.execute("SELECT count(*) FROM runs WHERE status = 'RUNNING'").fetchone()[0]
+        except sqlite3.OperationalError:  # the store was never created
+            return 0
 
 
 def free_port() -> int:

@@ -88,16 +88,21 @@ def evaluate_frame(
     return finite, table
 
 
-def _signature_columns(model, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` cut to the model's input-signature columns when it has one (quiet, exact input)."""
+def signature_columns(model, df: pd.DataFrame, *, require_all: bool = True) -> pd.DataFrame:
+    """``df`` cut to the model's input-signature columns (quiet, exact input for MLflow's schema
+    check): all of them (``require_all``; else ``df`` unchanged), or those ``df`` has (optional
+    inputs such as a retriever's ``lang``)."""
     try:
         schema = model.metadata.get_input_schema()
         names = schema.input_names() if schema is not None and schema.has_input_names() else None
     except AttributeError:
         names = None
-    if names and all(n in df.columns for n in names):
-        return df[list(names)]
-    return df
+    if not names:
+        return df
+    present = [n for n in names if n in df.columns]
+    if require_all and len(present) < len(names):
+        return df
+    return df[present]
 
 
 def metrics_with_counts(result: EvaluationResult) -> dict[str, float]:
@@ -202,7 +207,7 @@ class FairRankingEvaluator(ModelEvaluator):
     def _scores(model, dataset, df: pd.DataFrame, predictions, config: Mapping[str, Any]) -> np.ndarray:
         column = predictions or config.get("score", "score")
         if model is not None:
-            return scores_from_output(model.predict(_signature_columns(model, df)), len(df), column)
+            return scores_from_output(model.predict(signature_columns(model, df)), len(df), column)
         if getattr(dataset, "predictions_data", None) is not None:
             return scores_from_output(dataset.predictions_data, len(df))
         if column in df.columns:

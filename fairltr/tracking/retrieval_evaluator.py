@@ -47,6 +47,7 @@ from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 
 from fairltr.errors import ConfigError, DataError
 from fairltr.retrieval.parallel_data import ParallelRetrievalData
+from fairltr.tracking.evaluator import signature_columns
 
 __all__ = [
     "FairRetrievalEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "retrieval_data", "run_from_output",
@@ -224,18 +225,6 @@ def retrieval_metric_dict(result: Mapping[str, Any], *, k: int, mrc_k: int) -> d
     return {key: v for key, v in out.items() if math.isfinite(v)}
 
 
-def _signature_columns(model, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` cut to the model's input-signature columns that it has (exact, quiet input)."""
-    try:
-        schema = model.metadata.get_input_schema()
-        names = schema.input_names() if schema is not None and schema.has_input_names() else None
-    except AttributeError:
-        names = None
-    if names:
-        return df[[n for n in names if n in df.columns]]
-    return df
-
-
 class FairRetrievalEvaluator(ModelEvaluator):
     """Retrieval quality and cross-language consistency (MRC@k) of a retriever, per query language."""
 
@@ -272,7 +261,7 @@ class FairRetrievalEvaluator(ModelEvaluator):
         inputs = pd.DataFrame({"query_id": data.queries["_id"], "text": data.queries["text"],
                                "lang": data.queries["lang"]})
         t0 = time.perf_counter()
-        output = model.predict(_signature_columns(model, inputs), params={"k": k})
+        output = model.predict(signature_columns(model, inputs, require_all=False), params={"k": k})
         predict_s = time.perf_counter() - t0
         run = run_from_output(output, data.queries["_id"].tolist())
         result = evaluate_retrieval_run(run, data, k=k, mrc_k=mrc_k)

@@ -18,6 +18,7 @@ import pytest
 from optuna.trial import TrialState
 
 from fairltr.synthetic import make_biased_rankings
+from mlflow_fixtures import running_runs
 
 N_INTERRUPTS = int(os.environ.get("FAIRLTR_TEST_N_INTERRUPTS", "30"))
 
@@ -35,14 +36,6 @@ def _restore_sigint() -> None:  # a child of a non-interactive parent may inheri
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _running_mlflow_runs(db: Path) -> int:
-    if not db.exists():
-        return 0
-    with sqlite3.connect(db) as con:
-        try:
-            return con.execute("SELECT count(*) FROM runs WHERE status = 'RUNNING'").fetchone()[0]
-        except sqlite3.OperationalError:
-            return 0
 
 
 def _trial_states(files: Path) -> list[TrialState]:
@@ -85,7 +78,7 @@ def test_sigint_at_random_moments_never_hangs_or_leaks(tmp_path):
         # 130 = fairltr's interrupted exit; -SIGINT only while Python itself is still importing
         assert code in (130, -signal.SIGINT), f"interrupt {i}: exit {code}\n{text}"
         assert TrialState.RUNNING not in _trial_states(tmp_path), f"interrupt {i}: a trial left RUNNING\n{text}"
-        assert _running_mlflow_runs(tmp_path / "mlflow.db") == 0, f"interrupt {i}: an MLflow run left RUNNING\n{text}"
+        assert running_runs(tmp_path / "mlflow.db") == 0, f"interrupt {i}: an MLflow run left RUNNING\n{text}"
         outcomes.append((code, round(delay, 1), round(elapsed, 2), _trial_states(tmp_path).count(TrialState.COMPLETE)))
     assert sum(o[0] == 130 for o in outcomes) >= N_INTERRUPTS - 3, outcomes
     completed = max(o[-1] for o in outcomes)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from click.testing import CliRunner
 
 from fairltr.cli import cli
 from fairltr.synthetic import make_biased_rankings
+from mlflow_fixtures import running_runs
 
 UNREACHABLE = {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}
 
@@ -264,14 +264,6 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _running_runs(db: Path) -> int:
-    if not db.exists():
-        return 0
-    with sqlite3.connect(db) as con:
-        try:
-            return con.execute("SELECT count(*) FROM runs WHERE status = 'RUNNING'").fetchone()[0]
-        except sqlite3.OperationalError:  # the store was never created
-            return 0
 
 
 @pytest.fixture(scope="module")
@@ -306,7 +298,7 @@ def test_broken_input_gives_one_error_line(ws, store, args, expect, env, monkeyp
     for fragment in expect:
         assert fragment.replace("{ws}", str(ws)) in errors[0], f"{fragment!r} not in: {errors[0]}"
     assert _snapshot(ws) == before, "the failed command changed or left files behind"
-    assert _running_runs(store) == 0, "an MLflow run was left RUNNING"
+    assert running_runs(store) == 0, "an MLflow run was left RUNNING"
 
 
 def test_the_corpus_is_large_enough():

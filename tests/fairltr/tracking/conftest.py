@@ -1,6 +1,6 @@
-"""Fixtures of the retriever-model and fair_retrieval tests: the tiny random BERT and parallel-query
-folders of ``tests/tiny_models.py`` (copies of the Lightning tests' fixtures), a folder with a
-query language that only the test split has, and a retriever package built from them."""
+"""Fixtures of the retriever-model and fair_retrieval tests: a parallel-query folder with a query
+language that only the test split has, and a retriever package built from the tiny BERT
+(``tiny_bert`` and ``parallel_dir`` come from tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tiny_models import WORDS, build_tiny_bert, write_parallel_layout
-
-
-@pytest.fixture(scope="session")
-def tiny_bert(tmp_path_factory) -> str:
-    return str(build_tiny_bert(tmp_path_factory.mktemp("tiny-bert")))
-
-
-@pytest.fixture(scope="session")
-def parallel_dir(tmp_path_factory) -> Path:
-    return write_parallel_layout(tmp_path_factory.mktemp("parallel") / "data")
+from tiny_models import WORDS, write_parallel_layout
 
 
 @pytest.fixture(scope="session")
