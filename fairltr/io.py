@@ -413,9 +413,14 @@ def write_table(df: pd.DataFrame, path: PathLike) -> Path:
     check_writable(p)
     out = df.copy(deep=False)
     out.attrs = {k: v for k, v in df.attrs.items() if k != ORIGIN_KEY}
-    with atomic_path(p) as tmp:
-        if fmt == "parquet":
-            out.to_parquet(tmp, index=False)
-        else:
-            out.to_csv(tmp, index=False, compression=CSV_SUFFIXES[p.suffix.lower()])
+    try:
+        with atomic_path(p) as tmp:
+            if fmt == "parquet":
+                out.to_parquet(tmp, index=False)
+            else:
+                out.to_csv(tmp, index=False, compression=CSV_SUFFIXES[p.suffix.lower()])
+    except (ValueError, TypeError) as exc:  # e.g. pyarrow's ArrowInvalid for a column of mixed types
+        from fairltr.errors import one_line
+
+        raise DataError(f"cannot write {p} as {fmt}: {one_line(exc)}") from None
     return p

@@ -254,7 +254,7 @@ def _check_finite(values: np.ndarray, names: Sequence[str], qids: np.ndarray, wh
         r, c = np.argwhere(bad)[0]
         kind = "NaN or missing" if np.isnan(values[r, c]) else "infinite"
         raise DataError(
-            f"{kind} value in {where}, column {names[c]!r}, row {row0 + int(r)} (0-based), "
+            f"{kind} value in {where}, column {names[c]!r}, row {row0 + int(r) + 1} (1-based), "
             f"query {show_value(qids[r])}"
         )
 
@@ -320,7 +320,7 @@ def scan_parquet(
                 qcol = rb.column(query)
                 if qcol.null_count:
                     r = int(np.flatnonzero(qcol.is_null().to_numpy(zero_copy_only=False))[0])
-                    raise DataError(f"missing query id in {f}, column {query!r}, row {file_row + r} (0-based)")
+                    raise DataError(f"missing query id in {f}, column {query!r}, row {file_row + r + 1} (1-based)")
                 q = qcol.to_numpy(zero_copy_only=False)
                 cut = np.flatnonzero(q[1:] != q[:-1]) + 1
                 run_starts = np.concatenate([[0], cut])
@@ -331,7 +331,7 @@ def scan_parquet(
                     if qid in seen:
                         raise DataError(
                             f"{f} is not grouped by query: query {show_value(qid)} re-appears at row "
-                            f"{file_row + r0} (0-based) after other queries; sort or group the table by "
+                            f"{file_row + r0 + 1} (1-based) after other queries; sort or group the table by "
                             f"{query!r} (e.g. ORDER BY {query}) before streaming it"
                         )
                     seen.add(qid)
@@ -347,7 +347,7 @@ def scan_parquet(
                     r = int(np.flatnonzero(nonint | (g < 0))[0])
                     raise DataError(
                         f"group column {group!r} in {f} must hold integers >= 0 (0 = non-protected, >= 1 "
-                        f"protected); row {file_row + r} (0-based, query {show_value(q[r])}) has {show_value(g[r])}"
+                        f"protected); row {file_row + r + 1} (1-based, query {show_value(q[r])}) has {show_value(g[r])}"
                     )
                 max_group = max(max_group, int(g.max()))
                 if standardize:

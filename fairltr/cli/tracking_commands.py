@@ -117,7 +117,8 @@ def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, ex
     if res.kind == "retriever":
         cols = [c for c in res.metrics if "/" not in c]
     else:
-        cols = ["exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap", "kendall_tau"]
+        cols = ["exposure_ratio", "exposure_disparity", *(f"selection_ratio_at_{x}" for x in k if x == 10),
+                "exposure_gap", "kendall_tau"]
         cols += [f"ndcg_at_{x}" for x in k] + [f"precision_at_{x}" for x in k]
     click.echo(metrics_table({model_uri: res.metrics}, cols))
     click.echo(f"MLflow run {res.run_id}", err=True)

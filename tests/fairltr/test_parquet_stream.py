@@ -144,18 +144,18 @@ def test_ungrouped_query_is_refused_naming_file_query_and_row(tmp_path):
     first = df["query_id"].iloc[0]
     bad = pd.concat([df, df.iloc[:2]], ignore_index=True)  # query `first` re-appears at the end
     path = _write(bad, tmp_path / "bad.parquet", 50)
-    with pytest.raises(DataError, match=rf"bad\.parquet is not grouped by query: query {first} re-appears at row {len(df)} "):
+    with pytest.raises(DataError, match=rf"bad\.parquet is not grouped by query: query {first} re-appears at row {len(df) + 1} \(1-based\)"):
         scan_parquet(path)
     # also inside one record batch, and across files of a folder
     inter = df.copy()
     assert (df["query_id"].iloc[:3] == first).all()
-    inter.loc[1, "query_id"] = -1  # first, -1, first: the first query re-appears at row 2
-    with pytest.raises(DataError, match=f"query {first} re-appears at row 2 "):
+    inter.loc[1, "query_id"] = -1  # first, -1, first: the first query re-appears at row 3 (1-based)
+    with pytest.raises(DataError, match=rf"query {first} re-appears at row 3 \(1-based\)"):
         scan_parquet(_write(inter, tmp_path / "inter.parquet", 1000))
     (tmp_path / "d").mkdir()
     _write(df, tmp_path / "d" / "a.parquet", 50)
     _write(df.iloc[:3], tmp_path / "d" / "b.parquet", 50)
-    with pytest.raises(DataError, match=rf"b\.parquet is not grouped by query: query {first} re-appears at row 0"):
+    with pytest.raises(DataError, match=rf"b\.parquet is not grouped by query: query {first} re-appears at row 1 \(1-based\)"):
         scan_parquet(tmp_path / "d")
 
 
@@ -169,22 +169,22 @@ def test_bad_columns_name_file_column_row_and_query(tmp_path):
         scan_parquet(tmp_path / "t.parquet", judgment="grade")
     nan = df.drop(columns="note")
     nan.loc[61, "x2"] = np.nan
-    with pytest.raises(DataError, match=rf"NaN or missing value in .*nan\.parquet, column 'x2', row 61 \(0-based\), "
+    with pytest.raises(DataError, match=rf"NaN or missing value in .*nan\.parquet, column 'x2', row 62 \(1-based\), "
                                         rf"query {nan['query_id'].iloc[61]}"):
         scan_parquet(_write(nan, tmp_path / "nan.parquet", 50), chunk_rows=16)
     inf = df.drop(columns="note")
     inf.loc[3, "judgment"] = np.inf
-    with pytest.raises(DataError, match=r"infinite value in .*inf\.parquet, column 'judgment', row 3 "):
+    with pytest.raises(DataError, match=r"infinite value in .*inf\.parquet, column 'judgment', row 4 \(1-based\)"):
         scan_parquet(_write(inf, tmp_path / "inf.parquet", 50))
     neg = df.drop(columns="note")
     neg["protected"] = neg["protected"].astype(np.int64)
     neg.loc[9, "protected"] = -1
-    with pytest.raises(DataError, match=r"group column 'protected' in .*neg\.parquet must hold integers >= 0.*row 9"):
+    with pytest.raises(DataError, match=r"group column 'protected' in .*neg\.parquet must hold integers >= 0.*row 10 \(1-based"):
         scan_parquet(_write(neg, tmp_path / "neg.parquet", 50))
     nullq = pa.table({"query_id": pa.array([1, 1, None], pa.int64()), "protected": [0, 1, 0],
                       "x1": [0.1, 0.2, 0.3], "judgment": [1.0, 0.0, 1.0]})
     pq.write_table(nullq, tmp_path / "nullq.parquet")
-    with pytest.raises(DataError, match=r"missing query id in .*nullq\.parquet, column 'query_id', row 2"):
+    with pytest.raises(DataError, match=r"missing query id in .*nullq\.parquet, column 'query_id', row 3 \(1-based\)"):
         scan_parquet(tmp_path / "nullq.parquet")
     empty = pa.table({"query_id": pa.array([], pa.int64()), "protected": pa.array([], pa.int64()),
                       "x1": pa.array([], pa.float64()), "judgment": pa.array([], pa.float64())})

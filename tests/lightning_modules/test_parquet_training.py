@@ -92,7 +92,7 @@ def test_ungrouped_parquet_is_refused(table, tmp_path):
     path = tmp_path / "ungrouped.parquet"
     bad.to_parquet(path, index=False)
     with pytest.raises(DataError, match=rf"ungrouped\.parquet is not grouped by query: query {q[0]} re-appears at row "
-                                        rf"{2 + (df['query_id'] == q[1]).sum()} .*sort or group"):
+                                        rf"{3 + (df['query_id'] == q[1]).sum()} \(1-based\) .*sort or group"):
         train_deltr_lightning(str(path), gamma=1.0)
 
 
