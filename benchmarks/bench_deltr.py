@@ -6,7 +6,7 @@
     time is read from its own training log (timestamps per iteration, set-up excluded). fairltr's
     per-iteration time is the marginal cost of one more iteration of ``DELTR.fit`` (Adam: one
     objective + gradient + update, like fairsearchdeltr's gradient step; L-BFGS also shown).
-    If fairsearchdeltr cannot be installed, SPEC's published figures are used and the output says so.
+    If fairsearchdeltr cannot be installed, the published figures (docs/spec.md §2) are used and the output says so.
 (b) fairltr's full-batch iteration (objective + gradient as in ``DELTR.fit``) at 10,000 queries x
     100 candidates x 8 features vs the two unavoidable passes over the feature tensor (X w and
     X^T v, same layout and dtype), interleaved round by round in the same process; medians of
@@ -38,7 +38,7 @@ from fairltr import DELTR
 from fairltr.losses import LinearDELTRObjective, deltr_objective
 
 REFERENCE = "fairsearchdeltr==1.0.2"
-# SPEC §2: fairsearchdeltr 1.0.2 seconds per iteration at 50 and 200 rows (published figures)
+# docs/spec.md §2: fairsearchdeltr 1.0.2 seconds per iteration at 50 and 200 rows (published figures)
 SPEC_REFERENCE_S = {50: 0.65, 200: 2.6}
 
 REFERENCE_SCRIPT = textwrap.dedent("""
@@ -145,7 +145,7 @@ def part_a(args) -> list[dict]:
                 row["reference_source"] = f"measured ({len(ref['per_iteration_s'])} iterations)"
             elif q * n in SPEC_REFERENCE_S:
                 row["reference_s"] = SPEC_REFERENCE_S[q * n]
-                row["reference_source"] = "SPEC published figure"
+                row["reference_source"] = "published figure (docs/spec.md §2)"
             if "reference_s" in row:
                 row["speedup_adam"] = row["reference_s"] / adam
                 row["speedup_lbfgs"] = row["reference_s"] / lbfgs
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference-iters", type=int, default=3, help="(a) fairsearchdeltr iterations per size")
     ap.add_argument("--adam-iters", type=int, default=2000, help="(a) extra fairltr iterations timed")
     ap.add_argument("--reference-python", help="(a) python of an existing venv with fairsearchdeltr 1.0.2")
-    ap.add_argument("--skip-reference", action="store_true", help="(a) use SPEC's published figures")
+    ap.add_argument("--skip-reference", action="store_true", help="(a) use the published figures (docs/spec.md §2)")
     ap.add_argument("--keep-venv", action="store_true", help="(a) keep the throwaway venv")
     ap.add_argument("--big", default="10000x100x8", help="(b) queries x candidates x features")
     ap.add_argument("--gamma-big", type=float, default=1e5, help="(b) gamma")

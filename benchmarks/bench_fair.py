@@ -1,4 +1,4 @@
-"""Speed of fairltr.fair against the published figures of the old implementations (SPEC §4).
+"""Speed of fairltr.fair against the published figures of the old implementations (docs/spec.md §4).
 
     python benchmarks/bench_fair.py [--repeat 3] [--quick]
 
@@ -7,7 +7,7 @@
 * FA*IR re-ranking of 10,000 queries x 100 candidates (p = 0.5, alpha = 0.1, k = 100).
 
 fairsearchcore 1.0.4 cannot run here (it needs Python 3.8 + pandas 1.0), so its figures are
-SPEC's published ones: about 5-14 s for the adjusted mtable at k = 100 and over 300 s at
+the published ones (docs/spec.md §4): about 5-14 s for the adjusted mtable at k = 100 and over 300 s at
 k = 1,000; another published implementation needs 2,816 s at k = 2,000 (37 s with Monte Carlo).
 """
 
@@ -21,7 +21,7 @@ import pandas as pd
 
 from fairltr.fair import clear_caches, fail_probability, mtable, rerank
 
-PUBLISHED = {  # seconds, SPEC §4 (lower bounds where SPEC says "over")
+PUBLISHED = {  # seconds, docs/spec.md §4 (lower bounds where the published figure says "over")
     100: ("fairsearchcore 1.0.4", 5.0),
     1000: ("fairsearchcore 1.0.4", 300.0),
     2000: ("published implementation (exact)", 2816.0),

@@ -1,4 +1,4 @@
-"""DPR bi-encoder with a pluggable language-fairness loss (SPEC §5).
+"""DPR bi-encoder with a pluggable language-fairness loss (docs/spec.md §5).
 
 s(q, d) = <E_Q(q), E_D(d)> / temperature, E = CLS or masked-mean pooled last hidden state of any
 Hugging Face encoder (name or local folder, loaded with ``AutoModel`` / ``AutoTokenizer``),

@@ -1,4 +1,4 @@
-"""DELTR's linear ranker as a LightningModule (SPEC §2).
+"""DELTR's linear ranker as a LightningModule (docs/spec.md §2).
 
 Per batch of whole queries (padded + masked :class:`~fairltr.data.RankingBatch`):
     s = X w (+ b),   loss = sum_q ListNet_q + gamma * U_q  (+ l2 * ||w||^2)

@@ -1,4 +1,4 @@
-"""FA*IR (Zehlike et al., CIKM 2017), done exactly and fast (SPEC §4).
+"""FA*IR (Zehlike et al., CIKM 2017), done exactly and fast (docs/spec.md §4).
 
 * :func:`mtable`, :func:`fail_probability`, :func:`adjust_alpha`, :func:`is_fair`: the ranked
   group fairness test with an exact fail probability and exact multiple-testing adjustment.

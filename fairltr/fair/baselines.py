@@ -1,4 +1,4 @@
-"""The DELTR paper's FA*IR baselines (SPEC §4): post-processing of predicted rankings and
+"""The DELTR paper's FA*IR baselines (docs/spec.md §4): post-processing of predicted rankings and
 pre-processing of training lists; plus p*, the protected share of a table."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""FA*IR's ranked group fairness test (SPEC §4): the mtable, its exact fail probability, and the
+"""FA*IR's ranked group fairness test (docs/spec.md §4): the mtable, its exact fail probability, and the
 multiple-testing adjustment of alpha.
 
 * ``m(i) = F^-1(alpha_c; i, p)`` (binomial quantile, ``scipy.stats.binom.ppf``): the fewest
@@ -49,7 +49,7 @@ def check_params(k: int | None, p: float, alpha: float) -> tuple[int | None, flo
 def _table_at(k: int, p: float, alpha_c: float) -> np.ndarray:
     """m(i) = binom.ppf(alpha_c, i, p) for i = 1..k (int64; alpha_c <= 0 gives zeros).
 
-    This is *the* definition of the mtable (SPEC §4), floating-point quirks of scipy included:
+    This is *the* definition of the mtable (docs/spec.md §4), floating-point quirks of scipy included:
     near a CDF value scipy's quantile may lag the exact one by one for a few ulps of alpha_c.
     """
     if alpha_c <= 0.0:
@@ -264,7 +264,7 @@ def _adjust_alpha_cached(k: int, p: float, alpha: float) -> float:
 
     The exact search gives the answer for the exact quantile; scipy's quantile may lag it by a
     few ulps of alpha_c right after a CDF value (tables in between mix old and new entries,
-    SPEC's (10, 0.5, 0.1) example), so finish with a doubling + bisection over the doubles.
+    the (10, 0.5, 0.1) example of docs/spec.md §4), so finish with a doubling + bisection over the doubles.
     """
     def passes(a: float) -> bool:  # alpha_c lives in (0, 1]
         return a <= 1.0 and _fail_probability(_table_at(k, p, a), p) <= alpha

@@ -1,4 +1,4 @@
-"""FA*IR top-k re-ranking of every query at once (SPEC §4).
+"""FA*IR top-k re-ranking of every query at once (docs/spec.md §4).
 
 Walk positions i = 1..k; if the protected count so far is below m(i), take the best remaining
 protected candidate, else the best remaining candidate of either group. Within each group

@@ -1,4 +1,4 @@
-"""DELTR's disparate-exposure penalty over padded queries (SPEC §2).
+"""DELTR's disparate-exposure penalty over padded queries (docs/spec.md §2).
 
 Exp(i) = P_s(i) / ln 2;  Exp(G_p) = mean of Exp(i) over group p's items in the query.
 hinge:      U_q = reduce_{p>=1} max(0, Exp(G_0) - Exp(G_p))^2   (DELTR, asymmetric)

@@ -1,4 +1,4 @@
-"""DELTR's objective for a linear scorer with a fused analytic gradient (SPEC §2).
+"""DELTR's objective for a linear scorer with a fused analytic gradient (docs/spec.md §2).
 
 For s = X w over a fixed padded batch, with T = softmax(y) (constant) and P = softmax(s):
 

@@ -1,4 +1,4 @@
-"""ListNet's top-one cross-entropy over padded queries (SPEC §2).
+"""ListNet's top-one cross-entropy over padded queries (docs/spec.md §2).
 
 L_q = - sum_i P_y(i) log P_s(i), P = softmax over the query's unmasked candidates.
 """

@@ -1,4 +1,4 @@
-"""DELTR's objective over a padded batch: sum_q L_q + gamma * U_q (SPEC §2)."""
+"""DELTR's objective over a padded batch: sum_q L_q + gamma * U_q (docs/spec.md §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Language-fairness losses for bi-encoders (SPEC §5).
+"""Language-fairness losses for bi-encoders (docs/spec.md §5).
 
 lakda_kl:  p = softmax(s(q, D) / tau), p' = softmax(s(q', D) / tau) over the same batch
            documents; L = mean over queries of KL(p || p') (``symmetric``: average of both KLs).

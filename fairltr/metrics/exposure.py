@@ -1,4 +1,4 @@
-"""Positional group exposure of a ranking (SPEC §3).
+"""Positional group exposure of a ranking (docs/spec.md §3).
 
 v(r) = 1 / ln(1 + r) (0 below a cut-off k when given); Exp(group) = mean v(r) over the
 group's items; protected = every group >= 1. Per query:

@@ -1,6 +1,6 @@
-"""Relevance metrics over padded queries, vectorised (SPEC §3). Undefined values are NaN.
+"""Relevance metrics over padded queries, vectorised (docs/spec.md §3). Undefined values are NaN.
 
-* precision_at_k = |top-k(pred) ∩ top-k(truth)| / k (SPEC §3, also for n_q < k), truth = order by judgment.
+* precision_at_k = |top-k(pred) ∩ top-k(truth)| / k (docs/spec.md §3, also for n_q < k), truth = order by judgment.
 * kendall_tau = Kendall's tau-b between predicted positions and judgments (ties in
   judgments are ties); NaN for n_q < 2 or all-equal judgments.
 * ndcg_at_k: gains 2^rel - 1, discount 1 / log2(1 + r); rel = judgment, shifted by the query's

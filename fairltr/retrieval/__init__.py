@@ -1,5 +1,5 @@
 """Retrieval evaluation: parallel-query data, chunked dense search, MRR/Recall per language,
-MRC@k (SPEC §5), overlap@k, RBO, document-language shares and a BM25 baseline.
+MRC@k (docs/spec.md §5), overlap@k, RBO, document-language shares and a BM25 baseline.
 
 Imports torch, numpy and pandas only; encoders are passed in as callables.
 """

@@ -1,4 +1,4 @@
-"""One call from a run (or an encoder pair) to every retrieval figure of SPEC §5.
+"""One call from a run (or an encoder pair) to every retrieval figure of docs/spec.md §5.
 
 Summary keys: ``mrr_at_<k>``, ``recall_at_<k>`` (x100, over all queries), ``mrc_at_<m>``
 (union rule), ``mrc_at_<m>_intersection``, ``overlap_at_<m>`` and ``rbo_at_<m>`` (x100), plus

@@ -1,4 +1,4 @@
-"""Retrieval metrics per query language (SPEC §3, §5 names).
+"""Retrieval metrics per query language (docs/spec.md §3, §5 names).
 
 ``run`` maps a query id to its ranked document ids (best first). Relevance comes from the
 item-level qrels: a query is relevant to the documents of its ``parallel_id``.

@@ -1,4 +1,4 @@
-"""Cross-language consistency of rankings: MRC@k, overlap@k and RBO (SPEC §5).
+"""Cross-language consistency of rankings: MRC@k, overlap@k and RBO (docs/spec.md §5).
 
 ``rankings`` maps a parallel item id to ``{language: ranked document ids}`` (best first).
 For every item and every pair of its languages a < b, with A, B the top-k lists:

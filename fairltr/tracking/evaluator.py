@@ -130,7 +130,7 @@ def report_title(config: Mapping[str, Any], n_rows: int, n_queries: int) -> tupl
 
 
 class FairRankingEvaluator(ModelEvaluator):
-    """SPEC relevance and group-exposure metrics of a ranker, with DELTR's plots."""
+    """relevance (docs/spec.md §3) and group-exposure metrics of a ranker, with DELTR's plots."""
 
     @classmethod
     def can_evaluate(cls, *, model_type=None, evaluator_config=None, **kwargs) -> bool:

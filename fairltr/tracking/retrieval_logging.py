@@ -1,4 +1,4 @@
-"""MLflow logging of a bi-encoder (DPR / LaKDA) run: params, SPEC metrics, the MRC pair heat map."""
+"""MLflow logging of a bi-encoder (DPR / LaKDA) run: params, the retrieval metrics, the MRC pair heat map."""
 
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ def default_settings(spec: DatasetSpec, with_fair: bool = True) -> list[Setting]
 
 
 def read_paper_results(path: Path) -> dict[str, float] | None:
-    """One ``performanceResults_*.txt`` sheet -> SPEC metric names (None when absent)."""
+    """One ``performanceResults_*.txt`` sheet -> our metric names (None when absent)."""
     if not path.exists():
         return None
     values: dict[str, float] = {}

@@ -275,7 +275,7 @@ def _law(deltr_data, split):
 
 
 def test_law_race_gamma_zero_matches_the_paper(deltr_data):
-    """SPEC calibration: Law race, gamma=0 -> exposure_ratio 0.847 / kendall_tau 0.194 (paper 0.846 / 0.194)."""
+    """docs/spec.md §2 calibration: Law race, gamma=0 -> exposure_ratio 0.847 / kendall_tau 0.194 (paper 0.846 / 0.194)."""
     train, test = _law(deltr_data, "train"), _law(deltr_data, "test")
     model = DELTR(gamma=0.0).fit(train)
     res = evaluate_ranking(test, model.predict(test), k=(10,))

@@ -20,7 +20,7 @@ def test_law_race_reproduces_the_paper(deltr_data):
     table = run_reproduction(deltr_data, ["law-race"], with_fair=False)
     by = table.set_index("setting")
     g0 = by.loc["gamma=0"]
-    # SPEC §2 calibration: 0.847 / 0.194 (paper 0.846 / 0.194)
+    # docs/spec.md §2 calibration: 0.847 / 0.194 (paper 0.846 / 0.194)
     assert g0.exposure_ratio == pytest.approx(g0.paper_exposure_ratio, abs=0.01)
     assert g0.kendall_tau == pytest.approx(g0.paper_kendall_tau, abs=0.01)
     large = by.loc[[s for s in by.index if s.startswith("DELTR large")][0]]

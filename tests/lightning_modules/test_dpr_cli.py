@@ -21,7 +21,7 @@ def test_train_dpr_then_evaluate(tiny_bert, parallel_dir, tmp_path, mlflow_track
     assert report["params"]["alpha"] == 0.5  # the registry default
     assert {"mrr_at_100", "mrc_at_5", "mrc_at_5_intersection"} <= set(report["metrics"])
     assert (out / "encoder" / "query" / "config.json").is_file()
-    # tracked: per-step losses from Lightning, SPEC metrics, the MRC pair heat map, the report
+    # tracked: per-step losses from Lightning, the metrics, the MRC pair heat map, the report
     from mlflow import MlflowClient
 
     client = MlflowClient(mlflow_tracking)

@@ -1,4 +1,4 @@
-"""The ranked group fairness test: SPEC §4 reference values, the exact fail probability against
+"""The ranked group fairness test: docs/spec.md §4 reference values, the exact fail probability against
 brute-force enumeration, and the exactness of the alpha adjustment."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def breakpoints(k: int, p: float) -> np.ndarray:
     return np.unique(np.concatenate([stats.binom.cdf(np.arange(i), i, p) for i in range(1, k + 1)]))
 
 
-# ------------------------------------------------------------------ SPEC §4 reference values
+# ------------------------------------------------------------------ docs/spec.md §4 reference values
 def test_reference_k10_p02():
     m = mtable(10, 0.2, 0.15, adjust=False)
     assert m.tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 1, 1]
@@ -54,7 +54,7 @@ def test_reference_k10_p05():
     assert adj.tolist() == [0, 0, 0, 0, 1, 1, 2, 2, 2, 3]
     assert fail_probability(adj, 0.5) == pytest.approx(0.089844, abs=1e-6)
     assert adjust_alpha(10, 0.5, 0.1) == pytest.approx(0.0625, abs=1e-9)
-    # fairsearchcore 1.0.4's table for this case is not fair at alpha (SPEC §4)
+    # fairsearchcore 1.0.4's table for this case is not fair at alpha (docs/spec.md §4)
     assert fail_probability([0, 0, 0, 1, 1, 1, 2, 2, 2, 3], 0.5) == pytest.approx(0.111328, abs=1e-6)
 
 

@@ -12,7 +12,7 @@ from fairltr.fair import is_fair, mtable, rerank
 
 
 def reference_rerank(items: list[tuple[int, float, bool]], k: int, m: np.ndarray) -> tuple[list[int], bool]:
-    """SPEC §4 literally, one query: items = (row, score, protected); returns rows in order."""
+    """docs/spec.md §4 literally, one query: items = (row, score, protected); returns rows in order."""
     key = lambda it: (-it[1], it[0])  # noqa: E731 - best score first, ties by input row
     prot = sorted([it for it in items if it[2]], key=key)
     other = sorted([it for it in items if not it[2]], key=key)

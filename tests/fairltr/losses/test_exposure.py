@@ -1,4 +1,4 @@
-"""DELTR's exposure penalty (SPEC §2) against brute-force loops; masking, asymmetry, degenerate queries."""
+"""DELTR's exposure penalty (docs/spec.md §2) against brute-force loops; masking, asymmetry, degenerate queries."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _batch(q=6, n=8, n_groups=2, seed=0):
 
 
 def _u_loop(scores, groups, mask, variant="hinge", reduce="max", n_groups=2):
-    """Brute force per SPEC: Exp(i) = P_s(i) v1, group means, reduce over present pairs (G0, Gp)."""
+    """Brute force per docs/spec.md §2: Exp(i) = P_s(i) v1, group means, reduce over present pairs (G0, Gp)."""
     out = []
     for s, g, m in zip(scores.numpy(), groups.numpy(), mask.numpy()):
         s, g = s[m], g[m]

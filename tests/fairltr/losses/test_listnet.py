@@ -1,4 +1,4 @@
-"""ListNet (SPEC §2) against a numpy loop, autograd, finite differences; masking and stability."""
+"""ListNet (docs/spec.md §2) against a numpy loop, autograd, finite differences; masking and stability."""
 
 from __future__ import annotations
 

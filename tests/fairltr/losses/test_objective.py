@@ -42,7 +42,7 @@ def _linear_batch(q=6, n=9, f=4, n_groups=2, seed=0, padded=True):
 
 
 def _paper_gradient(x, y, groups, mask, w, gamma):
-    """SPEC §2 / the paper's analytic gradient for f(x) = <w, x>, written out per query in numpy.
+    """docs/spec.md §2 / the paper's analytic gradient for f(x) = <w, x>, written out per query in numpy.
 
     dP_s(i)/dw = P_s(i) (x_i - sum_j P_s(j) x_j)
     dL/dw      = - sum_i P_y(i) (x_i - sum_j P_s(j) x_j)

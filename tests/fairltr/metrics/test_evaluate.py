@@ -1,4 +1,4 @@
-"""evaluate_ranking: SPEC names, averages over defined queries, `<metric>_n_queries`, row order."""
+"""evaluate_ranking: the metric names of docs/spec.md §6, averages over defined queries, `<metric>_n_queries`, row order."""
 
 from __future__ import annotations
 

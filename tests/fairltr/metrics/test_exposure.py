@@ -1,4 +1,4 @@
-"""Positional group exposure (SPEC §3) against a loop; degenerate queries give NaN."""
+"""Positional group exposure (docs/spec.md §3) against a loop; degenerate queries give NaN."""
 
 from __future__ import annotations
 

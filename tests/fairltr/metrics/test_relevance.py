@@ -1,4 +1,4 @@
-"""Relevance metrics over padded queries against scipy and brute-force loops (SPEC §3)."""
+"""Relevance metrics over padded queries against scipy and brute-force loops (docs/spec.md §3)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def test_named_cases_union():
     assert mrc_at_k({"x": {"en": a, "de": a[::-1]}}, k) == pytest.approx(-100.0)
     disjoint = mrc_at_k({"x": {"en": a, "de": list("fghij")}}, k)
     assert disjoint == pytest.approx(100 * brute_union(a, list("fghij"), k))
-    assert disjoint == pytest.approx(-86.2, abs=0.1)  # SPEC §5: "about -86 (k = 5)"
+    assert disjoint == pytest.approx(-86.2, abs=0.1)  # docs/spec.md §5: "about -86 (k = 5)"
     partial = {"x": {"en": a, "de": list("abxyz")}}
     assert mrc_at_k(partial, k) == pytest.approx(100 * brute_union(a, list("abxyz"), k))
     assert -86.3 < mrc_at_k(partial, k) < 100

@@ -1,4 +1,4 @@
-"""The fair_ranking evaluator: registered through the entry point, SPEC metrics, artifacts, and
+"""The fair_ranking evaluator: registered through the entry point, the metrics, artifacts, and
 no interference with evaluations that do not ask for it."""
 
 from __future__ import annotations
