@@ -15,7 +15,7 @@ from typing import Any
 
 from fairltr.errors import ConfigError
 
-__all__ = ["RankingColumns", "DEFAULT_COLUMNS", "UNSET", "resolve_columns", "check_column_roles"]
+__all__ = ["RankingColumns", "DEFAULT_COLUMNS", "UNSET", "resolve_columns", "check_column_roles", "ColumnNames"]
 
 
 class _Unset:
@@ -109,6 +109,25 @@ class RankingColumns:
 
 
 DEFAULT_COLUMNS = RankingColumns()
+
+
+class ColumnNames:
+    """Mixin for an object holding a :class:`RankingColumns` as ``self.columns``: its query,
+    group and judgment names as read-only attributes."""
+
+    columns: RankingColumns
+
+    @property
+    def query(self) -> str:
+        return self.columns.query
+
+    @property
+    def group(self) -> str | None:
+        return self.columns.group
+
+    @property
+    def judgment(self) -> str | None:
+        return self.columns.judgment
 
 
 def resolve_columns(

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from fairltr.columns import UNSET, RankingColumns, resolve_columns
+from fairltr.columns import UNSET, ColumnNames, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, positions_in_query, show_value
 from fairltr.errors import ConfigError, DataError
 
@@ -101,7 +101,7 @@ class RunningMoments:
 
 # --------------------------------------------------------------------------- layout
 @dataclass
-class ParquetLayout:
+class ParquetLayout(ColumnNames):
     """What one streaming pass learnt about a ranking table stored as Parquet.
 
     A *unit* is one row group of one file; units are numbered in reading order and
@@ -128,18 +128,6 @@ class ParquetLayout:
     n_groups: int
     standardize: bool = True
     file_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
-
-    @property
-    def query(self) -> str:
-        return self.columns.query
-
-    @property
-    def group(self) -> str:
-        return self.columns.group
-
-    @property
-    def judgment(self) -> str:
-        return self.columns.judgment
 
     @property
     def n_rows(self) -> int:

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from fairltr.columns import UNSET, RankingColumns, resolve_columns
+from fairltr.columns import UNSET, ColumnNames, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, to_batch
 from fairltr.errors import ConfigError, DataError
 from fairltr.io import read_ranking
@@ -55,7 +55,7 @@ class SelectQueries:
         )
 
 
-class RankingDataModule(pl.LightningDataModule):
+class RankingDataModule(ColumnNames, pl.LightningDataModule):
     """Train / val / test / predict loaders over ranking tables.
 
     ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose
@@ -96,18 +96,6 @@ class RankingDataModule(pl.LightningDataModule):
         self.feature_names: list[str] = []
         self.feature_mean: torch.Tensor | None = None
         self.feature_scale: torch.Tensor | None = None
-
-    @property
-    def query(self) -> str:
-        return self.columns.query
-
-    @property
-    def group(self) -> str:
-        return self.columns.group
-
-    @property
-    def judgment(self) -> str:
-        return self.columns.judgment
 
     # ---- preparation ----------------------------------------------------------------------
     def _frame(self, src: Source) -> tuple[pd.DataFrame, str | None]:
