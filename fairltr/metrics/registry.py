@@ -7,7 +7,10 @@ A metric's direction is one of
 * ``"target"``: the metric has an ideal value and both sides of it are worse
   (``exposure_ratio`` and ``selection_ratio_at_<k>``: 1.0 = parity). A target metric has no
   "better" direction to optimise: optimise its lower-is-better distance instead
-  (``exposure_disparity``) or bound it from both sides (``0.8<=exposure_ratio<=1.25``).
+  (``exposure_disparity``) or bound it from both sides (``0.8<=exposure_ratio<=1.25``);
+* ``"none"``: a descriptive quantity with no better side (``exposure_protected``, one group's
+  exposure: more of it is not "fairer", only its ratio to the other group's says anything).
+  Reported and usable in gates with an explicit bound, never a sweep objective.
 
 Metric keys are ``<name>``, ``<name>_at_<k>`` (k part of the name), optionally followed by a
 declared variant (``mrc_at_5_intersection``), a per-language suffix ``/<lang>``
@@ -27,7 +30,7 @@ __all__ = [
     "ideal", "distance_from_ideal", "is_better", "optimisation_direction", "direction_label",
 ]
 
-DIRECTIONS = ("higher", "lower", "target")
+DIRECTIONS = ("higher", "lower", "target", "none")
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,9 @@ class MetricInfo:
 
     @property
     def higher_is_better(self) -> bool:
-        """True for "higher", False for "lower"; a target metric raises :class:`ConfigError`."""
-        if self.direction == "target":
-            raise ConfigError(_target_message(self.name, self))
+        """True for "higher", False for "lower"; a target or descriptive metric raises :class:`ConfigError`."""
+        if self.direction in ("target", "none"):
+            raise ConfigError(_no_direction_message(self.name, self))
         return self.direction == "higher"
 
 
@@ -76,8 +79,8 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("mrr", "higher", "query left out when it has no item with judgment > 0", True),
     MetricInfo("recall", "higher", "query left out when it has no item with judgment > 0", True),
     MetricInfo("kendall_tau", "higher", "query left out with < 2 items or all-equal judgments"),
-    MetricInfo("exposure_protected", "higher", "query left out without a protected item", kind="fairness"),
-    MetricInfo("exposure_nonprotected", "lower", "query left out without a non-protected item", kind="fairness"),
+    MetricInfo("exposure_protected", "none", "query left out without a protected item", kind="fairness"),
+    MetricInfo("exposure_nonprotected", "none", "query left out without a non-protected item", kind="fairness"),
     MetricInfo("exposure_ratio", "target", "query left out unless both groups are present", kind="fairness",
                ideal=1.0, distance="ratio"),
     MetricInfo("exposure_gap", "lower", "query left out unless both groups are present", kind="fairness"),
@@ -135,7 +138,11 @@ def is_metric_key(key: str) -> bool:
     return True
 
 
-def _target_message(key: str, info: MetricInfo) -> str:
+def _no_direction_message(key: str, info: MetricInfo) -> str:
+    if info.direction == "none":
+        return (f"{key} describes one group's exposure and has no better side (more protected exposure is "
+                "not fairer): compare the groups with exposure_disparity (minimise) or bound "
+                "exposure_ratio from both sides, e.g. '0.8<=exposure_ratio<=1.25'")
     if info.name == "exposure_ratio":
         hint = ("optimise exposure_disparity (1 - min(R, 1/R), 0 at parity) or exposure_shortfall "
                 f"(max(0, 1 - R)), or bound it from both sides, e.g. '0.8<={key}<=1.25'")
@@ -146,16 +153,16 @@ def _target_message(key: str, info: MetricInfo) -> str:
 
 def higher_is_better(key: str) -> bool:
     """Direction of a higher- or lower-is-better metric key. A target metric (``exposure_ratio``,
-    ``selection_ratio_at_<k>``) has none: :class:`ConfigError` says what to use instead.
-    ``<metric>_n_queries`` counts follow their metric."""
+    ``selection_ratio_at_<k>``) or a descriptive one (``exposure_protected``) has none:
+    :class:`ConfigError` says what to use instead. ``<metric>_n_queries`` counts follow their metric."""
     info = metric_info(key)
-    if info.direction == "target":
-        raise ConfigError(_target_message(key, info))
+    if info.direction in ("target", "none"):
+        raise ConfigError(_no_direction_message(key, info))
     return info.direction == "higher"
 
 
 def direction(key: str) -> str:
-    """``"higher"``, ``"lower"`` or ``"target"``."""
+    """``"higher"``, ``"lower"``, ``"target"`` or ``"none"``."""
     return metric_info(key).direction
 
 
@@ -185,7 +192,10 @@ def distance_from_ideal(key: str, value: float) -> float:
 
 def is_better(key: str, a: float, b: float) -> bool:
     """Whether value ``a`` is strictly better than ``b`` for metric ``key`` (higher, lower, or
-    closer to the target). NaN is worse than any number and never better than anything."""
+    closer to the target). NaN is worse than any number and never better than anything. A
+    descriptive metric (direction ``"none"``) has no better value: :class:`ConfigError`."""
+    if direction(key) == "none":
+        raise ConfigError(_no_direction_message(key, metric_info(key)))
     a, b = float(a), float(b)
     if math.isnan(a):
         return False
@@ -205,8 +215,11 @@ def optimisation_direction(key: str) -> str:
 
 
 def direction_label(key: str) -> str:
-    """Human label: ``"higher is better"``, ``"lower is better"`` or ``"target 1.0 (parity)"``."""
+    """Human label: ``"higher is better"``, ``"lower is better"``, ``"target 1.0 (parity)"`` or
+    ``"descriptive (no better side)"``."""
     info = metric_info(key)
+    if info.direction == "none":
+        return "descriptive (no better side)"
     if info.direction == "target":
         return f"target {info.ideal:.1f} (parity)" if info.distance == "ratio" else f"target {info.ideal:g}"
     return f"{info.direction} is better"

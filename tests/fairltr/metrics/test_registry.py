@@ -17,6 +17,7 @@ from fairltr.metrics import (
     ("ndcg_at_10", "higher"), ("kendall_tau", "higher"), ("exposure_gap", "lower"),
     ("exposure_disparity", "lower"), ("exposure_shortfall", "lower"), ("exposure_ratio", "target"),
     ("selection_ratio_at_10", "target"), ("mrr_at_100", "higher"), ("mrc_at_5", "higher"),
+    ("exposure_protected", "none"), ("exposure_nonprotected", "none"),
 ])
 def test_directions(key, want):
     assert direction(key) == want
@@ -58,6 +59,21 @@ def test_labels():
     assert direction_label("selection_ratio_at_10") == "target 1.0 (parity)"
     assert direction_label("ndcg_at_10") == "higher is better"
     assert direction_label("exposure_disparity") == "lower is better"
+    assert direction_label("exposure_protected") == "descriptive (no better side)"
+
+
+def test_one_groups_exposure_has_no_better_side():
+    # "more protected exposure is better" is exactly what parity rejects: neither group's own
+    # exposure can be an objective or be compared as better; the ratio / disparity can
+    for key in ("exposure_protected", "exposure_nonprotected", "exposure_protected_n_queries"):
+        with pytest.raises(ConfigError, match="no better side.*exposure_disparity"):
+            optimisation_direction(key)
+        with pytest.raises(ConfigError, match="no better side"):
+            higher_is_better(key)
+        with pytest.raises(ConfigError, match="no better side"):
+            is_better(key, 0.5, 0.4)
+        with pytest.raises(ConfigError):
+            metric_info(key).higher_is_better
 
 
 @pytest.mark.parametrize("key", ["mrr_at_100/de", "recall_at_100/pt-br", "mrc_at_5", "mrc_at_5_intersection",
@@ -76,7 +92,7 @@ def test_unknown_key_forms(key):
 
 
 def test_declarations_are_complete_and_compatible():
-    assert all(m.degenerate and m.direction in ("higher", "lower", "target") for m in METRICS.values())
+    assert all(m.degenerate and m.direction in ("higher", "lower", "target", "none") for m in METRICS.values())
     assert all(m.ideal is not None for m in METRICS.values() if m.direction == "target")
     # the former boolean field still builds a MetricInfo
     assert MetricInfo("x", True, "never").direction == "higher"
