@@ -536,6 +536,8 @@ def _worker_loop(study, guarded, n_trials, report, fail_stale, guard, poll_secon
     # stop once COMPLETE + RUNNING fill the budget; WAITING (re-queued) trials are still taken
     enough = MaxTrialsCallback(n_trials, states=(TrialState.COMPLETE, TrialState.RUNNING))
     fail_stale()
+    with guard.immediate():  # a read, and no trial of this worker is open yet: Ctrl-C during this
+        progress()           # first (slowest: every stored trial) read of the study ends it at once
     while True:
         guard.check()
         states = progress()
