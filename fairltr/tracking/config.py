@@ -23,8 +23,13 @@ that a stray ``./mlruns`` folder never switches the store to the deprecated file
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -32,7 +37,7 @@ from fairltr.errors import ConfigError
 
 __all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "lightning_logger",
            "redact_uri", "redact_text", "check_tracking_uri", "FAST_FAIL_ENV", "init_store", "sqlite_path",
-           "install_redaction"]
+           "install_redaction", "registry_prints_follow_log_level"]
 
 # MLflow's HTTP client defaults (120 s timeout, 7 retries with exponential backoff) make an
 # unreachable server cost minutes; fairltr fails in seconds unless the user set them: a refused
@@ -250,3 +255,21 @@ def check_tracking_uri(uri: str | None = None, timeout: float = 5.0) -> str:
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             raise ConfigError(f"MLflow tracking store {shown}: folder {folder} does not exist or is not writable")
     return uri
+
+
+@contextlib.contextmanager
+def registry_prints_follow_log_level() -> Iterator[None]:
+    """MLflow prints "Successfully registered model ..." / "Created version ..." to stderr
+    whatever its log level; inside this block those lines are shown only when the ``mlflow``
+    logger shows INFO (the ``fairltr`` command quiets it unless ``--verbose``; fairltr prints its
+    own line naming the version). On an error, whatever was held back is written out."""
+    if logging.getLogger("mlflow").isEnabledFor(logging.INFO):
+        yield
+        return
+    held = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(held):
+            yield
+    except BaseException:
+        sys.stderr.write(held.getvalue())
+        raise

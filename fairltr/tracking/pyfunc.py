@@ -31,6 +31,7 @@ import mlflow.pyfunc
 
 from fairltr.deltr import DELTR
 from fairltr.errors import DataError
+from fairltr.tracking.config import registry_prints_follow_log_level
 from fairltr.tracking.ranks import aligned_ranks
 
 __all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package", "MODEL_CODE"]
@@ -128,18 +129,19 @@ def log_ranker_model(
             warnings.simplefilter("ignore", UserWarning)
             signature = infer_signature(input_example, predict_frame(model, input_example))
         code = stage_package(tmp_path / "code")
-        info = mlflow.pyfunc.log_model(
-            name=name,
-            python_model=str(MODEL_CODE),
-            artifacts={"weights": str(weights)},
-            code_paths=[str(code)],
-            pip_requirements=ranker_pip_requirements(),
-            signature=signature,
-            input_example=input_example,
-            registered_model_name=register or None,
-            model_config={"query": model.query_, "kind": "ranker"},
-            **log_kwargs,
-        )
+        with registry_prints_follow_log_level():
+            info = mlflow.pyfunc.log_model(
+                name=name,
+                python_model=str(MODEL_CODE),
+                artifacts={"weights": str(weights)},
+                code_paths=[str(code)],
+                pip_requirements=ranker_pip_requirements(),
+                signature=signature,
+                input_example=input_example,
+                registered_model_name=register or None,
+                model_config={"query": model.query_, "kind": "ranker"},
+                **log_kwargs,
+            )
         record_digest(info, {"artifact:weights": weights, "ranker_code.py": MODEL_CODE, "code/fairltr": code},
                       register=register or None)
     return info

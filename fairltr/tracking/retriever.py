@@ -47,6 +47,7 @@ import mlflow.pyfunc
 from fairltr.errors import ConfigError, DataError
 from fairltr.retrieval.pooling import POOLINGS, pool
 from fairltr.retrieval.search import encode_chunked, topk_search
+from fairltr.tracking.config import registry_prints_follow_log_level
 
 __all__ = [
     "RetrieverEncoder", "FairltrRetriever", "build_retriever_package", "read_retriever_settings",
@@ -490,20 +491,21 @@ def log_retriever_model(
                                                                    "encoder_origin", "format_version")}}
     with tempfile.TemporaryDirectory(prefix="fairltr-retriever-") as tmp:
         code = stage_package(Path(tmp) / "code")
-        info = mlflow.pyfunc.log_model(
-            name=name,
-            python_model=str(MODEL_CODE),
-            artifacts={"package": str(Path(package_dir))},
-            code_paths=[str(code)],
-            pip_requirements=retriever_pip_requirements(),
-            signature=retriever_signature(),
-            input_example=input_example,
-            registered_model_name=register or None,
-            model_config=model_config,
-            tags=tags,
-            metadata=metadata,
-            **log_kwargs,
-        )
+        with registry_prints_follow_log_level():
+            info = mlflow.pyfunc.log_model(
+                name=name,
+                python_model=str(MODEL_CODE),
+                artifacts={"package": str(Path(package_dir))},
+                code_paths=[str(code)],
+                pip_requirements=retriever_pip_requirements(),
+                signature=retriever_signature(),
+                input_example=input_example,
+                registered_model_name=register or None,
+                model_config=model_config,
+                tags=tags,
+                metadata=metadata,
+                **log_kwargs,
+            )
         record_digest(info, {"artifact:package": Path(package_dir), "retriever_code.py": MODEL_CODE,
                              "code/fairltr": code}, register=register or None)
     if register and info.registered_model_version is not None:

@@ -29,6 +29,8 @@ def test_lightning_engine_registers_through_the_ranker_pyfunc(tiny_rankings, tmp
                  "--engine", "lightning", "--batch-queries", "4", "--epochs", "30", "--out", str(tmp_path / "l"),
                  "--register", name, "--experiment", "test-engine")
     assert res.exit_code == 0, res.output
+    # fairltr's own line names the version; MLflow's registration prints stay quiet without --verbose
+    assert f"registered as '{name}' version 1" in res.output and "Successfully registered" not in res.output
     model = DELTR.load(tmp_path / "l" / "model.json")
     assert model.n_iter_ == 30 and len(model.history) == 31
     run = mlflow.search_runs(experiment_names=["test-engine"], output_format="list")[0]
