@@ -48,6 +48,7 @@ __all__ = [
     "open_study",
     "WorkerReport",
     "run_worker",
+    "interruptible",
     "count_states",
     "worker_seed",
     "fail_if_running",
@@ -336,6 +337,7 @@ class InterruptGuard:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.getsignal(signal.SIGINT)
             signal.signal(signal.SIGINT, self._handle)
+            _ACTIVE_GUARDS.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -344,6 +346,8 @@ class InterruptGuard:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             self._previous = None
+        if self in _ACTIVE_GUARDS:
+            _ACTIVE_GUARDS.remove(self)
 
     def _handle(self, signum, frame) -> None:
         self.interrupted = True
@@ -364,6 +368,24 @@ class InterruptGuard:
         """Raise ``KeyboardInterrupt`` when an interrupt arrived."""
         if self.interrupted:
             raise KeyboardInterrupt
+
+
+_ACTIVE_GUARDS: list[InterruptGuard] = []  # the guard of the worker running in the main thread
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside a sweep worker, Ctrl-C raises at once in this block (training, evaluation); in the
+    rest of an objective that uses it (Optuna and MLflow writes) the interrupt waits for the next
+    safe point, a fraction of a second later, so no storage write is cut in half (a write cut
+    in half can keep the database locked while the clean-up waits for it). Outside a worker it
+    does nothing. An objective that uses it says so with ``objective.scopes_interrupts = True``;
+    other objectives are interruptible as a whole."""
+    if not _ACTIVE_GUARDS:
+        yield
+        return
+    with _ACTIVE_GUARDS[-1].immediate():
+        yield
 
 
 def fail_if_running(study, number: int | None) -> bool:
@@ -470,6 +492,8 @@ def run_worker(
             trial.set_user_attr("fairltr_surplus", True)
             raise optuna.TrialPruned(f"surplus trial: {ahead} earlier trials already fill --trials {n_trials}")
         try:
+            if getattr(objective, "scopes_interrupts", False):  # it marks its interruptible parts
+                return objective(trial)
             with guard.immediate():
                 return objective(trial)
         except (FairltrError, KeyboardInterrupt, optuna.TrialPruned):

@@ -28,7 +28,7 @@ from tuning.report import (
     trials_frame,
     write_report,
 )
-from tuning.study import WorkerReport, make_sampler, make_storage, open_study, run_worker
+from tuning.study import WorkerReport, interruptible, make_sampler, make_storage, open_study, run_worker
 
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "make_objective", "study_reports", "file_stem"]
 
@@ -103,7 +103,8 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
     def objective(trial) -> list[float]:
         values = space.suggest(trial)
         t0 = time.perf_counter()
-        metrics = runner(values)
+        with interruptible():  # Ctrl-C stops training at once; the storage writes below finish first
+            metrics = runner(values)
         seconds = time.perf_counter() - t0
         finite = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
         for k, v in finite.items():
@@ -131,6 +132,7 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
             tracker.log_trial(trial.number, params, logged, tags={"fairltr.sweep.objectives": ",".join(o.short for o in objectives)})
         return out
 
+    objective.scopes_interrupts = True
     return objective
 
 

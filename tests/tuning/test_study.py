@@ -218,3 +218,37 @@ def test_journal_storage_fails_and_retries_abandoned_trials(tmp_path):
     assert count_states(study)["COMPLETE"] == 3
     retried = [t for t in trials if t.state == TrialState.COMPLETE and t.number > abandoned.number + 2]
     assert [t.params for t in retried] == [trials[abandoned.number].params]
+
+
+def test_interrupts_wait_outside_interruptible_sections():
+    # a sweep objective marks training interruptible; Ctrl-C during its storage / MLflow writes
+    # waits for the next safe point, so no write is cut in half
+    import os
+    import signal
+    import time as _time
+
+    from tuning.study import InterruptGuard, interruptible
+
+    with interruptible():  # outside a worker it does nothing
+        pass
+    with InterruptGuard() as guard:
+        os.kill(os.getpid(), signal.SIGINT)  # "during a storage write": recorded, not raised
+        _time.sleep(0.05)
+        assert guard.interrupted
+        with pytest.raises(KeyboardInterrupt):
+            with interruptible():  # the next interruptible section raises at once
+                pytest.fail("not reached")
+    with InterruptGuard() as guard, pytest.raises(KeyboardInterrupt):
+        with interruptible():
+            os.kill(os.getpid(), signal.SIGINT)  # during training: raised at once
+            _time.sleep(5)
+    assert guard.interrupted
+
+
+def test_sweep_objectives_scope_their_interrupts():
+    from tuning.sweep import make_objective
+
+    from types import SimpleNamespace
+
+    runner = SimpleNamespace(space=loss_space("exposure_hinge"))
+    assert make_objective(runner, [], []).scopes_interrupts is True
