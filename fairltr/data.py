@@ -340,18 +340,27 @@ def check_group_column(df: pd.DataFrame, col: str, *, query: str | None = None, 
 def category_codes(values: pd.Series | np.ndarray, reference: object = None) -> tuple[np.ndarray, list]:
     """Integer code per row of a (checked) group attribute, and the categories in code order.
 
-    Integer categories keep their values as codes (0 = non-protected, >= 1 protected: today's
-    coding; ``reference`` must then be None or 0). String categories: the ``reference`` category
-    (default: the most frequent one, ties to the first in sorted order) gets code 0, the others
-    1, 2, ... in sorted order; so the binary section-3 metrics and DELTR's hinge compare every
-    other category with the reference (docs/audit.md, "Training with several categories")."""
+    Integer categories without a declared ``reference`` keep their values as codes (0 =
+    non-protected, >= 1 protected: today's coding). String categories, or integer ones with a
+    declared ``reference``: the ``reference`` category (strings by default: the most frequent
+    one, ties to the first in sorted order) gets code 0, the others 1, 2, ... in sorted order.
+    So the binary section-3 metrics and DELTR's hinge compare every other category with the
+    reference (docs/audit.md, "Training with several categories")."""
     s = pd.Series(values) if not isinstance(values, pd.Series) else values
     if not is_string_categories(s):
         codes = pd.to_numeric(s).to_numpy(dtype=np.float64).astype(np.int64)
-        if reference is not None and reference != 0:
-            raise ConfigError(f"integer group categories use 0 as the reference (non-protected) category; "
-                              f"got reference {reference!r}: recode the column, or write its categories as strings")
-        return codes, sorted(np.unique(codes).tolist())
+        found_ints = sorted(np.unique(codes).tolist())
+        if reference is None:
+            return codes, found_ints
+        try:
+            ref = int(reference)
+        except (TypeError, ValueError):
+            ref = None
+        if ref is None or str(ref) != str(reference).strip() or ref not in found_ints:
+            raise ConfigError(f"reference category {reference!r} does not occur; categories: {found_ints}")
+        order_ints = [ref] + [v for v in found_ints if v != ref]
+        lookup = {v: i for i, v in enumerate(order_ints)}
+        return pd.Series(codes).map(lookup).to_numpy(dtype=np.int64), order_ints
     text = s.astype(str)
     counts = text.value_counts()
     found = sorted(counts.index.tolist())

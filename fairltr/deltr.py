@@ -29,8 +29,8 @@ import torch
 
 from fairltr.buckets import BucketedBatch, split_batch, to_buckets
 from fairltr.columns import DEFAULT_COLUMNS, UNSET, RankingColumns, resolve_columns
-from fairltr.data import (NAMES_ONLY, ORIGIN_KEY, RankingBatch, frame_source, numeric_matrix, positions_in_query,
-                          query_codes, score_order, select_features, show_value)
+from fairltr.data import (NAMES_ONLY, ORIGIN_KEY, RankingBatch, category_codes, check_group_column, frame_source,
+                          numeric_matrix, positions_in_query, query_codes, score_order, select_features, show_value)
 from fairltr.errors import ConfigError, DataError, NotFittedError, one_line
 from fairltr.files import atomic_write_bytes, atomic_write_text, check_writable
 from fairltr.losses.builtin import GAMMA
@@ -105,6 +105,13 @@ class DELTR:
     are stored as given, so ``get_params`` / ``clone`` round-trip them; the contract a fit used
     is ``columns_``. Code that builds a model for readers of ``model.protected`` passes both.
 
+    Group categories (docs/audit.md, "Training with several categories"): the exposure hinge
+    compares every category with the REFERENCE category (code 0), which is ``reference_group``
+    when given (a category as written in the file: string or integer), else 0 for integer
+    categories (today's 0 = non-protected) and the most frequent category for string ones
+    (:func:`fairltr.data.category_codes`). With G categories the hinge has G - 1 terms, reduced by
+    ``reduce`` (max or mean). Only the first group attribute (``columns.group``) is trained on.
+
     ``max_iter=None`` / ``lr=None``: the optimizer's defaults (:data:`DEFAULT_MAX_ITER`,
     :data:`DEFAULT_LR`), resolved at ``fit`` into ``max_iter_`` / ``lr_``.
 
@@ -130,6 +137,7 @@ class DELTR:
         reduce: str = "max",
         dtype: torch.dtype = torch.float64,
         columns: RankingColumns | None = None,
+        reference_group: str | int | None = None,
     ) -> None:
         self.gamma = gamma
         self.protected = protected
@@ -146,6 +154,7 @@ class DELTR:
         self.reduce = reduce
         self.dtype = dtype
         self.columns = columns
+        self.reference_group = reference_group
 
     # ------------------------------------------------------------------ parameters
     @classmethod
@@ -223,16 +232,26 @@ class DELTR:
     def effective_params(self) -> dict[str, Any]:
         """The parameters as a model file stores them and MLflow logs them: validated, derived
         defaults filled in (``max_iter``, ``lr``), the group column under ``protected``, device
-        and dtype as text; JSON-serialisable. The query and judgment columns are the fitted
+        and dtype as text; JSON-serialisable; ``reference_group`` only when declared (so model files
+        without one are unchanged). The query and judgment columns are the fitted
         ``columns_`` (a model file keeps them beside these)."""
         s = self.settings()
+        reference = {} if self._reference() is None else {"reference_group": self._reference()}
         return {
             "gamma": s.gamma, "protected": s.columns.group, "colorblind": self.colorblind,
             "standardize": self.standardize, "l2": s.l2, "optimizer": self.optimizer, "max_iter": s.max_iter,
             "lr": s.lr, "tol": s.tol, "seed": self.seed, "device": str(self.device),
             "fairness_loss": self.fairness_loss, "reduce": self.reduce,
-            "dtype": str(self.dtype).replace("torch.", ""),
+            "dtype": str(self.dtype).replace("torch.", ""), **reference,
         }
+
+    def _reference(self) -> str | int | None:
+        """``reference_group`` checked: None, a non-empty string or an integer."""
+        ref = self.reference_group
+        if ref is None or (isinstance(ref, str) and ref.strip()) or (isinstance(ref, (int, np.integer))
+                                                                      and not isinstance(ref, bool)):
+            return ref if not isinstance(ref, np.integer) else int(ref)
+        raise ConfigError(f"reference_group must be a category (a string or an integer) or None, got {ref!r}")
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
@@ -300,8 +319,8 @@ class DELTR:
     def _select_features(self, df: pd.DataFrame, columns: RankingColumns, features: Sequence[str] | None) -> list[str]:
         """:func:`fairltr.data.select_features`, minus the group column when colorblind."""
         chosen = select_features(df, columns=columns, features=features)
-        if self.colorblind:
-            chosen = [f for f in chosen if f != columns.group]
+        if self.colorblind:  # every group attribute leaves the features
+            chosen = [f for f in chosen if f not in columns.groups]
         if not chosen:
             raise DataError(f"{frame_source(df) or 'the training table'}: no feature columns to train on "
                             f"(colorblind drops the group column {columns.group!r})")
@@ -381,7 +400,13 @@ class DELTR:
             raise DataError(f"{where + ': ' if where else ''}group column {c.group!r} not in the training "
                             f"table; columns: {list(df.columns)}")
         feature_names = self._select_features(df, c, features)
-        buckets = to_buckets(df, columns=c, features=feature_names, dtype=self.dtype)
+        data, train_columns = df, c
+        if self._reference() is not None:  # the declared reference category gets code 0 (a hidden column)
+            check_group_column(df, c.group, query=c.query if c.query in df.columns else None)
+            data = df.assign(**{REFERENCE_CODES: category_codes(df[c.group], reference=self._reference())[0]})
+            data.attrs = dict(df.attrs)
+            train_columns = c.replace(group=REFERENCE_CODES)
+        buckets = to_buckets(data, columns=train_columns, features=feature_names, dtype=self.dtype)
         self._check_fairness_signal(buckets.batches, frame_source(df), settings)
         return self._fit_buckets(buckets, c, settings, feature_names, callback, progress)
 
@@ -683,6 +708,9 @@ _PARAM_KINDS = {
     "optimizer": "str", "max_iter": "int", "lr": "number", "tol": "number", "seed": "int", "device": "str",
     "fairness_loss": "str", "reduce": "str", "dtype": "str",
 }
+_OPTIONAL_PARAMS = {"reference_group": None}  # absent from model files written before issue 18
+REFERENCE_CODES = "__fairltr_reference_codes__"
+"""Hidden column holding the group codes when ``reference_group`` is declared (never a feature)."""
 # safetensors dtype codes accepted in a model file (little-endian floats only)
 _SAFETENSORS_DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 
@@ -756,7 +784,7 @@ def _params(p: Path, params: object) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise _bad(p, "params", f"must be an object, got {type(params).__name__}")
     missing = sorted(set(_PARAM_KINDS) - set(params))
-    extra = sorted(str(k) for k in set(params) - set(_PARAM_KINDS))
+    extra = sorted(str(k) for k in set(params) - set(_PARAM_KINDS) - set(_OPTIONAL_PARAMS))
     if missing or extra:
         raise _bad(p, "params", f"missing {missing}, unknown {extra}" if missing and extra
                    else f"missing {missing}" if missing else f"unknown key(s) {extra}")
@@ -769,6 +797,10 @@ def _params(p: Path, params: object) -> dict[str, Any]:
             raise _bad(p, f"params.{key}", f"must be a {'finite number' if kind == 'number' else kind}, "
                                            f"got {show_value(v)}")
         out[key] = v
+    ref = params.get("reference_group")
+    if not (ref is None or (isinstance(ref, str) and ref) or _is_int(ref)):
+        raise _bad(p, "params.reference_group", f"must be null, a string or an integer, got {show_value(ref)}")
+    out["reference_group"] = ref
     if out["dtype"] not in DTYPES:  # never getattr(torch, <text from the file>)
         raise _bad(p, "params.dtype", f"{out['dtype']!r} is not one of {sorted(DTYPES)}")
     out["dtype"] = DTYPES[out["dtype"]]

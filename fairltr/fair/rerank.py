@@ -17,7 +17,7 @@ import pandas as pd
 
 from fairltr.buckets import length_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
-from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
+from fairltr.data import ORIGIN_KEY, category_codes, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError, DataError
 from fairltr.fair.mtable import cached_mtable, check_params
 
@@ -64,6 +64,26 @@ def _group_lists(rows_sorted: np.ndarray, member: np.ndarray, width: int) -> tup
     return out, member.sum(axis=1)
 
 
+MULTI_GROUP_HINT = ("for several categories use a multi-group re-ranker (DetGreedy, DetCons, DetRelaxed, "
+                    "DetConstSort of Geyik et al. 2019: fairltr rerank --method detconstsort)")
+
+
+def binary_group_codes(df: pd.DataFrame, columns) -> np.ndarray:
+    """FA*IR's two groups: 0 = non-protected, 1 = protected, from ONE group attribute of at most
+    two categories (integers: 0 vs 1; strings: the less frequent category is protected, see
+    :func:`fairltr.data.category_codes`). Several attributes or more than two categories are a
+    one-line :class:`ConfigError` naming the multi-group re-rankers."""
+    if len(columns.groups) > 1:
+        raise ConfigError(f"FA*IR re-ranks on one binary group attribute; got {len(columns.groups)} "
+                          f"({', '.join(columns.groups)}): {MULTI_GROUP_HINT}")
+    codes, categories = category_codes(df[columns.group])
+    if len(categories) > 2:
+        shown = ", ".join(str(cat) for cat in categories[:8]) + (", ..." if len(categories) > 8 else "")
+        raise ConfigError(f"FA*IR is binary (protected vs non-protected), but group column {columns.group!r} has "
+                          f"{len(categories)} categories ({shown}); {MULTI_GROUP_HINT}")
+    return (codes >= 1).astype(np.int64)
+
+
 def rerank(
     df: pd.DataFrame,
     scores: Sequence[float] | np.ndarray | pd.Series | str,
@@ -93,11 +113,12 @@ def rerank(
         raise ConfigError("p (the target proportion of protected candidates) is required, in (0, 1)")
     k, p, alpha = check_params(k, p, alpha)
     check_table(df, c.replace(judgment=None, item=None))
+    group_codes = binary_group_codes(df, c)
     s = resolve_scores(df, scores, c.query)
     n = len(df)
     codes, uniques = query_codes(df, c.query)
     n_q = len(uniques)
-    prot = df[c.group].to_numpy(dtype=np.float64) >= 1
+    prot = group_codes >= 1
 
     slot, sizes = positions_in_query(codes, n_q)
     kq = sizes if k is None else np.minimum(sizes, k)

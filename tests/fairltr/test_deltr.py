@@ -439,7 +439,7 @@ def test_init_stores_the_arguments_verbatim_and_nothing_else():
     params = model.get_params()
     assert list(params) == DELTR._param_names() == [
         "gamma", "protected", "colorblind", "standardize", "l2", "optimizer", "max_iter", "lr", "tol", "seed",
-        "device", "fairness_loss", "reduce", "dtype", "columns"]
+        "device", "fairness_loss", "reduce", "dtype", "columns", "reference_group"]
     assert all(params[k] is v for k, v in args.items())  # no rewriting: max_iter stays None, bad values stay
     assert set(vars(model)) == set(params)  # no fitted state preset in __init__
     assert not hasattr(model, "weights_") and not hasattr(model, "history") and not hasattr(model, "coef_")
