@@ -118,3 +118,21 @@ def test_readers_and_the_parquet_stream_read_the_contract(tables, tmp_path):
     assert layout.feature_names == ["sex", "x1", "x2", "x3", "x4"]
     np.testing.assert_array_equal(layout.mean, reference.mean)
     assert layout.query_ids == reference.query_ids
+
+
+def test_several_group_attributes():
+    c = RankingColumns(group=("race", "sex"))
+    assert c.group == "race" and c.groups == ("race", "sex") and c.named == ("query_id", "race", "sex", "judgment")
+    assert RankingColumns(group=("protected",)) == RankingColumns() and RankingColumns(group=["a", "b"]) == \
+        RankingColumns(group=("a", "b"))
+    assert RankingColumns().groups == ("protected",) and RankingColumns(group=None).groups == ()
+    assert RankingColumns(**c.as_dict()) == c and c.as_dict()["group"] == ["race", "sex"]
+    assert c.replace(judgment="y").groups == ("race", "sex")  # other changes keep every attribute
+    assert c.replace(group="sex").groups == ("sex",)  # a new group replaces them all
+    assert repr(c) == "RankingColumns(query='query_id', group=('race', 'sex'), judgment='judgment', item=None)"
+    assert resolve_columns(c) is c and resolve_columns(c, group=("race", "sex")) is c
+    assert resolve_columns(c, group=("sex",)).groups == ("sex",)
+    for bad, match in (((("race", "judgment")), "group and judgment columns must differ"),
+                       ((("race", "race")), "more than once"), ((("race", "")), "non-empty")):
+        with pytest.raises(ConfigError, match=match):
+            RankingColumns(group=bad)

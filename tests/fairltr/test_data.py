@@ -229,3 +229,30 @@ def test_columns_contract_equals_the_loose_keywords():
     assert torch.equal(to_batch(renamed, columns=contract, judgment="label").judgments, reference.judgments)
     assert select_features(df, columns=contract) == ["g", "x1", "x2"]
     assert select_features(df, query="q") == ["g", "x1", "x2", "y", "doc"]  # only the named columns are special
+
+
+def test_string_and_integer_categories():
+    from fairltr.data import category_codes, select_features
+    from fairltr.errors import ConfigError
+
+    df = pd.DataFrame({"query_id": [1, 1, 2, 2, 2], "race": ["b", "a", "c", "a", "a"], "sex": [0, 1, 1, 0, 2],
+                       "x": [0.1, 0.2, 0.3, 0.4, 0.5], "judgment": [1.0, 0.0, 1.0, 0.0, 2.0]})
+    codes, cats = category_codes(df["race"])
+    assert cats == ["a", "b", "c"] and codes.tolist() == [1, 0, 2, 0, 0]  # the most frequent is the reference
+    codes, cats = category_codes(df["race"], reference="c")
+    assert cats == ["c", "a", "b"] and codes.tolist() == [2, 1, 0, 1, 1]
+    codes, cats = category_codes(df["sex"])
+    assert cats == [0, 1, 2] and codes.tolist() == [0, 1, 1, 0, 2]  # integers keep their values
+    codes, cats = category_codes(df["sex"], reference=2)
+    assert cats == [2, 0, 1] and codes.tolist() == [1, 2, 2, 1, 0]
+    for bad in ("z", 7):
+        with pytest.raises(ConfigError, match="does not occur"):
+            category_codes(df["race"] if bad == "z" else df["sex"], reference=bad)
+    c = RankingColumns(group=("race", "sex"))
+    assert select_features(df, columns=c) == ["sex", "x"]  # a string attribute is not a feature
+    batch = to_batch(df, columns=c)
+    assert batch.groups[batch.mask].tolist() == [1, 0, 2, 0, 0]  # training codes of the first attribute
+    with pytest.raises(DataError, match=r"row 2 \(0-based\): missing group category in column 'sex' \(query 2\)"):
+        to_batch(df.assign(sex=[0, 1, None, 0, 1]), columns=c)
+    with pytest.raises(DataError, match="group column 'sex' must hold integers"):
+        to_batch(df.assign(sex=[0, 1, 0.5, 0, 1]), columns=c)
