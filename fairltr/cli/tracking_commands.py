@@ -90,7 +90,7 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
         click.echo(f"lost to contention (exit 3): {decision.reason}", err=True)
     elif not decision.promoted:
         n_failed = sum(not r.passed for r in decision.results)
-        why = decision.reason or f"{n_failed} of {len(decision.results)} gates failed (FAIL lines above)"
+        why = decision.reason or f"{n_failed} of {len(decision.results)} gates failed"
         click.echo(f"rejected: {why}", err=True)
     sys.exit(decision.exit_code)
 

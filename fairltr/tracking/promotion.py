@@ -652,7 +652,11 @@ def promote(
     groups = list(c.groups)
     config = {"query": c.query, "group": groups[0] if len(groups) == 1 else groups or None, "judgment": c.judgment,
               "k": ks, **extra}
-    if isinstance(data, pd.DataFrame) and groups and (audit is not None or confidence is not None):
+    from fairltr.workflows.audit import names_audit_metric
+
+    # the audit runs when the decision reads it: a gate on an audit figure, or intervals (--confidence)
+    needs_audit = names_audit_metric(g.metric for g in parsed) or confidence is not None or bool(audit and audit.ci)
+    if isinstance(data, pd.DataFrame) and groups and needs_audit:
         from dataclasses import replace as _replace
 
         from fairltr.workflows.audit import audit_cutoffs_in, audit_to_config, make_audit_config
@@ -668,8 +672,10 @@ def promote(
         from fairltr.workflows.audit import make_audit_config
 
         audit = audit or make_audit_config(ci=float(confidence))
-        interval = {"level": float(confidence), "n_boot": audit.n_boot, "seed": audit.seed, "unit": audit.unit,
-                    "method": audit.method}
+        from fairltr.metrics.resampling import resolve_unit
+
+        interval = {"level": float(confidence), "n_boot": audit.n_boot, "seed": audit.seed,
+                    "unit": resolve_unit(audit.unit, int(data[c.query].nunique())), "method": audit.method}
     decision_id = uuid.uuid4().hex
 
     with ExitStack() as stack:

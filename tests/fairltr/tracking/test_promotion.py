@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from fairltr import DELTR, evaluate_ranking
 from fairltr.cli import cli
+from fairltr.tracking.promotion import decision_record
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +81,17 @@ def test_gates_pass_and_move_the_alias(registered):
     assert second.exit_code == 0, second.output
     assert _alias(name) == "2"
     tags = _tags(name, "2")
-    assert tags["fairltr.promotion.verdict"] == "promoted"
-    assert tags["fairltr.promotion.champion_before"] == "1"
-    values = json.loads(tags["fairltr.promotion.values"])
+    # a few promotion tags on the version (issue 20); the whole decision in one JSON tag
+    assert sorted(k for k in tags if k.startswith("fairltr.promotion.")) == [
+        "fairltr.promotion.decision", "fairltr.promotion.evaluation_run", "fairltr.promotion.time",
+        "fairltr.promotion.verdict"]
+    record = decision_record(tags)
+    assert tags["fairltr.promotion.verdict"] == record["verdict"] == "promoted"
+    assert record["champion_before"] == "1"
+    values = record["values"]
     assert values["exposure_ratio"] == pytest.approx(metrics["2"]["exposure_ratio"])  # evaluated on --data
-    assert json.loads(tags["fairltr.promotion.gates"]) == ["exposure_ratio>=champion+0.05", "kendall_tau>=champion-0.5"]
-    assert tags["fairltr.promotion.time"].endswith("+00:00")
+    assert record["gates"] == ["exposure_ratio>=champion+0.05", "kendall_tau>=champion-0.5"]
+    assert tags["fairltr.promotion.time"].endswith("+00:00") and record["time"] == tags["fairltr.promotion.time"]
 
     # what a person reads: the version's one-line description, the promotion run's metrics
     import mlflow
@@ -97,7 +103,10 @@ def test_gates_pass_and_move_the_alias(registered):
     run = client.get_run(tags["fairltr.promotion.evaluation_run"])
     m = run.data.metrics
     assert m["candidate/exposure_ratio"] == pytest.approx(values["exposure_ratio"])
-    champion_values = json.loads(tags["fairltr.promotion.champion_values"])
+    champion_values = record["champion_values"]
+    artifact = json.loads(Path(mlflow.artifacts.download_artifacts(
+        run_id=run.info.run_id, artifact_path="promotion_decision.json")).read_text())
+    assert artifact["decision_id"] == record["decision_id"] and artifact["results"][0]["gate"] == record["gates"][0]
     assert m["champion/exposure_ratio"] == pytest.approx(champion_values["exposure_ratio"])
     assert m["gate_lower/exposure_ratio"] == pytest.approx(champion_values["exposure_ratio"] + 0.05)
     assert m["gate_lower/kendall_tau"] == pytest.approx(champion_values["kendall_tau"] - 0.5)
@@ -122,15 +131,18 @@ def test_failing_gate_keeps_the_alias(registered):
                                       "--gate", "exposure_ratio>=champion-0.01", "--gate", "kendall_tau>=-1"])
     assert result.exit_code == 1
     short = metrics["2"]["exposure_ratio"] - 0.01 - metrics["1"]["exposure_ratio"]
-    assert "gate failed: FAIL exposure_ratio>=champion-0.01" in result.output
+    assert "FAIL exposure_ratio>=champion-0.01" in result.output
+    assert [line.strip().split(" ")[0] for line in result.output.splitlines()].count("FAIL") == 1  # once (issue 20)
+    assert "rejected: 1 of 2 gates failed" in result.output
     assert f"short by {short:.6g}" in result.output
     assert "PASS kendall_tau>=-1" in result.output
     assert _alias(name) == "2"
     tags = _tags(name, "1")
+    record = decision_record(tags)
     assert tags["fairltr.promotion.verdict"] == "rejected"
-    assert tags["fairltr.promotion.champion_after"] == "2"
+    assert record["champion_after"] == "2"
     # a rejected version does not read as if it held the alias
-    assert "fairltr.promotion.alias" not in tags and tags["fairltr.promotion.requested_alias"] == "champion"
+    assert "fairltr.promotion.alias" not in tags and record["requested_alias"] == "champion"
     import mlflow
 
     description = mlflow.MlflowClient().get_model_version(name, "1").description

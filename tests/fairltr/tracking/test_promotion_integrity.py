@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from fairltr import DELTR, evaluate_ranking
 from fairltr.cli import cli
+from fairltr.tracking.promotion import decision_record
 
 EXPERIMENT = "test-promotion-integrity"
 
@@ -116,7 +117,7 @@ def test_truncated_weights_are_rejected_without_data(mlflow_server, model_name, 
     assert _alias(model_name) is None
     tags = _tags(model_name, "1")
     assert tags["fairltr.promotion.verdict"] == "rejected"
-    assert "digest" in tags["fairltr.promotion.reason"]
+    assert "digest" in decision_record(tags)["reason"]
     # the loader's own check, independent of the digest: an unverified version that does not load
     _strip_digests(model_name, "1")
     loose = _promote("--model", model_name, "--version", "1", "--gate", "exposure_ratio>=0", "--allow-unverified")
@@ -148,7 +149,7 @@ def test_code_appended_to_the_stored_model_never_runs(mlflow_server, model_name,
                                      "--data", str(test_csv)])
     assert plain.exit_code == 1 and "no recorded digest" in plain.output and "--allow-unverified" in plain.output
     assert not marker.exists()
-    assert _tags(model_name, "1")["fairltr.promotion.digest"] == "none"
+    assert decision_record(_tags(model_name, "1"))["digest"] is None
 
 
 def test_corrupt_champion_does_not_block_its_replacement(mlflow_server, model_name, tiny_rankings, test_csv):
@@ -164,7 +165,7 @@ def test_corrupt_champion_does_not_block_its_replacement(mlflow_server, model_na
     assert "champion v1 unloadable: relative gate failed (policy fail)" in strict.output
     assert "PASS exposure_ratio>=0.1" in strict.output
     assert _alias(model_name) == "1"
-    assert _tags(model_name, "2")["fairltr.promotion.champion_status"].startswith("unloadable: ")
+    assert decision_record(_tags(model_name, "2"))["champion_status"].startswith("unloadable: ")
     replaced = _promote("--model", model_name, "--version", "2", "--data", str(test_csv), *gates)  # default: pass
     assert replaced.exit_code == 0, replaced.output
     assert "champion v1 unloadable: relative gate skipped (policy pass)" in replaced.output
@@ -207,21 +208,26 @@ def test_lock_is_taken_over_after_its_lease_and_a_held_lock_is_contention(mlflow
 
 
 def test_gate_cutoffs_reach_the_evaluator(mlflow_tracking, model_name, tiny_rankings, test_csv):
-    """four_fifths@7 reads selection_ratio_at_7, which the default k (1, 5, 10, 20, 100) lacks."""
-    from fairltr.metrics import evaluate_ranking as independent
-
+    """four_fifths@7 reads impact_ratio_at_7 (pooled selection rates in each query's top 7), a
+    cut-off the default k (1, 5, 10, 20, 100) lacks; checked against a pandas groupby."""
     _register(model_name, tiny_rankings, gammas=(1e4,))
     result = _promote("--model", model_name, "--version", "1", "--data", str(test_csv), "--gate", "four_fifths@7")
-    tags = _tags(model_name, "1")
-    value = json.loads(tags["fairltr.promotion.values"])["selection_ratio_at_7"]
+    record = decision_record(_tags(model_name, "1"))
+    value = record["values"]["impact_ratio_at_7"]
     assert value is not None
     import mlflow
 
     model = mlflow.pyfunc.load_model(f"models:/{model_name}/1").unwrap_python_model().model
-    test = tiny_rankings[1]
-    expected = independent(test, model.predict(test), k=(7,))["selection_ratio_at_7"]
-    assert value == pytest.approx(expected)
+    test = tiny_rankings[1].assign(score=model.predict(tiny_rankings[1]))
+    test["rank"] = test.groupby("query_id")["score"].rank(ascending=False, method="first")
+    rates = (test["rank"] <= 7).groupby(test["protected"]).mean()  # pooled over the table
+    expected = rates.min() / rates.max()
+    assert value == pytest.approx(expected, abs=1e-12)
     assert result.exit_code == (0 if expected >= 0.8 else 1), result.output
+    # the decision lists each audited category's ratio
+    (gate,) = record["results"]
+    assert sorted(c["category"] for c in gate["categories"]) == ["0", "1"]
+    assert min(c["impact_ratio"] for c in gate["categories"]) == pytest.approx(expected, abs=1e-12)
 
 
 def test_decision_tags_are_valid_json_within_the_limit():
@@ -236,17 +242,17 @@ def test_decision_tags_are_valid_json_within_the_limit():
                           champion_metrics={r.metric: 0.6 for r in results}, notes=["n" * 3000, "m" * 3000],
                           reason="r" * 6000)
     tags = d.version_tags()
+    assert len(tags) == 4  # a few tags on the version; the whole decision is one JSON tag
     for key, value in tags.items():
         assert len(value) <= TAG_LIMIT, key
-    for key in ("gates", "results", "values", "champion_values"):
-        json.loads(tags[f"fairltr.promotion.{key}"])  # never a cut JSON text
-    summary = json.loads(tags["fairltr.promotion.results"])
-    assert summary["n_gates"] == 399 and summary["n_failed"] == 133
+    summary = json.loads(tags["fairltr.promotion.decision"])  # never a cut JSON text: the leanest form here
+    assert summary["n_gates"] == 399 and summary["n_failed"] == 133 and summary["verdict"] == "rejected"
     key, value = d.model_tag()
     assert len(value) <= TAG_LIMIT and value.startswith("v3 REJECTED for @champion")
     assert "\n" not in d.description() and len(d.description()) <= TAG_LIMIT
     assert "266 of 399 gates passed" in d.description() and "+129 more" in d.description()
     small = PromotionDecision(model="m", version="3", alias="champion", verdict="promoted", results=results[:2],
                               champion_before=None, champion_after="3", time="t", decision_id="abc")
-    assert [r["gate"] for r in json.loads(small.version_tags()["fairltr.promotion.results"])] == [r.gate for r in results[:2]]
+    assert [r["gate"] for r in decision_record(small.version_tags())["results"]] == [r.gate for r in results[:2]]
+    assert decision_record(small.version_tags())["results"][0]["note"] == "x" * 50  # the richest form that fits
     assert small.exit_code == 0 and d.exit_code == 1

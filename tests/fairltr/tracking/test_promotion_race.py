@@ -114,8 +114,10 @@ def _round(ctx, models, server_uri: str, r: int, workdir: Path) -> dict:
         tags = client.get_model_version(name, v).tags
         assert tags["fairltr.promotion.verdict"] in ("promoted", "rejected"), tags
         if tags["fairltr.promotion.verdict"] == "promoted":
-            text = tags["fairltr.promotion.champion_values"]  # "none": no champion was measured
-            moves.append((tags["fairltr.promotion.time"], v, None if text == "none" else json.loads(text)))
+            from fairltr.tracking.promotion import decision_record
+
+            champ = decision_record(tags)["champion_values"]  # None: no champion was measured
+            moves.append((tags["fairltr.promotion.time"], v, champ))
         else:
             assert codes[v] == 1 and v != best
     moves.sort()

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from fairltr.cli import cli
+from fairltr.tracking.promotion import decision_record
 
 
 @pytest.fixture
@@ -37,7 +38,9 @@ def retrievers(mlflow_tracking, retriever_package, tiny_bert, retrieval_dir, tmp
 def _values(name: str, version: str) -> dict:
     import mlflow
 
-    return json.loads(mlflow.MlflowClient().get_model_version(name, version).tags["fairltr.promotion.values"])
+    from fairltr.tracking.promotion import decision_record
+
+    return decision_record(mlflow.MlflowClient().get_model_version(name, version).tags)["values"]
 
 
 def test_retriever_promotion_round_trip_and_failing_mrc_gate(retrievers, retrieval_dir):
@@ -57,7 +60,7 @@ def test_retriever_promotion_round_trip_and_failing_mrc_gate(retrievers, retriev
     values = _values(name, "1")
     assert set(values) == {"mrc_at_5", "mrr_at_100"} and all(v is not None for v in values.values())
     tags = client.get_model_version(name, "1").tags
-    assert tags["fairltr.promotion.verdict"] == "promoted" and tags["fairltr.promotion.digest"].startswith("sha256:")
+    assert tags["fairltr.promotion.verdict"] == "promoted" and decision_record(tags)["digest"].startswith("sha256:")
     run = client.get_run(tags["fairltr.promotion.evaluation_run"])
     assert run.info.status == "FINISHED" and run.data.params["gates"] == "mrc_at_5>=-100 ; mrr_at_100>=champion-1"
 
@@ -78,8 +81,8 @@ def test_retriever_promotion_round_trip_and_failing_mrc_gate(retrievers, retriev
     assert f"gate failed: FAIL mrc_at_5>={bound}" in second.output
     assert current_champion(client, name) == "1"
     tags2 = client.get_model_version(name, "2").tags
-    assert tags2["fairltr.promotion.verdict"] == "rejected" and tags2["fairltr.promotion.champion_after"] == "1"
-    assert json.loads(tags2["fairltr.promotion.champion_values"])["mrr_at_100"] == pytest.approx(values["mrr_at_100"])
+    assert tags2["fairltr.promotion.verdict"] == "rejected" and decision_record(tags2)["champion_after"] == "1"
+    assert decision_record(tags2)["champion_values"]["mrr_at_100"] == pytest.approx(values["mrr_at_100"])
 
 
 def test_data_must_fit_the_kind(retrievers, tiny_rankings, tmp_path):
