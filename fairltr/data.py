@@ -310,7 +310,7 @@ def is_string_categories(values: pd.Series) -> bool:
     if pd.api.types.is_bool_dtype(values) or (pd.api.types.is_numeric_dtype(values)
                                               and not pd.api.types.is_complex_dtype(values)):
         return False
-    present = values.dropna()
+    present = pd.Series(values.dropna().unique())  # each distinct category once: cheap on long columns
     return bool(len(present)) and bool(pd.to_numeric(present, errors="coerce").isna().any())
 
 

@@ -36,7 +36,7 @@ def _softmax_exposure(model: DELTR, df: pd.DataFrame) -> np.ndarray:
     """Mean over queries of the expected exposure per category (A, B, C): the quantity DELTR trains."""
     order = {"A": 0, "B": 1, "C": 2}
     s = torch.as_tensor(model.predict(df)).reshape(60, 12)
-    g = torch.as_tensor(df["race"].map(order).to_numpy()).reshape(60, 12)
+    g = torch.tensor(df["race"].map(order).to_numpy()).reshape(60, 12)
     means, counts = group_exposure(s, g, torch.ones_like(s, dtype=torch.bool), n_groups=3)
     return ((means * (counts > 0)).sum(0) / (counts > 0).sum(0)).numpy()
 

@@ -1,0 +1,82 @@
+"""Cost of the confidence intervals of docs/spec.md section 3b against one point evaluation.
+
+    python benchmarks/bench_bootstrap.py [--queries 10000] [--candidates 100] [--resamples 2000] [--repeat 1]
+
+One table of Q queries x N candidates (race in 6 string categories, sex 0/1, judgments 0..3),
+evaluated twice by :func:`fairltr.metrics.evaluate_ranking` with the audit of race x sex at k = 10:
+
+* point: ``AuditConfig(ci=0)`` -- today's metrics, the per-category table and the worst cases;
+* with intervals: ``AuditConfig(ci=0.95, n_boot=B)`` -- the same plus the cluster bootstrap
+  (queries unit) for every headline metric, every per-attribute worst case and the table's
+  rates and ratios.
+
+Prints both times and the ratio (goal: under 10x one point evaluation), measured in this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from fairltr.columns import RankingColumns
+from fairltr.metrics import AuditConfig, evaluate_ranking, headline_metrics
+
+RACES = np.array(["White", "Black", "Hispanic", "Asian", "Native American", "Other"])
+
+
+def table(n_queries: int, n_candidates: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    rows = n_queries * n_candidates
+    df = pd.DataFrame({
+        "query_id": np.repeat(np.arange(n_queries), n_candidates),
+        "race": rng.choice(RACES, rows, p=[0.45, 0.25, 0.15, 0.08, 0.04, 0.03]),
+        "sex": rng.integers(0, 2, rows),
+        "judgment": rng.integers(0, 4, rows).astype(float),
+    })
+    scores = df["judgment"].to_numpy() + rng.normal(size=rows)
+    return df, scores
+
+
+def best_of(repeat: int, fn) -> tuple[float, dict]:
+    best, out = float("inf"), {}
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--candidates", type=int, default=100)
+    ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    df, scores = table(args.queries, args.candidates)
+    columns = RankingColumns(group=("race", "sex"))
+    k = (10,)
+    point_s, point = best_of(args.repeat, lambda: evaluate_ranking(df, scores, columns=columns, k=k,
+                                                                   audit=AuditConfig(k=10, ci=0)))
+    ci_s, full = best_of(args.repeat, lambda: evaluate_ranking(df, scores, columns=columns, k=k,
+                                                               audit=AuditConfig(k=10, ci=0.95,
+                                                                                 n_boot=args.resamples)))
+    n_bounds = sum(1 for key in full if key.endswith("_ci_low"))
+    print(f"table: {args.queries:,} queries x {args.candidates} candidates ({len(df):,} rows), race (6) x sex (2), "
+          f"k = 10")
+    print(f"point evaluation (today's metrics + audit):   {point_s:8.2f} s")
+    print(f"with {args.resamples:,} bootstrap resamples ({full['ci_unit']}): {ci_s:8.2f} s  "
+          f"({n_bounds} metrics with an interval, plus the table's rates and ratios)")
+    print(f"ratio: {ci_s / point_s:.2f}x one point evaluation (goal < 10x); the bootstrap alone "
+          f"{(ci_s - point_s) / point_s:.2f}x")
+    for key in headline_metrics(10):
+        if f"{key}_ci_low" in full:
+            print(f"  {key:28s} {full[key]:.4f} [{full[key + '_ci_low']:.4f}, {full[key + '_ci_high']:.4f}]")
+    assert all(point[key] == full[key] or (np.isnan(point[key]) and np.isnan(full[key])) for key in point)
+
+
+if __name__ == "__main__":
+    main()
