@@ -8,7 +8,7 @@ Everything is computed from per-(query, category) sufficient statistics, built w
     n(q, c)      candidates of category c in query q
     sel(q, c)    of them ranked within the top k (1-based ranks by decreasing score, ties by row)
     exp(q, c)    sum of v(rank) = 1 / ln(1 + rank)   (the exposure discount of section 3)
-    merit(q, c)  sum of judgments (>= 0)
+    merit(q, c)  sum of judgments (merit figures are NaN when a judgment is negative)
 
 Pooled over the table: SR(c) = sum_q sel / sum_q n; IR(c) = SR(c) / max_c' SR(c');
 Exp(c) = sum_q exp / sum_q n; ER(c) = Exp(c) / max_c' Exp(c'); U(c) = sum_q merit / sum_q n;
@@ -31,7 +31,7 @@ from scipy.special import rel_entr
 
 from fairltr.columns import RankingColumns
 from fairltr.data import (
-    category_codes, check_table, is_string_categories, locate_row, numeric_column, query_codes, rank_within_query,
+    category_codes, check_table, is_string_categories, numeric_column, query_codes, rank_within_query,
     show_value,
 )
 from fairltr.errors import ConfigError, DataError
@@ -145,15 +145,11 @@ def _labels(df: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str]]:
     return codes.astype(np.int64), [str(int(u)) for u in uniques]
 
 
-def _check_judgments(df: pd.DataFrame, c: RankingColumns) -> np.ndarray:
+def _judgments(df: pd.DataFrame, c: RankingColumns) -> tuple[np.ndarray, bool]:
+    """The judgments and whether merit is defined (every judgment >= 0: merit is a mean judgment;
+    with a negative one, ``merit``, ``exposure_per_merit`` and ``disparate_treatment_ratio`` are NaN)."""
     y = numeric_column(df, c.judgment, query=c.query)
-    bad = y < 0
-    if bad.any():
-        pos = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{locate_row(df, pos)}: judgment {show_value(df[c.judgment].iloc[pos])} in column "
-                        f"{c.judgment!r} (query {show_value(df[c.query].iloc[pos])}) is negative; the audit's merit "
-                        "(mean judgment per category) needs judgments >= 0")
-    return y
+    return y, bool((y >= 0).all())
 
 
 def _check_scores(df: pd.DataFrame, scores: Any, c: RankingColumns) -> np.ndarray:
@@ -189,6 +185,7 @@ class AuditPlan:
     strata: np.ndarray  # (R,) query x intersection category: the candidate bootstrap's strata
     n_queries_per_category: np.ndarray  # (C,)
     attributes: tuple[str, ...] = field(default_factory=tuple)
+    merit_defined: bool = True  # False with a negative judgment: merit figures are NaN
 
     @property
     def n_categories(self) -> int:
@@ -209,8 +206,8 @@ class AuditPlan:
         with np.errstate(all="ignore"):
             sr = np.where(n > 0, sel / n, np.nan)
             ex = np.where(n > 0, exp / n, np.nan)
-            mer = np.where(n > 0, merit / n, np.nan)
-            epm = np.where(merit > 0, exp / merit, np.nan)
+            mer = np.where((n > 0) & self.merit_defined, merit / n, np.nan)
+            epm = np.where((merit > 0) & self.merit_defined, exp / merit, np.nan)
         ir = np.full_like(sr, np.nan)
         er = np.full_like(sr, np.nan)
         dt = np.full_like(sr, np.nan)
@@ -329,7 +326,7 @@ def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, con
     c = columns.require("group", "judgment", purpose="the audit")
     check_table(df, c)
     s = _check_scores(df, scores, c)
-    y = _check_judgments(df, c)
+    y, merit_defined = _judgments(df, c)
     qcodes, qids = query_codes(df, c.query)
     n_q, n_rows = len(qids), len(df)
     sizes = np.bincount(qcodes, minlength=n_q)
@@ -384,7 +381,8 @@ def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, con
     strata = qcodes * finest.size + finest.codes
     return AuditPlan(config=config, blocks=blocks, n_queries=n_q, n_rows=n_rows, query_of_row=qcodes,
                      row_stats=row_stats, query_stats=query_stats, ndkl=ndkl, excluded=excluded, strata=strata,
-                     n_queries_per_category=n_queries_per_category, attributes=tuple(c.groups))
+                     n_queries_per_category=n_queries_per_category, attributes=tuple(c.groups),
+                     merit_defined=merit_defined)
 
 
 @dataclass

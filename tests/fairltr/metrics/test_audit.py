@@ -211,9 +211,11 @@ def test_bad_input_is_a_one_line_error_naming_the_place(tmp_path):
     good = random_table(12)
     with pytest.raises(DataError, match="missing column"):
         audit_ranking(good, "score", columns=c.replace(group=("sex", "nope")))
-    neg = good.assign(rel=good["rel"] - 5)
-    with pytest.raises(DataError, match="negative; the audit's merit"):
-        audit_ranking(neg, "score", columns=c)
+    neg = audit_ranking(good.assign(rel=good["rel"] - 1), "score", columns=c, config=AuditConfig(**NO_CI))
+    pos = audit_ranking(good, "score", columns=c, config=AuditConfig(**NO_CI))
+    assert neg.table["merit"].isna().all() and neg.table["exposure_per_merit"].isna().all()
+    assert math.isnan(neg.metrics["disparate_treatment_ratio"])  # merit (a mean judgment) needs judgments >= 0
+    assert neg.metrics["impact_ratio_at_10"] == pos.metrics["impact_ratio_at_10"]  # the rest is computed
     with pytest.raises(DataError, match="scores must be finite"):
         audit_ranking(good, np.full(len(good), np.nan), columns=c)
     for bad in (dict(k=0), dict(ci=1.0), dict(ci=-0.1), dict(min_category_share=1.0), dict(unit="rows"),
