@@ -6,8 +6,8 @@
   from exposure parity down); the direction may be omitted and then comes from the metric
   registry (:func:`fairltr.metrics.direction`); a direction contradicting the metric's
   declaration is refused, and so is a target metric (``exposure_ratio``, ideal 1.0: optimise
-  ``exposure_disparity`` or ``exposure_shortfall`` instead). ``exposure_gap:min`` stays
-  selectable (it rewards over-exposing the protected group).
+  ``exposure_disparity`` or ``exposure_shortfall`` instead; ``exposure_gap``, signed with target
+  0: pushing it down over-exposes the protected group).
 * constraints: ``"kendall_tau>=0.2"`` -> Optuna constraint value ``0.2 - kendall_tau``;
   ``"exposure_gap<=0.01"`` -> ``exposure_gap - 0.01``; two-sided ``"0.8<=exposure_ratio<=1.25"``
   -> ``max(0.8 - R, R - 1.25)``; a gate preset such as ``"four_fifths"`` (``impact_ratio_at_10>=0.8``, every

@@ -77,7 +77,9 @@ def audit_frame(df: pd.DataFrame, scores: np.ndarray, config: Mapping[str, Any])
         return None
     k = tuple(int(x) for x in config.get("k", (10,)))
     extra = [kk for kk in audit_cutoffs_in(str(x) for x in config.get("audit_metrics", ()))]
-    return audit_evaluation(df, scores, columns=columns, k=k, audit=audit, extra_ks=extra)
+    required = True if config.get("audit_metrics") else None  # gates read the audit: never skipped
+    metrics, results = audit_evaluation(df, scores, columns=columns, k=k, audit=audit, extra_ks=extra, required=required)
+    return (metrics, results) if results else None
 
 
 def scores_from_output(output: Any, n_rows: int, column: str = "score") -> np.ndarray:

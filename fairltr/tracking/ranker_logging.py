@@ -141,6 +141,8 @@ def log_result_metrics(run_id: str, metrics: Mapping[str, Any], artifact_dir: st
                        ) -> dict[str, float]:
     """Log evaluation metrics the way a person reads them: the finite values in presentation
     order (:func:`~fairltr.tracking.report.ordered_metric_keys`: headline, fairness, relevance),
+    the bootstrap interval metadata (``ci_level``, ``ci_n_boot``, ``ci_seed``, ``ci_unit``,
+    ``ci_method``) as params,
     the headline set in a first call so that it heads the run page's list; the
     ``<metric>_n_queries`` counts are not metrics but one JSON table ``metric_counts.json``
     written into ``artifact_dir`` (the caller uploads it with its other files). Returns the
@@ -148,7 +150,14 @@ def log_result_metrics(run_id: str, metrics: Mapping[str, Any], artifact_dir: st
     from fairltr.tracking.report import HEADLINE_METRICS, ordered_metric_keys, split_counts
     from fairltr.tracking.runs import finite_metrics, log_metrics
 
+    from fairltr.workflows.audit import INTERVAL_KEYS
+
     values, counts = split_counts(metrics)
+    interval = {k: values.pop(k) for k in INTERVAL_KEYS if k in values}
+    if interval:  # how the bootstrap intervals were made (level, resamples, seed, unit): params, not metrics
+        from fairltr.tracking.runs import log_params
+
+        log_params(run_id, interval)
     finite = finite_metrics(values)
     order = ordered_metric_keys(list(finite))
     head = [k for k in order if k in HEADLINE_METRICS]

@@ -23,7 +23,7 @@ __all__ = ["figure_to_png", "fairness_report_html", "metric_sort_key", "ordered_
 
 COUNT_SUFFIX = "_n_queries"
 # the short set a reader looks for first, in this order (present keys only)
-HEADLINE_METRICS = ("exposure_ratio", "exposure_disparity", "exposure_shortfall", "selection_ratio_at_10",
+HEADLINE_METRICS = ("impact_ratio_at_10", "exposure_ratio_worst", "exposure_ratio", "exposure_disparity", "exposure_shortfall", "selection_ratio_at_10",
                     "ndcg_at_10", "kendall_tau", "mrc_at_5", "mrr_at_100")
 
 _CSS = """

@@ -22,7 +22,7 @@ import pandas as pd
 from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
 
-__all__ = ["make_audit_config", "audit_cutoff", "audit_cutoffs_in", "AUDIT_METRICS", "names_audit_metric",
+__all__ = ["audit_wanted", "make_audit_config", "audit_cutoff", "audit_cutoffs_in", "AUDIT_METRICS", "names_audit_metric",
            "audit_evaluation", "interval_metadata", "write_audit_table", "AUDIT_TABLE_COLUMNS", "INTERVAL_KEYS",
            "audit_to_config", "audit_from_config"]
 
@@ -82,18 +82,38 @@ def audit_from_config(value: Mapping[str, Any] | None):
                                                       "method") if k in value})
 
 
+def audit_wanted(df: pd.DataFrame, columns: RankingColumns, audit, required: bool | None = None) -> bool:
+    """Whether a job runs the audit: always when ``required`` (``--audit FILE``), or asked for
+    (intervals, several attributes); the default point audit of a single attribute is skipped on
+    a table with negative judgments, whose merit (mean judgment per category) is undefined, so a
+    command that worked before the audit keeps working (ask with ``--ci``/``--audit`` to see why)."""
+    if audit is None or not columns.groups:
+        return False
+    if required is None:
+        required = bool(audit.ci) or len(columns.groups) > 1
+    if required:
+        return True
+    j = columns.judgment
+    if j is None or j not in df.columns:
+        return True
+    values = pd.to_numeric(df[j], errors="coerce")
+    return not bool((values < 0).any())
+
+
 def audit_evaluation(df: pd.DataFrame, scores: np.ndarray | pd.Series | str, *, columns: RankingColumns,
-                     k: Sequence[int], audit, extra_ks: Iterable[int] = ()) -> tuple[dict[str, float], dict[int, Any]]:
+                     k: Sequence[int], audit, extra_ks: Iterable[int] = (),
+                     required: bool | None = None) -> tuple[dict[str, float], dict[int, Any]]:
     """Today's metrics plus the audit's (one :func:`fairltr.metrics.evaluate_ranking_audit` pass at
     ``audit.k``; one more point-or-interval audit per cut-off of ``extra_ks``). Returns
-    (metrics, {k: AuditResult}). Without a group column: today's metrics only."""
+    (metrics, {k: AuditResult}). Without a group column, or when :func:`audit_wanted` says no:
+    today's metrics only."""
     from dataclasses import replace
 
     from fairltr.metrics import evaluate_ranking
     from fairltr.metrics.audit import audit_ranking
     from fairltr.metrics.evaluate import evaluate_ranking_audit
 
-    if not columns.groups:
+    if not audit_wanted(df, columns, audit, required):
         return evaluate_ranking(df, scores, columns=columns, k=tuple(k)), {}
     metrics, result = evaluate_ranking_audit(df, scores, columns=columns, k=tuple(k), audit=audit)
     results = {audit.k: result}

@@ -194,8 +194,9 @@ def evaluate_ranker(cfg: EvaluateRankerConfig) -> EvaluateRankerResult:
     if cfg.audit is not None and cfg.data.columns.groups:
         from fairltr.workflows.audit import audit_evaluation
 
-        metrics, results = audit_evaluation(ranked, "score", columns=cfg.data.columns, k=cfg.k, audit=cfg.audit)
-        audit = results[cfg.audit.k]
+        metrics, results = audit_evaluation(ranked, "score", columns=cfg.data.columns, k=cfg.k, audit=cfg.audit,
+                                            required=True if cfg.audit_out is not None else None)
+        audit = results.get(cfg.audit.k)
     else:
         metrics = evaluate_ranked(ranked, cfg.data.columns, cfg.k)
     files: dict[str, Path] = {}

@@ -19,16 +19,25 @@ def test_parse_objectives_defaults_and_directions():
     assert (a.name, a.direction, b.name, b.direction) == ("kendall_tau", "maximize", "exposure_disparity", "minimize")
     a, b = parse_objectives("ndcg_at_10, exposure_shortfall")  # directions from the metric declarations
     assert (a.direction, b.direction) == ("maximize", "minimize")
-    a, b = parse_objectives("kendall_tau:max,exposure_gap:min")  # the former default stays selectable
-    assert (b.name, b.direction) == ("exposure_gap", "minimize")
+    # exposure_gap is signed (issue 20): pushing it down over-exposes the protected group, never an objective
+    with pytest.raises(ConfigError, match="signed") as err:
+        parse_objectives("kendall_tau:max,exposure_gap:min")
+    assert "exposure_disparity" in str(err.value)
+    a, b = parse_objectives("impact_ratio_at_10:max,exposure_ratio_worst:max")  # the audit's worst cases (SPEC 3b)
+    assert (a.direction, b.direction) == ("maximize", "maximize")
+    a, b = parse_objectives("impact_ratio_at_10.sex:race:max,ndkl_at_10:min")  # ':' inside an intersection key
+    assert (a.name, a.direction, b.name, b.direction) == ("impact_ratio_at_10.sex:race", "maximize", "ndkl_at_10",
+                                                          "minimize")
     for target in ("exposure_ratio", "exposure_ratio:max", "selection_ratio_at_10:max"):
         with pytest.raises(ConfigError, match="target value of 1.0") as err:
             parse_objectives(f"kendall_tau,{target}")
         assert "\n" not in str(err.value)
     with pytest.raises(ConfigError, match="exposure_disparity"):
         parse_objectives("kendall_tau,exposure_ratio")
-    with pytest.raises(ConfigError, match="exposure_gap:min"):
+    with pytest.raises(ConfigError, match="signed"):
         parse_objectives("kendall_tau,exposure_gap:max")
+    with pytest.raises(ConfigError, match="ndkl_at_10:min"):
+        parse_objectives("kendall_tau,ndkl_at_10:max")
     with pytest.raises(ConfigError, match="unknown metric"):
         parse_objectives("kendal_tau,exposure_gap")
     with pytest.raises(ConfigError, match="exactly 2"):
@@ -64,10 +73,11 @@ def test_two_sided_and_preset_constraints():
     assert c.value({"exposure_ratio": math.nan}) == INFEASIBLE
     with pytest.raises(ConfigError, match="empty"):
         parse_constraint("1.25<=exposure_ratio<=0.8")
-    f = parse_constraint("four_fifths")
-    assert (f.metric, f.op, f.bound, f.key) == ("selection_ratio_at_10", ">=", 0.8, "selection_ratio_at_10>=0.8")
-    assert f.value({"selection_ratio_at_10": 0.7}) == pytest.approx(0.1)
-    assert parse_constraint("four_fifths@5").metric == "selection_ratio_at_5"
+    f = parse_constraint("four_fifths")  # every audited category: impact_ratio_at_10 (SPEC 3b)
+    assert (f.metric, f.op, f.bound, f.key) == ("impact_ratio_at_10", ">=", 0.8, "impact_ratio_at_10>=0.8")
+    assert f.value({"impact_ratio_at_10": 0.7}) == pytest.approx(0.1)
+    assert parse_constraint("four_fifths@5").metric == "impact_ratio_at_5"
+    assert parse_constraint("impact_ratio_at_10.race>=0.8").metric == "impact_ratio_at_10.race"
     with pytest.raises(ConfigError, match="positive integer"):
         parse_constraint("four_fifths@0")
 

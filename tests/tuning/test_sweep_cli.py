@@ -84,7 +84,7 @@ def test_sweep_logs_parent_and_nested_runs_and_resumes(ranking_files, tmp_path, 
     # a changed configuration is refused with a clear message
     res = CliRunner().invoke(cli, ["sweep", "--method", "deltr", "--study", "deltr-a", "--trials", "6",
                                    "--train", str(ranking_files[0]), "--test", str(ranking_files[1]),
-                                   "--out", str(out), "--no-mlflow", "--objectives", "ndcg_at_10,exposure_gap"])
+                                   "--out", str(out), "--no-mlflow", "--objectives", "ndcg_at_10,exposure_shortfall"])
     assert res.exit_code != 0 and "different configuration" in res.output and "Traceback" not in res.output
 
 

@@ -47,11 +47,13 @@ def test_evaluator_reports_parity_metrics(mlflow_tracking, tiny_rankings):
     assert per_query["selection_ratio_at_10"].mean() == pytest.approx(m["selection_ratio_at_10"])
 
     # the gate language on what the evaluator returned
-    gates = [parse_gate("four_fifths"), parse_gate("0.8<=exposure_ratio<=1.25"), parse_gate("exposure_disparity<=0.2")]
+    # (the four_fifths preset reads the audit's impact_ratio_at_10: tests/fairltr/tracking/test_evaluator_audit.py)
+    gates = [parse_gate("selection_ratio_at_10>=0.8"), parse_gate("0.8<=exposure_ratio<=1.25"),
+             parse_gate("exposure_disparity<=0.2"), parse_gate("four_fifths")]
     results = check_gates(gates, m, None)
     assert [r.passed for r in results] == [m["selection_ratio_at_10"] >= 0.8,
-                                           0.8 <= m["exposure_ratio"] <= 1.25, m["exposure_disparity"] <= 0.2]
-    assert results[0].rule == "selection_ratio_at_10>=0.8" and results[0].preset == "four_fifths@10"
+                                           0.8 <= m["exposure_ratio"] <= 1.25, m["exposure_disparity"] <= 0.2, False]
+    assert "impact_ratio_at_10" in results[3].note and "fail closed" in results[3].note  # no audit asked: no value
 
 
 def test_report_labels_come_from_the_registry():

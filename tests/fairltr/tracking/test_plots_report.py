@@ -82,7 +82,8 @@ def test_scatter_reads_search_runs_columns():
 def test_report_is_one_self_contained_page():
     png = figure_to_png(exposure_by_position(pd.DataFrame({"query_id": [0, 0], "protected": [0, 1]}), [1.0, 0.0]))
     html = fairness_report_html("run <x>", metrics={"exposure_ratio": 0.8123, "exposure_ratio_n_queries": 3,
-                                                     "ndcg_at_10": 0.9, "exposure_gap": float("nan")},
+                                                     "ndcg_at_10": 0.9, "exposure_gap": float("nan"),
+                                                     "exposure_disparity": 0.19},
                                 params={"gamma": 1000.0}, figures={"fig 2": png})
     assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
     assert "run &lt;x&gt;" in html  # escaped
