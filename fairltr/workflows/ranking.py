@@ -1,9 +1,10 @@
 """Train, score and evaluate one ranker setting: the single implementation behind ``train
 deltr``, ``quickstart``, the paper reproduction and every ranking sweep trial.
 
-A :class:`RankerSpec` says how to train (DELTR's gamma, colorblind, loss, optimizer, engine)
-and which FA*IR baseline to apply (pre-processing of the training lists, post-processing of the
-predicted lists). :func:`train_and_evaluate` runs it: fit -> rank the test lists -> metrics.
+A :class:`RankerSpec` says how to train (``ranker``: DELTR with its gamma, colorblind, loss,
+optimizer, engine; or LambdaMART with its LightGBM settings ``gbdt``) and which FA*IR baseline
+to apply (pre-processing of the training lists, post-processing of the predicted lists).
+:func:`train_and_evaluate` runs it: fit -> rank the test lists -> metrics.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ import pandas as pd
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError
+from fairltr.gbdt import GBDTParams, LambdaMART
 from fairltr.losses import GAMMA
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
 __all__ = ["FairParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
-           "evaluate_ranked", "train_and_evaluate", "ENGINES", "check_device", "validate_tables"]
+           "evaluate_ranked", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables"]
 
 ENGINES = ("estimator", "lightning")
+RANKERS = ("deltr", "lambdamart")
 
 
 def check_device(device: str) -> str:
@@ -86,7 +89,9 @@ class LightningOptions:
 class RankerSpec:
     """One ranker setting. ``gamma=0`` is standard ListNet (the group column is a feature unless
     ``colorblind``); ``fair_pre`` re-ranks every training list with FA*IR before training;
-    ``fair_post`` re-ranks every predicted list with FA*IR."""
+    ``fair_post`` re-ranks every predicted list with FA*IR. ``ranker="lambdamart"`` trains
+    LightGBM's lambdarank with ``gbdt`` instead (seed, colorblind, features, FA*IR apply; gamma
+    must stay 0 and the engine the estimator)."""
 
     gamma: float = 0.0
     colorblind: bool = False
@@ -102,8 +107,15 @@ class RankerSpec:
     fair_post: FairParams | None = None
     engine: str = "estimator"
     lightning: LightningOptions = field(default_factory=LightningOptions)
+    ranker: str = "deltr"
+    gbdt: GBDTParams = field(default_factory=GBDTParams)
 
     def __post_init__(self) -> None:
+        if self.ranker not in RANKERS:
+            raise ConfigError(f"ranker must be one of {RANKERS}, got {self.ranker!r}")
+        if self.ranker == "lambdamart" and (self.gamma != 0 or self.engine != "estimator"):
+            raise ConfigError("LambdaMART has no exposure penalty and no Lightning engine: gamma must be 0 and "
+                              "engine 'estimator'")
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         GAMMA.validate(self.gamma)
@@ -121,6 +133,8 @@ class RankerSpec:
     def model_params(self) -> dict[str, Any]:
         """What identifies the setting beyond DELTR's own parameters (logged as run params)."""
         out: dict[str, Any] = {"engine": self.engine}
+        if self.ranker == "lambdamart":
+            out = {"ranker": "lambdamart"}
         if self.fair_pre is not None:
             out.update(fair_preprocess_p=self.fair_pre.p, fair_alpha=self.fair_pre.alpha)
         if self.fair_post is not None:
@@ -136,7 +150,7 @@ class RankerSpec:
 class RankerOutcome:
     """What :func:`train_and_evaluate` produced: the model, the ranked test lists, the metrics."""
 
-    model: DELTR
+    model: DELTR | LambdaMART
     ranked: pd.DataFrame | None
     metrics: dict[str, float] | None
 
@@ -174,10 +188,15 @@ def validate_tables(train: pd.DataFrame, test: pd.DataFrame | None, spec: Ranker
 
 
 def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS, *,
-               progress: bool = False) -> DELTR:
+               progress: bool = False) -> DELTR | LambdaMART:
     """Fit the setting's model on ``train`` (a table; the Lightning engine also takes a Parquet
     path, streamed). FA*IR pre-processing, when set, is applied to the table first."""
     features = list(spec.features) if spec.features is not None else None
+    if spec.ranker == "lambdamart":
+        if not isinstance(train, pd.DataFrame):
+            raise ConfigError("LambdaMART trains on a table in memory, not a streamed file")
+        model = LambdaMART(spec.gbdt, seed=spec.seed, colorblind=spec.colorblind, columns=columns)
+        return model.fit(training_table(train, spec, columns), features=features)
     if spec.engine == "estimator":
         if not isinstance(train, pd.DataFrame):
             raise ConfigError("the estimator engine trains on a table in memory; stream Parquet with "
@@ -202,7 +221,7 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
     return train_deltr_lightning(data, **kwargs)
 
 
-def rank_with(model: DELTR, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
+def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
     """``test`` sorted by the model's score within each query (``score``, 1-based ``rank``),
     FA*IR post-processed when the spec says so (then ``score`` encodes the fair order)."""
     ranked = model.rank(test, query=columns.query)
@@ -222,7 +241,7 @@ def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLU
 
 def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,
                        columns: RankingColumns = DEFAULT_COLUMNS, *, k: Sequence[int] = DEFAULT_K,
-                       progress: bool = False, model: DELTR | None = None) -> RankerOutcome:
+                       progress: bool = False, model: DELTR | LambdaMART | None = None) -> RankerOutcome:
     """Fit (unless a fitted ``model`` is given, e.g. one base model re-ranked by many FA*IR
     settings), rank ``test`` and compute its metrics. Without ``test`` only the model is made."""
     if model is None:

@@ -1,5 +1,5 @@
-"""Jobs on one ranker: train it (``fairltr train deltr``) and evaluate a saved one
-(``fairltr evaluate``)."""
+"""Jobs on one ranker: train it (``fairltr train deltr`` / ``fairltr train lambdamart``) and
+evaluate a saved one (``fairltr evaluate``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pandas as pd
 
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError
+from fairltr.gbdt import LambdaMART, booster_path_for, load_ranker
 from fairltr.metrics import DEFAULT_K
 from fairltr.workflows.options import RankingSource, TrackingOptions
 from fairltr.workflows.outputs import OutputSet, check_output_file
@@ -59,12 +60,15 @@ class TrainRankerConfig:
             raise ConfigError(f"model format must be one of {MODEL_FORMATS}, got {self.model_format!r}")
         if self.test is not None and self.test.columns != self.train.columns:
             raise ConfigError("train and test must use the same column names")
+        if self.spec.ranker == "lambdamart" and self.model_format != "json":
+            raise ConfigError("a LambdaMART model is saved as model.json + LightGBM's model.txt; "
+                              f"--model-format {self.model_format} is for DELTR")
         object.__setattr__(self, "k", check_k(self.k))
 
 
 @dataclass
 class TrainRankerResult:
-    model: DELTR
+    model: DELTR | LambdaMART
     metrics: dict[str, float] | None
     files: dict[str, Path]
     run_id: str | None = None
@@ -82,6 +86,11 @@ def _streamed(cfg: TrainRankerConfig) -> bool:
 
 
 def default_run_name(spec: RankerSpec) -> str:
+    if spec.ranker == "lambdamart":
+        g = spec.gbdt
+        name = f"lambdamart trees={g.n_estimators} leaves={g.num_leaves} lr={g.learning_rate:g}" \
+            + (" colorblind" if spec.colorblind else "")
+        return name + (f" fair-pre p={spec.fair_pre.p:g}" if spec.fair_pre is not None else "")
     name = f"deltr gamma={spec.gamma:g}" + (" colorblind" if spec.colorblind else "")
     if spec.fair_pre is not None:
         name += f" fair-pre p={spec.fair_pre.p:g}"
@@ -98,13 +107,17 @@ def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResu
     test = cfg.test.read() if cfg.test is not None else None
     if isinstance(train, pd.DataFrame):
         validate_tables(train, test, cfg.spec, columns)
-    out = OutputSet(cfg.out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS] + ["predictions.csv", "metrics.json"])
+    out = OutputSet(cfg.out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS]
+                    + ["model.txt", "predictions.csv", "metrics.json"])
     uri = check_tracking_uri() if cfg.tracking.enabled else None
 
     outcome = train_and_evaluate(train, test, cfg.spec, columns, k=cfg.k, progress=cfg.progress)
     model = outcome.model
     with out:
-        model.save(out.path(f"model.{cfg.model_format}"))
+        path = out.path(f"model.{cfg.model_format}")
+        if isinstance(model, LambdaMART):
+            out.path(booster_path_for(path).name)  # LightGBM's text model file, written by save()
+        model.save(path)
         if outcome.ranked is not None:
             from fairltr.io import write_table
 
@@ -159,7 +172,7 @@ class EvaluateRankerConfig:
 
 @dataclass
 class EvaluateRankerResult:
-    model: DELTR
+    model: DELTR | LambdaMART
     metrics: dict[str, float]
     files: dict[str, Path]
 
@@ -169,7 +182,7 @@ def evaluate_ranker(cfg: EvaluateRankerConfig) -> EvaluateRankerResult:
     from fairltr.files import atomic_write_text
     from fairltr.io import write_table
 
-    model = DELTR.load(cfg.model_path)
+    model = load_ranker(cfg.model_path)
     df = cfg.data.read()
     if cfg.metrics_out is not None:
         check_output_file(cfg.metrics_out, (".json",))
