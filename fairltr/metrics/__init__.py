@@ -10,7 +10,7 @@ from fairltr.metrics.ordering import order_by, ranks_by, ranks_from_order
 from fairltr.metrics.parity import derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k
 from fairltr.metrics.registry import (
     DIRECTIONS, METRICS, MetricInfo, direction, direction_label, distance_from_ideal, higher_is_better, ideal,
-    is_better, is_metric_key, metric_info, optimisation_direction,
+    is_better, is_metric_key, key_part, metric_info, optimisation_direction,
 )
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
@@ -20,5 +20,5 @@ __all__ = [
     "exposure_per_query", "exposure_shortfall", "higher_is_better", "ideal", "is_better", "is_metric_key",
     "kendall_tau", "metric_info", "mrr_at_k", "ndcg_at_k", "optimisation_direction", "order_by",
     "per_query_metrics", "position_bias", "precision_at_k", "ranks_by", "ranks_from_order", "recall_at_k",
-    "selection_ratio_at_k", "evaluate_with_table", "per_query_table", "score_buckets",
+    "selection_ratio_at_k", "evaluate_with_table", "per_query_table", "score_buckets", "key_part",
 ]

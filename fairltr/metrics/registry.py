@@ -27,10 +27,17 @@ from fairltr.errors import ConfigError
 
 __all__ = [
     "DIRECTIONS", "MetricInfo", "METRICS", "metric_info", "is_metric_key", "higher_is_better", "direction",
-    "ideal", "distance_from_ideal", "is_better", "optimisation_direction", "direction_label",
+    "ideal", "distance_from_ideal", "is_better", "optimisation_direction", "direction_label", "key_part",
 ]
 
 DIRECTIONS = ("higher", "lower", "target", "none")
+
+
+def key_part(name: str) -> str:
+    """``name`` made safe inside a metric key (MLflow allows letters, digits, ``_ - . /`` and
+    space) and a file name: every other character, and ``/`` and space too, becomes ``_``
+    (``lambdamart+fair`` -> ``lambdamart_fair``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 @dataclass(frozen=True)
