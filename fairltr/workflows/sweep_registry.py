@@ -151,5 +151,6 @@ def methods_markdown() -> str:
     lines = ["| method | data | searches | default objectives | what it is |", "|---|---|---|---|---|"]
     for m in sweep_methods():
         extra = f" (needs `fairltr[{', '.join(sorted(set(m.requires.values())))}]`)" if m.requires else ""
-        lines.append(f"| `{m.name}` | {m.data} | {m.searches} | `{m.default_objectives}` | {m.summary}{extra} |")
+        summary = m.summary.replace("*", "\\*")  # FA*IR, not emphasis
+        lines.append(f"| `{m.name}` | {m.data} | {m.searches} | `{m.default_objectives}` | {summary}{extra} |")
     return "\n".join(lines)
