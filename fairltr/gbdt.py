@@ -45,12 +45,12 @@ FORMAT_VERSION = 1
 MAX_GRADE = 30  # LightGBM's default label_gain has 31 entries, 2^i - 1 for i = 0..30
 INTEGER_PARAMS = frozenset({"num_leaves", "n_estimators", "min_data_in_leaf"})
 
-# the search space of the ``lambdamart`` sweep method, declared once (integers are rounded)
+# the search space of the ``lambdamart`` sweep method, declared once
 LAMBDAMART_SPACE: tuple[HyperParam, ...] = (
     HyperParam("learning_rate", default=0.1, low=0.01, high=0.3, log=True, description="LightGBM shrinkage"),
-    HyperParam("num_leaves", default=31, low=4, high=63, log=True, description="leaves per tree (rounded)"),
-    HyperParam("min_data_in_leaf", default=20, low=2, high=100, log=True,
-               description="minimum rows per leaf (rounded)"),
+    HyperParam("num_leaves", default=31, low=4, high=63, log=True, integer=True, description="leaves per tree"),
+    HyperParam("min_data_in_leaf", default=20, low=2, high=100, log=True, integer=True,
+               description="minimum rows per leaf"),
 )
 
 

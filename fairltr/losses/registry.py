@@ -46,7 +46,8 @@ class HyperParam:
     """One tunable hyper-parameter: name, default and search range.
 
     ``log=True`` means a log-uniform search over [low, high]; ``include_zero=True`` adds the
-    value 0 to a log-scale range (e.g. DELTR's gamma, where 0 is standard ListNet).
+    value 0 to a log-scale range (e.g. DELTR's gamma, where 0 is standard ListNet);
+    ``integer=True``: the value used is rounded to the nearest integer (LightGBM's leaves).
     """
 
     name: str
@@ -56,6 +57,7 @@ class HyperParam:
     log: bool = False
     include_zero: bool = False
     description: str = ""
+    integer: bool = False  # the value used is the sampled one rounded to the nearest integer
 
     def __post_init__(self) -> None:
         if not self.low <= self.high:

@@ -31,6 +31,16 @@ def test_lambdamart_trial_equals_direct_training(small_rankings):
         assert got[key] == pytest.approx(want[key], abs=1e-12)
 
 
+def test_integer_parameters_are_used_rounded(small_rankings):
+    train, test = small_rankings
+    space = ranking_trial("lambdamart", [(train, test)]).space
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    study.enqueue_trial({"learning_rate": 0.05, "num_leaves": 6.6, "min_data_in_leaf": 4.4})
+    trial = study.ask()
+    assert space.suggest(trial) == {"learning_rate": 0.05, "num_leaves": 7.0, "min_data_in_leaf": 4.0}
+    assert trial.user_attrs["num_leaves"] == 7.0 and trial.params["num_leaves"] == 6.6
+
+
 def test_lambdamart_fair_reranks_one_base_model_per_fold(small_rankings):
     train, test = small_rankings
     runner = ranking_trial("lambdamart+fair", [(train, test), (train, test)], seed=1)
