@@ -292,7 +292,7 @@ REFERENCE_ENV = "FAIRLTR_GEYIK_REFERENCE_PYTHON"
                            "and fairranktune==0.0.7 (they are never fairltr dependencies)")
 def test_agrees_with_aif360_and_fairranktune():
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compare_geyik.py"), "--reference-python",
-                          os.environ[REFERENCE_ENV], "--json"], capture_output=True, text=True, timeout=900)
+                          os.environ[REFERENCE_ENV], "--json", "--queries", "10"], capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr
     import json
 
