@@ -25,11 +25,14 @@ when none qualifies). ``fair_feasible`` says per query whether every prefix j <=
 least floor(j p_g) candidates of every category (False: the target could not be met there,
 for lack of candidates, or because DetGreedy does not guarantee it).
 
-Speed: all four walk positions (DetConstSort: rounds and the at most G insertions of a round)
-in a Python loop of O(k) steps, each one numpy operation over all queries of a length bucket
-(:func:`fairltr.buckets.length_buckets`); DetConstSort's move-up is a loop over places, also
-vectorised over queries, whose total length is bounded by the number of swaps. The algorithms
-are sequential over positions; there is no per-query Python loop.
+Speed: DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k steps, each
+a few numpy operations over all queries of a length bucket (:func:`fairltr.buckets.length_buckets`).
+DetConstSort's entry sequence (which candidate enters in which round, in which order) does not
+depend on the moves, so it is computed for every query at once by one sort; only the move-up is
+sequential: one step per entrant, vectorised over the queries (a step is skipped when no entrant
+can move), and on Python lists for a bucket of a single query, where numpy's per-call cost
+exceeds a step's work. The algorithms are sequential over positions; there is no per-query
+Python loop.
 """
 
 from __future__ import annotations
@@ -165,12 +168,15 @@ def _rerank_bucket(
     cnt = np.empty((n_q, n_g), dtype=np.int64)
     for g in range(n_g):  # G is the number of categories, not of queries
         lists[:, g], cnt[:, g] = _group_lists(rows_sorted, g_sorted == g, width)
-    flat = lists.reshape(-1)
-    base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (width + 1)
     s_ext = np.append(s, -np.inf)  # row -1 (past a category's end) scores -inf
     if method == "detconstsort":
-        _constsort(flat, base, cnt, p, kq, s_ext, rank, strict)
+        score_rank = np.zeros(len(s), dtype=np.int64)  # a row's place in its query's score order
+        qi, si = np.nonzero(valid)
+        score_rank[rows_sorted[qi, si]] = si
+        _constsort(lists, cnt, p, kq, s_ext, score_rank, rank, strict)
     else:
+        flat = lists.reshape(-1)
+        base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (width + 1)
         _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
     # the others follow in score order
     rest = valid & (rank[np.maximum(rows_sorted, 0)] == 0)
@@ -214,68 +220,115 @@ def _det_walk(flat, base, cnt, p, kq, s_ext, rank, method: str) -> None:
             ptr[a, g[a]] += 1
 
 
-def _constsort(flat, base, cnt, p, kq, s_ext, rank, strict: bool) -> None:
-    """DetConstSort: rounds of insertions with move-up, vectorised over queries."""
-    n_q, n_g = cnt.shape
-    cap = int(kq.max()) + n_g + 1
-    lrow = np.full((n_q, cap), -1, dtype=np.int64)
-    lsc = np.full((n_q, cap), -np.inf)
-    lmax = np.zeros((n_q, cap), dtype=np.int64)
-    last = np.zeros(n_q, dtype=np.int64)
-    ptr = np.zeros_like(cnt)
-    prevmin = np.zeros_like(cnt)
-    total = cnt.sum(axis=1)
-    positive = p > 0
+def _insertion_rounds(c: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The round at which a category's c-th candidate (1-based) is inserted: the least r >= 1
+    with floor(r p) >= c, in the same floating point as the loop form; inf where p = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.ceil(c / np.where(p > 0, p, np.nan))
+    r = np.where(np.isfinite(r), np.maximum(r, 1.0), np.inf)
+    fin = np.isfinite(r)
+    for _ in range(3):  # fix-ups of the division's rounding, both ways
+        low = fin & (r > 1) & (np.floor((r - 1) * p) >= c)
+        r = np.where(low, r - 1, r)
+        high = fin & (np.floor(r * p) < c)
+        r = np.where(high, r + 1, r)
+    return r
+
+
+def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray, s_ext: np.ndarray,
+               score_rank: np.ndarray, rank: np.ndarray, strict: bool) -> None:
+    """DetConstSort. Which candidate enters when does not depend on the moves: category g's c-th
+    candidate enters in round r = min{r : floor(r p_g) >= c}, a round's entrants by decreasing
+    score (ties: earlier row), with max index r. So the whole entry sequence of every query is one
+    sort; only the move-up is sequential: one step per entrant (all queries at once), each
+    a loop over the places the entrants move up (vectorised over the queries still moving)."""
+    n_q, n_g, w1 = lists.shape
+    # at most k_q + G entrants per query are ever placed, so at most that many per category matter
+    upto = np.minimum(cnt, (kq + n_g + 1)[:, None])
+    width = int(upto.max()) if upto.size else 0
+    qq, gg, cc = np.nonzero(np.arange(width)[None, None, :] < upto[:, :, None])  # (query, category, c - 1)
+    row = lists[qq, gg, cc]
+    rnd = _insertion_rounds(cc + 1.0, p[qq, gg])
+    keep = np.isfinite(rnd)
+    qq, row, rnd = qq[keep], row[keep], rnd[keep].astype(np.int64)
+    # within a round: by decreasing score, ties earlier row = the order of the query's sorted list
+    order = np.lexsort((score_rank[row], rnd, qq))
+    qq, row, rnd = qq[order], row[order], rnd[order]
+    sc = s_ext[row]
+    sizes = np.bincount(qq, minlength=n_q)
+    first = np.cumsum(sizes) - sizes
+    t = np.arange(len(qq)) - first[qq]  # place in the query's entry sequence
+    if strict:  # AIF360: stop as soon as k are placed
+        inside = t < kq[qq]
+    else:  # the literal loop "while lastEmpty <= k": whole rounds that start with <= k placed
+        new_round = np.ones(len(qq), dtype=bool)
+        new_round[1:] = (qq[1:] != qq[:-1]) | (rnd[1:] != rnd[:-1])
+        round_start = np.maximum.accumulate(np.where(new_round, np.arange(len(qq)), 0)) - first[qq]
+        inside = round_start <= kq[qq]
+    qq, row, sc, rnd, t = qq[inside], row[inside], sc[inside], rnd[inside], t[inside]
+    n_in = np.bincount(qq, minlength=n_q)
+    big_t = int(n_in.max()) if len(n_in) else 0
+    # (T, Q): place-major, so one place of every query is one contiguous row
+    lrow = np.full((big_t, n_q), -1, dtype=np.int64)
+    lsc = np.full((big_t, n_q), -np.inf)
+    lmax = np.zeros((big_t, n_q), dtype=np.int64)
+    lrow[t, qq], lsc[t, qq], lmax[t, qq] = row, sc, rnd
     slack = 0 if strict else 1  # literal reading: a passed candidate may sit one below its max index
-    r = 0
+    # an entrant can only move when it outscores the entrant before it, or when that one moved
+    # (then someone else sits above it): other steps are skipped without numpy work
+    if n_q == 1:  # one long list: numpy's per-call cost exceeds a step's work, so the steps run on lists
+        lrow[:, 0], lsc[:, 0], lmax[:, 0] = _move_up_one(lrow[:, 0].tolist(), lsc[:, 0].tolist(),
+                                                         lmax[:, 0].tolist(), slack)
+    else:
+        outscores = (lsc[1:] > lsc[:-1]).any(axis=1).tolist() if big_t > 1 else []
+        moved = False
+        for step in range(1, big_t):
+            if not (moved or outscores[step - 1]):
+                continue
+            moved = _move_up(lrow, lsc, lmax, step, slack)
+    take = np.arange(big_t)[:, None] < np.minimum(n_in, kq)[None, :]
+    pi, qi = np.nonzero(take)
+    rank[lrow[pi, qi]] = pi + 1
+
+
+def _move_up(lrow: np.ndarray, lsc: np.ndarray, lmax: np.ndarray, step: int, slack: int) -> bool:
+    """Move the entrant at 0-based place ``step`` of every query up past the candidates above it
+    that score lower and may move down one place (1-based place j + 1 -> j + 2 needs
+    max index + slack >= j + 2); they shift down by one. All queries at once on a window of the
+    last D places (D doubled when some entrant passes the whole window). True if any moved."""
+    sc_new = lsc[step]
+    first = (lmax[step - 1] + slack > step) & (lsc[step - 1] < sc_new)
+    moving = np.flatnonzero(first)
+    if len(moving) == 0:
+        return False
+    x = sc_new[moving]
+    depth = min(8, step)
     while True:
-        done = last >= kq if strict else (last > kq) | (last >= total)
-        done |= ~((ptr < cnt) & positive).any(axis=1)
-        if done.all():
+        lo = step - depth
+        places = np.arange(lo + 1, step + 1)[:, None]  # 1-based places of the window above the entrant
+        passes = (lsc[lo:step, moving] < x[None, :]) & (lmax[lo:step, moving] + slack >= places + 1)
+        stop = np.argmin(passes[::-1], axis=0)  # candidates passed from the bottom up
+        stop = np.where(passes.all(axis=0), depth, stop)
+        if depth == step or int(stop.max()) < depth:
             break
-        r += 1
-        minr = np.floor(r * p).astype(np.int64)
-        changed = (minr > prevmin) & (ptr < cnt) & ~done[:, None]
-        has = changed.any(axis=1)
-        if not has.any():
-            # no category's minimum grows this round: jump to just before the next round where one does
-            live = (ptr < cnt) & positive & ~done[:, None]
-            with np.errstate(divide="ignore"):
-                nxt = np.where(live, np.floor((prevmin + 1) / np.where(positive, p, 1.0)) - 1, np.inf).min()
-            if np.isfinite(nxt) and nxt > r:
-                r = int(nxt) - 1
-            continue
-        prevmin = np.where(has[:, None], minr, prevmin)
-        row = flat[base + ptr]
-        sc = s_ext[row]
-        order = np.lexsort((row, np.where(changed, -sc, np.inf)), axis=1)
-        n_changed = changed.sum(axis=1)
-        for step in range(int(n_changed.max())):
-            act = step < n_changed
-            if strict:
-                act &= last < kq
-            qa = np.flatnonzero(act)
-            if len(qa) == 0:
-                break
-            ga = order[qa, step]
-            pos = last[qa].copy()
-            lrow[qa, pos] = row[qa, ga]
-            lsc[qa, pos] = sc[qa, ga]
-            lmax[qa, pos] = r
-            last[qa] += 1
-            ptr[qa, ga] += 1
-            qm, pm = qa, pos
-            while len(qm):  # move up: a loop over places, all moving queries at once
-                up = pm - 1
-                ok = up >= 0
-                upc = np.maximum(up, 0)
-                ok &= (lmax[qm, upc] + slack >= pm + 1) & (lsc[qm, upc] < lsc[qm, pm])
-                qm, pm, up = qm[ok], pm[ok], up[ok]
-                if len(qm) == 0:
-                    break
-                for arr in (lrow, lsc, lmax):
-                    arr[qm, up], arr[qm, pm] = arr[qm, pm], arr[qm, up].copy()
-                pm = up
-    take = np.arange(cap)[None, :] < np.minimum(last, kq)[:, None]
-    qi, pi = np.nonzero(take)
-    rank[lrow[qi, pi]] = pi + 1
+        depth = min(2 * depth, step)
+    off = np.arange(depth + 1)[:, None]
+    new_at = depth - stop[None, :]  # the entrant's window offset after the move
+    src = np.where(off < new_at, off, np.where(off == new_at, depth, off - 1))
+    for arr in (lrow, lsc, lmax):
+        win = arr[lo:step + 1, moving]
+        arr[lo:step + 1, moving] = np.take_along_axis(win, src, axis=0)
+    return True
+
+
+def _move_up_one(rows: list, scores: list, maxi: list, slack: int) -> tuple[list, list, list]:
+    """:func:`_move_up` for every step of ONE query, on Python lists (same rule)."""
+    for step in range(1, len(rows)):
+        at = step
+        x = scores[at]
+        while at > 0 and scores[at - 1] < x and maxi[at - 1] + slack > at:
+            rows[at - 1], rows[at] = rows[at], rows[at - 1]
+            scores[at - 1], scores[at] = scores[at], scores[at - 1]
+            maxi[at - 1], maxi[at] = maxi[at], maxi[at - 1]
+            at -= 1
+    return rows, scores, maxi

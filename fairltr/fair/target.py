@@ -34,9 +34,10 @@ def category_codes(df: pd.DataFrame, group: str | Sequence[str]) -> tuple[np.nda
         raise DataError(f"group column(s) {missing} not in the table; columns: {list(df.columns)}")
     if len(cols) == 1:
         values = df[cols[0]]
+        na = values.isna().to_numpy()
     else:
         values = df[cols].astype(str).agg("|".join, axis=1)
-    na = df[cols].isna().any(axis=1).to_numpy()
+        na = df[cols].isna().any(axis=1).to_numpy()
     if na.any():
         row = int(np.flatnonzero(na)[0])
         raise DataError(f"group column {'|'.join(cols)!r} is missing a value at row {row}")
