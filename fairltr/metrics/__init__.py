@@ -5,6 +5,9 @@ from fairltr.metrics.evaluate import (
     DEFAULT_K, aggregate, evaluate_batch, evaluate_ranking, evaluate_with_table, per_query_metrics, per_query_table,
     score_buckets,
 )
+from fairltr.metrics.expected_exposure import (
+    ee_from_exposure, expected_exposure, expected_exposure_metrics, group_exposure, rbp_exposure, target_exposure,
+)
 from fairltr.metrics.exposure import exposure_per_query, position_bias
 from fairltr.metrics.ordering import order_by, ranks_by, ranks_from_order
 from fairltr.metrics.parity import derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k
@@ -20,5 +23,6 @@ __all__ = [
     "exposure_per_query", "exposure_shortfall", "higher_is_better", "ideal", "is_better", "is_metric_key",
     "kendall_tau", "metric_info", "mrr_at_k", "ndcg_at_k", "optimisation_direction", "order_by",
     "per_query_metrics", "position_bias", "precision_at_k", "ranks_by", "ranks_from_order", "recall_at_k",
-    "selection_ratio_at_k", "evaluate_with_table", "per_query_table", "score_buckets", "key_part",
+    "selection_ratio_at_k", "evaluate_with_table", "ee_from_exposure", "expected_exposure",
+    "expected_exposure_metrics", "group_exposure", "rbp_exposure", "target_exposure", "per_query_table", "score_buckets", "key_part",
 ]

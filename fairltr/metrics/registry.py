@@ -101,6 +101,10 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
                variants=("intersection",)),
     MetricInfo("overlap", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness"),
     MetricInfo("rbo", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness"),
+    # expected exposure (Diaz et al. 2020), RBP browsing model: fairltr.metrics.expected_exposure
+    MetricInfo("ee_l", "lower", "never undefined for a non-empty query", kind="fairness", ideal=0.0),
+    MetricInfo("ee_d", "lower", "never undefined for a non-empty query", kind="fairness"),
+    MetricInfo("ee_r", "higher", "never undefined for a non-empty query", kind="fairness"),
 ]}
 
 _LANG = re.compile(r"^[A-Za-z][\w-]*$")

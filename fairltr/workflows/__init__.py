@@ -15,7 +15,7 @@ inside them, so ``import fairltr.workflows`` stays as cheap as the core.
 | evaluate a logged model | :class:`EvaluateModelConfig` -> :func:`evaluate_model` |
 | promote a registered version | :class:`PromoteConfig` -> :func:`promote_model` |
 | compare tracked runs | :class:`CompareRunsConfig` -> :func:`compare_runs` |
-| FA*IR re-ranking of a file | :class:`RerankConfig` -> :func:`rerank_file` |
+| re-ranking of a file (FA*IR, Geyik et al.) | :class:`RerankConfig` -> :func:`rerank_file` |
 | a sweep (any method) | ``tuning.SweepConfig`` -> :func:`run_sweep_job`; trials: :func:`ranking_trial`, :func:`dpr_trial` |
 """
 
