@@ -22,7 +22,7 @@ from fairltr.gbdt import GBDTParams, LambdaMART
 from fairltr.losses import GAMMA
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
-__all__ = ["FairParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
+__all__ = ["FairParams", "GeyikParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
            "evaluate_ranked", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables"]
 
 ENGINES = ("estimator", "lightning")
@@ -65,6 +65,23 @@ class FairParams:
 
 
 @dataclass(frozen=True)
+class GeyikParams:
+    """A Geyik et al. re-ranking of every predicted list (:func:`fairltr.fair.rerank_geyik`):
+    ``method`` (detconstsort ...), ``target`` as ``((category, share), ...)`` (None: each
+    query's own mix), ``k`` (None: whole lists)."""
+
+    method: str = "detconstsort"
+    target: tuple[tuple[Any, float], ...] | None = None
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        from fairltr.fair import GEYIK_METHODS
+
+        if self.method not in GEYIK_METHODS:
+            raise ConfigError(f"Geyik method must be one of {list(GEYIK_METHODS)}, got {self.method!r}")
+
+
+@dataclass(frozen=True)
 class LightningOptions:
     """The Lightning engine's knobs (``--engine lightning``): epochs, queries per batch,
     optimizer (None = the engine's default for the batch shape), accelerator, devices."""
@@ -89,7 +106,8 @@ class LightningOptions:
 class RankerSpec:
     """One ranker setting. ``gamma=0`` is standard ListNet (the group column is a feature unless
     ``colorblind``); ``fair_pre`` re-ranks every training list with FA*IR before training;
-    ``fair_post`` re-ranks every predicted list with FA*IR. ``ranker="lambdamart"`` trains
+    ``fair_post`` re-ranks every predicted list with FA*IR, ``geyik_post`` with one of Geyik et
+    al.'s re-rankers (after FA*IR if both are set). ``ranker="lambdamart"`` trains
     LightGBM's lambdarank with ``gbdt`` instead (seed, colorblind, features, FA*IR apply; gamma
     must stay 0 and the engine the estimator)."""
 
@@ -109,6 +127,7 @@ class RankerSpec:
     lightning: LightningOptions = field(default_factory=LightningOptions)
     ranker: str = "deltr"
     gbdt: GBDTParams = field(default_factory=GBDTParams)
+    geyik_post: GeyikParams | None = None
 
     def __post_init__(self) -> None:
         if self.ranker not in RANKERS:
@@ -139,6 +158,9 @@ class RankerSpec:
             out.update(fair_preprocess_p=self.fair_pre.p, fair_alpha=self.fair_pre.alpha)
         if self.fair_post is not None:
             out.update(fair_postprocess_p=self.fair_post.p, fair_alpha=self.fair_post.alpha)
+        if self.geyik_post is not None:
+            out.update(geyik_method=self.geyik_post.method, geyik_k=self.geyik_post.k,
+                       geyik_target=",".join(f"{c}:{v:g}" for c, v in self.geyik_post.target or ()))
         if self.engine == "lightning":
             lo = self.lightning
             out.update(epochs=lo.epochs, batch_queries=lo.batch_queries, accelerator=lo.accelerator,
@@ -223,14 +245,23 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
 
 def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
     """``test`` sorted by the model's score within each query (``score``, 1-based ``rank``),
-    FA*IR post-processed when the spec says so (then ``score`` encodes the fair order)."""
+    FA*IR / Geyik post-processed when the spec says so (then the order is the re-ranked one)."""
     ranked = model.rank(test, query=columns.query)
-    if spec.fair_post is None:
-        return ranked
-    from fairltr.fair import fair_postprocess
+    if spec.fair_post is not None:
+        from fairltr.fair import fair_postprocess
 
-    fp = spec.fair_post
-    return fair_postprocess(ranked, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
+        fp = spec.fair_post
+        ranked = fair_postprocess(ranked, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
+    if spec.geyik_post is not None:
+        from fairltr.fair import rerank_geyik
+
+        gp = spec.geyik_post
+        before = ranked["score"].to_numpy()
+        ranked = rerank_geyik(ranked.assign(score_before_geyik=before), "score", method=gp.method,
+                              target=dict(gp.target) if gp.target else None, k=gp.k, columns=columns)
+        n_q = ranked.groupby(columns.query, sort=False)["rank"].transform("size").to_numpy()
+        ranked["score"] = (n_q - ranked["rank"].to_numpy() + 1).astype("float64")  # the score encodes the order
+    return ranked
 
 
 def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,

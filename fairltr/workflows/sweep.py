@@ -75,13 +75,13 @@ class RankingContext:
 @dataclass(frozen=True)
 class RankingPlan:
     """How a ranking method's trial is made: ``space(context)`` -> its search space;
-    ``to_spec(base, values, loss)`` -> the ranker setting of a trial's values; ``reuse_base``:
+    ``to_spec(base, values, context)`` -> the ranker setting of a trial's values; ``reuse_base``:
     post-processing, the setting without post-processing is fitted once per fold and re-ranked
     by every trial; ``uses_loss``: the method trains with the sweep's ``--loss`` (recorded on the
     study and checked on resume)."""
 
     space: Callable[[RankingContext], Any]
-    to_spec: Callable[[RankerSpec, Mapping[str, float], str], RankerSpec]
+    to_spec: Callable[[RankerSpec, Mapping[str, float], RankingContext], RankerSpec]
     reuse_base: bool = False
     uses_loss: bool = False
 
@@ -97,11 +97,14 @@ class RankingTrial:
     columns: RankingColumns = DEFAULT_COLUMNS
     loss: str = "exposure_hinge"
     plan: RankingPlan | None = None
+    context: RankingContext | None = None
     _base_models: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.plan is None:
             self.plan = _plan_of(self.method)
+        if self.context is None:
+            self.context = RankingContext(_pooled(self.folds), self.columns, self.loss)
 
     @property
     def study_loss(self) -> str:
@@ -110,7 +113,7 @@ class RankingTrial:
 
     def spec_for(self, values: Mapping[str, float]) -> RankerSpec:
         """The ranker setting a trial's hyper-parameter values stand for."""
-        return self.plan.to_spec(self.base, values, self.loss)
+        return self.plan.to_spec(self.base, values, self.context)
 
     def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
         spec = self.spec_for(values)
@@ -119,7 +122,7 @@ class RankingTrial:
             model = None
             if self.plan.reuse_base:  # one base ranking per fold, re-ranked per trial
                 if i not in self._base_models:
-                    self._base_models[i] = train_and_evaluate(train, None, spec.with_(fair_post=None),
+                    self._base_models[i] = train_and_evaluate(train, None, spec.with_(fair_post=None, geyik_post=None),
                                                               self.columns).model
                 model = self._base_models[i]
             per_fold.append(train_and_evaluate(train, test, spec, self.columns, model=model).metrics)
@@ -149,9 +152,13 @@ def ranking_trial(method: str, folds: Sequence[Fold], *, loss: str = "exposure_h
             if len(df) == 0:
                 raise DataError(f"the {name} table{f' of fold {i + 1}' if len(folds) > 1 else ''} is empty")
         validate_tables(train, test, base, columns)  # bad data stops the sweep before the study, not in trial 0
-    pooled = folds[0][0] if len(folds) == 1 else pd.concat([tr for tr, _ in folds], ignore_index=True)
-    space = plan.space(RankingContext(pooled, columns, loss, p_range, alpha_range))
-    return RankingTrial(method, list(folds), space, base, columns, loss, plan)
+    context = RankingContext(_pooled(folds), columns, loss, p_range, alpha_range)
+    return RankingTrial(method, list(folds), plan.space(context), base, columns, loss, plan, context)
+
+
+def _pooled(folds: Sequence[Fold]) -> pd.DataFrame:
+    """The training tables of all folds as one (FA*IR's share, Geyik's category mix)."""
+    return folds[0][0] if len(folds) == 1 else pd.concat([tr for tr, _ in folds], ignore_index=True)
 
 
 def ranking_trial_from(inputs: SweepInputs) -> RankingTrial:

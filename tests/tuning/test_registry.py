@@ -33,7 +33,8 @@ from tuning.sweep import SweepConfig
 from tuning.tracking import PARENT_ATTR
 
 REPO = Path(__file__).resolve().parents[2]
-BUILTIN = ["deltr", "fair-pre", "fair-post", "dpr", "lambdamart", "lambdamart+fair"]
+BUILTIN = ["deltr", "fair-pre", "fair-post", "dpr", "lambdamart", "lambdamart+fair", "detconstsort",
+           "lambdamart+detconstsort"]
 
 
 def _l2_space(ctx):
@@ -46,7 +47,7 @@ def _l2_space(ctx):
 def toy_ranking_method():
     """A ranking method declared in one call: ListNet's L2 penalty swept (gamma 0)."""
     method = ranking_method("toy+l2", "ListNet with an L2 penalty (test)",
-                            RankingPlan(_l2_space, lambda base, v, loss: base.with_(gamma=0.0, l2=float(v["l2"]))),
+                            RankingPlan(_l2_space, lambda base, v, ctx: base.with_(gamma=0.0, l2=float(v["l2"]))),
                             searches="`l2`")
     yield method
     unregister_sweep_method(method.name)
