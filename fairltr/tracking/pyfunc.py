@@ -1,4 +1,8 @@
-"""The "fairltr ranker" MLflow pyfunc: a DELTR model behind ``mlflow.pyfunc``.
+"""The "fairltr ranker" MLflow pyfunc: a DELTR or PLRank model behind ``mlflow.pyfunc``.
+
+A PLRank model is a stochastic Plackett-Luce policy; its pyfunc is deterministic: it returns the
+policy's mean scores and the ranking by decreasing score (the policy's most probable ranking),
+never a sampled ranking, so that a registered version's outputs are reproducible.
 
 * weights: the model's own ``.safetensors`` file written by :meth:`fairltr.DELTR.save`, logged as
   a model artifact (no pickle of weights or of the model object);
@@ -31,6 +35,7 @@ import mlflow.pyfunc
 
 from fairltr.deltr import DELTR
 from fairltr.errors import DataError
+from fairltr.rankers import load_ranker
 from fairltr.tracking.config import registry_prints_follow_log_level
 from fairltr.tracking.ranks import aligned_ranks
 
@@ -65,7 +70,7 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         return self
 
     def load_context(self, context) -> None:
-        self.model = DELTR.load(context.artifacts["weights"])
+        self.model = load_ranker(context.artifacts["weights"])  # DELTR or PLRank, by the file's format marker
         config = getattr(context, "model_config", None) or {}
         self.query = config.get("query") or self.model.query_
 

@@ -332,10 +332,10 @@ def load_verified(vm: VerifiedModel):
     config = dict(pyfunc.get("config") or {})
     try:
         if vm.kind == "ranker":
-            from fairltr.deltr import DELTR
+            from fairltr.rankers import load_ranker
             from fairltr.tracking.pyfunc import FairltrRanker
 
-            python_model = FairltrRanker.from_model(DELTR.load(_artifact(vm, "weights")), config.get("query"))
+            python_model = FairltrRanker.from_model(load_ranker(_artifact(vm, "weights")), config.get("query"))
         else:
             from fairltr.tracking.retriever import FairltrRetriever
 
