@@ -114,7 +114,7 @@ def run(argv: list[str] | None = None) -> None:
 
 @cli.group(cls=FairltrGroup)
 def train() -> None:
-    """Train a ranker (deltr: linear DELTR; dpr: bi-encoder retrieval)."""
+    """Train a ranker (deltr: linear DELTR; plrank: Plackett-Luce policy; dpr: bi-encoder retrieval)."""
 
 
 @cli.group(cls=FairltrGroup)
