@@ -278,3 +278,6 @@ PLRank._PARAM_KINDS = {
     **{k: v for k, v in _DELTR_PARAM_KINDS.items() if k not in ("gamma", "fairness_loss", "reduce")},
 }
 PLRank._HISTORY_KEYS = frozenset({"iteration", "total", "dcg", "disparity"})
+# the registry names the weight "lambda" (a Python keyword, so the parameter is ``lam``): readers of
+# the declared hyper-parameters (``getattr(model, "lambda")``, e.g. MLflow's run params) see lam
+setattr(PLRank, "lambda", property(lambda self: self.lam, doc="The fairness weight ``lam`` (the registry's name)."))
