@@ -38,7 +38,7 @@ from fairltr.files import atomic_write_text, check_writable
 from fairltr.losses import HyperParam
 
 __all__ = ["GBDTParams", "LambdaMART", "LAMBDAMART_SPACE", "INTEGER_PARAMS", "FORMAT", "MAX_GRADE",
-           "relevance_grades", "booster_path_for", "load_ranker"]
+           "relevance_grades", "booster_path_for"]
 
 FORMAT = "fairltr.LambdaMART"
 FORMAT_VERSION = 1
@@ -131,6 +131,8 @@ class LambdaMART:
     column but the query, judgment and item columns (the group column included, as DELTR's
     standard ranker). Scores are the booster's raw predictions (higher = better).
     """
+
+    _FILE_KIND = "LambdaMART"  # the model's name in run tags and reports (DELTR, PLRank ...)
 
     def __init__(self, params: GBDTParams | None = None, *, seed: int = 0, colorblind: bool = False,
                  columns: RankingColumns | None = None, record_history: bool = True) -> None:
@@ -341,14 +343,4 @@ class LambdaMART:
         edges = state.get("grade_edges", [])
         model._set_state(booster, columns, names, state["label_mode"], [float(e) for e in edges], history)
         return model
-
-
-def load_ranker(path: str | Path):
-    """A saved ranker: :class:`LambdaMART` for a ``fairltr.LambdaMART`` JSON file, else
-    :meth:`fairltr.DELTR.load` (which validates its own formats)."""
-    if LambdaMART.is_model_file(path):
-        return LambdaMART.load(path)
-    from fairltr.deltr import DELTR
-
-    return DELTR.load(path)
 

@@ -114,7 +114,8 @@ def run(argv: list[str] | None = None) -> None:
 
 @cli.group(cls=FairltrGroup)
 def train() -> None:
-    """Train a ranker (deltr: linear DELTR; lambdamart: LightGBM lambdarank; dpr: bi-encoder retrieval)."""
+    """Train a ranker (deltr: linear DELTR; plrank: Plackett-Luce policy; lambdamart: LightGBM lambdarank;
+    dpr: bi-encoder retrieval)."""
 
 
 @cli.group(cls=FairltrGroup)

@@ -1,4 +1,8 @@
-"""The "fairltr ranker" MLflow pyfunc: a DELTR or LambdaMART model behind ``mlflow.pyfunc``.
+"""The "fairltr ranker" MLflow pyfunc: a DELTR, PLRank or LambdaMART model behind ``mlflow.pyfunc``.
+
+A PLRank model is a stochastic Plackett-Luce policy; its pyfunc is deterministic: it returns the
+policy's mean scores and the ranking by decreasing score (the policy's most probable ranking),
+never a sampled ranking, so that a registered version's outputs are reproducible.
 
 * weights: the model's own ``.safetensors`` file written by :meth:`fairltr.DELTR.save`, logged as
   a model artifact (no pickle of weights or of the model object); a LambdaMART model logs its
@@ -34,6 +38,7 @@ import mlflow.pyfunc
 from fairltr.deltr import DELTR
 from fairltr.errors import DataError
 from fairltr.gbdt import LambdaMART
+from fairltr.rankers import load_ranker
 from fairltr.tracking.config import registry_prints_follow_log_level
 from fairltr.tracking.ranks import aligned_ranks
 
@@ -50,10 +55,11 @@ Ranker = DELTR | LambdaMART
 
 def load_ranker_artifacts(weights: str | Path, booster: str | Path | None = None) -> Ranker:
     """The ranker of a logged model's artifacts with fairltr's validating loaders: a LambdaMART
-    model (``weights`` = its JSON, ``booster`` = LightGBM's text file) or a DELTR model."""
-    if booster is not None or LambdaMART.is_model_file(weights):
+    model (``weights`` = its JSON, ``booster`` = LightGBM's text file), else the class the
+    weights file's format marker names (:func:`fairltr.rankers.load_ranker`)."""
+    if booster is not None:
         return LambdaMART.load(weights, booster_path=booster)
-    return DELTR.load(weights)
+    return load_ranker(weights)
 
 
 def predict_frame(model: Ranker, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:

@@ -218,10 +218,19 @@ def _figures(model: DELTR, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
 
 
 def _model_words(model: DELTR, title: str | None) -> str:
-    """``DELTR, gamma=1000, exposure_hinge`` without what ``title`` already says (a LambdaMART
-    model: its own description)."""
-    if not isinstance(model, DELTR):
+    """``DELTR, gamma=1000, exposure_hinge`` (``PLRank, lambda=10, squared disparity, 32 samples``)
+    without what ``title`` already says (a LambdaMART model: its own description)."""
+    if isinstance(model, LambdaMART):
         return model.describe()
+    if model._FILE_KIND == "PLRank":
+        words = ["PLRank"]
+        if not title or f"lambda={model.lam:g}" not in title:
+            words.append(f"lambda={model.lam:g}")
+        words.append(f"{model.disparity} disparity" + (" per merit" if model.merit else ""))
+        words.append(f"{model.samples} samples, {model.estimator} gradient")
+        if model.colorblind and not (title and "colorblind" in title):
+            words.append("colorblind")
+        return ", ".join(words)
     words = ["DELTR"]
     if not title or f"gamma={model.gamma:g}" not in title:
         words.append(f"gamma={model.gamma:g}")
@@ -304,7 +313,7 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     all_params = run_params(model, train_df, paths)
     all_params.update(params or {})
     log_params(run_id, all_params)
-    run_tags = {"fairltr.model": type(model).__name__}
+    run_tags = {"fairltr.model": model._FILE_KIND}
     if model.fairness_loss is not None:
         run_tags["fairltr.fairness_loss"] = model.fairness_loss
     if title and rename:
@@ -317,7 +326,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     frame = test_df if test_df is not None else train_df
     split = "test" if test_df is not None else "train"
     figs = _figures(model, frame, split)
-    heading = title or (f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else type(model).__name__)
+    heading = title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
+                        f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
     data_name = Path(paths[split]).name if split in paths else f"{split} table"
     with tempfile.TemporaryDirectory(prefix="fairltr-run-") as tmp:
         logged = log_result_metrics(run_id, test_metrics or {}, tmp)
@@ -327,7 +337,9 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
             (Path(tmp) / name).write_bytes(png)
         captions = {"exposure_by_position.png":
                     f"Share of protected vs non-protected items by rank bucket, {split} split (DELTR Fig. 2)",
-                    "training_curve.png": "Training objective per iteration: total = listnet + gamma x exposure"}
+                    "training_curve.png": ("Training objective per iteration: total = E[DCG] - lambda x disparity "
+                                           "(sampled, maximised)" if model._FILE_KIND == "PLRank" else
+                                           "Training objective per iteration: total = listnet + gamma x exposure")}
         report = fairness_report_html(
             heading, subtitle=f"{_model_words(model, heading)} · run {run_id} · metrics on {data_name}",
             metrics=logged, counts=split_counts(test_metrics or {})[1], params=all_params,

@@ -29,7 +29,7 @@ from fairltr.errors import ConfigError, DataError
 from fairltr.workflows.ranking import RankerSpec, train_and_evaluate, validate_tables
 from fairltr.workflows.sweep_registry import SweepInputs, get_sweep_method, sweep_method_names
 
-__all__ = ["RankingTrial", "DprTrial", "RankingPlan", "RankingContext", "ranking_trial", "dpr_trial",
+__all__ = ["RankingTrial", "DprTrial", "PLRankTrial", "RankingPlan", "RankingContext", "ranking_trial", "dpr_trial",
            "run_sweep_job", "mean_over_folds", "RANKING_METHODS"]
 
 Fold = tuple[pd.DataFrame, pd.DataFrame]
@@ -166,6 +166,41 @@ def ranking_trial_from(inputs: SweepInputs) -> RankingTrial:
     cfg = inputs.cfg
     return ranking_trial(cfg.method, inputs.folds, loss=cfg.loss, p_range=cfg.p_range, alpha_range=cfg.alpha_range,
                          seed=cfg.seed, max_iter=cfg.max_iter, columns=inputs.columns)
+
+
+@dataclass
+class PLRankTrial:
+    """``trial(values) -> metrics`` of the ``plrank`` method: a Plackett-Luce policy trained with
+    the trial's ``lambda`` (the policy loss's declared weight) by
+    :func:`fairltr.workflows.train_plrank.plrank_outcome` on every fold, evaluated on its
+    deterministic (mean-score) ranking; metrics are the means over folds."""
+
+    folds: list[Fold]
+    space: Any
+    spec: Any
+    columns: RankingColumns = DEFAULT_COLUMNS
+    method: str = "plrank"
+    study_loss = ""
+
+    def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
+        from fairltr.workflows.train_plrank import plrank_outcome
+
+        spec = self.spec.with_(lam=float(values[self.space.params[0].name]))
+        return mean_over_folds([plrank_outcome(train, test, spec, self.columns).metrics for train, test in self.folds])
+
+
+def plrank_trial_from(inputs: SweepInputs) -> PLRankTrial:
+    """The ``plrank`` method's trial over the sweep's folds (``method_options["max_iter"]``, else
+    ``--max-iter``: the policy's iterations, default PLRank's 300); the data are validated before
+    the study starts."""
+    from fairltr.workflows.train_plrank import PLRankSpec
+    from tuning.space import loss_space
+
+    cfg = inputs.cfg
+    spec = PLRankSpec(seed=cfg.seed, max_iter=cfg.method_options.get("max_iter", cfg.max_iter), device="cpu")
+    for train, test in inputs.folds:
+        validate_tables(train, test, spec, inputs.columns)  # type: ignore[arg-type]  # reads features/colorblind
+    return PLRankTrial(list(inputs.folds), loss_space("plrank"), spec, inputs.columns)
 
 
 @dataclass

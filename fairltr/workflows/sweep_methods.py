@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from fairltr.workflows.ranking import FairParams, RankerSpec
-from fairltr.workflows.sweep import RankingContext, RankingPlan, dpr_trial_from, ranking_trial_from
+from fairltr.workflows.sweep import (RankingContext, RankingPlan, dpr_trial_from, plrank_trial_from,
+                                     ranking_trial_from)
 from fairltr.workflows.sweep_registry import SweepMethod, register_sweep_method
 
 __all__ = ["ranking_method"]
@@ -145,3 +146,7 @@ ranking_method("lambdamart+detconstsort", "DetConstSort re-ranking of LambdaMART
                "per fold)", RankingPlan(_geyik_space, lambda base, v, ctx: _detconstsort(_lambdamart(base), v, ctx),
                                         reuse_base=True),
                searches="`geyik_p`", requires=GBDT)
+register_sweep_method(SweepMethod(
+    "plrank", "Plackett-Luce policy (PL-Rank gradient, Fair-PG-Rank squared disparity of expected exposure), "
+    "evaluated on its mean-score ranking", plrank_trial_from,
+    searches="the `plrank` policy loss's `lambda` (log, with 0)", data="ranking"))

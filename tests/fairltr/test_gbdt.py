@@ -13,7 +13,8 @@ import pytest
 lgb = pytest.importorskip("lightgbm", reason="LambdaMART needs the [gbdt] extra (lightgbm)")
 
 from fairltr.errors import ConfigError, DataError, NotFittedError  # noqa: E402
-from fairltr.gbdt import GBDTParams, LambdaMART, load_ranker, relevance_grades  # noqa: E402
+from fairltr.gbdt import GBDTParams, LambdaMART, relevance_grades  # noqa: E402
+from fairltr.rankers import load_ranker  # noqa: E402
 from fairltr.metrics import evaluate_ranking  # noqa: E402
 from fairltr.synthetic import make_biased_rankings  # noqa: E402
 
