@@ -1,40 +1,42 @@
-"""The DELTR paper's comparison as Pareto fronts: DELTR vs FA*IR post- and pre-processing.
+"""One front for the field: every registered ranking sweep method on one Pareto plot per dataset.
 
-For each dataset, three NSGA-II studies with the same budget and seed, on the sweep's default
-objectives (``kendall_tau`` up, ``exposure_disparity`` = 1 - min(R, 1/R) down, R the exposure
-ratio protected / non-protected; measured on the test set) — DELTR over gamma (log scale with a
-mass at 0), FA*IR post-processing of a gamma = 0 ranking over (fair_p, fair_alpha), FA*IR
-pre-processing of the training lists over (fair_p, fair_alpha) — then each front's hypervolume
-against one stated reference point per dataset, twice:
+For each dataset, one NSGA-II study per method registered in the sweep registry
+(``fairltr.workflows.sweep_registry``, ranking methods: DELTR, FA*IR pre/post, LambdaMART,
+LambdaMART + FA*IR, and whatever else is registered), all with the same budget and seed, each run
+by the sweep workflow itself (:func:`fairltr.workflows.run_sweep_job`, the code path of
+``fairltr sweep``) on the methods' default objectives (``kendall_tau`` up, ``exposure_disparity``
+= 1 - min(R, 1/R) down, R the exposure ratio protected / non-protected; measured on the test
+data). Then each front's hypervolume against one stated reference point per dataset, twice:
 
-* ``hypervolume``: on the optimised objectives (kendall_tau, exposure_disparity): distance from
-  parity either way, so over-exposing the protected group costs as much as under-exposing it;
+* ``hypervolume``: on the optimised objectives (distance from parity either way);
 * ``hypervolume_shortfall``: on (kendall_tau, exposure_shortfall = max(0, 1 - R)), DELTR's own
-  asymmetric notion: any R >= 1 is fair, over-correcting is neither rewarded nor penalised.
-  (Computed from all trials: dominated points add no area, so no front is needed.)
+  one-sided notion (any R >= 1 is fair). Computed from all trials.
 
-``max_tau_at_disparity_le_0.05``: the best relevance among trials within 5% of exposure parity
-(0.95 <= R <= 1/0.95).
+``max_tau_at_disparity_le_0.05``: the best relevance among trials within 5% of exposure parity.
+``hypervolume_ci``: a bootstrap interval of the hypervolume over test queries needs audit-core's
+bootstrap; :func:`hypervolume_interval` is the hook (it says "n/a" until that exists).
 
-Law race: the paper's single train/test split. TREC: each trial trains and evaluates on all
-six folds and its metrics are the mean over folds (the paper averages folds the same way). The
-authors' reported results (``paper-results/``) are overlaid as grey diamonds, with R taken from
-their total protected / non-protected exposure.
+Datasets: Law race and Law gender (the DELTR paper's single split), TREC (each trial trains and
+evaluates on all six folds, metrics are the mean over folds), and ``multi``: a SYNTHETIC table
+with three categories (shares 0.55 / 0.30 / 0.15, training judgments biased against categories 1
+and 2 by 0.8 and 1.6) standing in for a real multi-category table (audit-core's COMPAS loader is
+not on main); its parity metric is the binary one (categories >= 1 vs 0) every method optimises.
+The authors' reported results (``paper-results/``) are overlaid as grey diamonds.
 
-    python benchmarks/pareto_comparison.py --trials 40            # ~5-10 min on 1 core
-    python benchmarks/pareto_comparison.py --datasets law-race --trials 12 --out outputs/quick
-    python benchmarks/pareto_comparison.py --trials 40 --seed 1 --out outputs/pareto_s1   # more seeds
-    python benchmarks/pareto_comparison.py --aggregate outputs/pareto outputs/pareto_s1 outputs/pareto_s2
+    python benchmarks/pareto_comparison.py --trials 20                  # all datasets and methods
+    python benchmarks/pareto_comparison.py --datasets law-race --trials 8 --out outputs/quick
+    python benchmarks/pareto_comparison.py --methods deltr,lambdamart+fair --trials 20
+    python benchmarks/pareto_comparison.py --aggregate outputs/pareto outputs/pareto_s1
 
-Writes ``<out>/pareto_<dataset>.png``, ``<out>/pareto_table.md`` / ``.csv`` and per-study front
-CSVs; ``--docs`` also copies the figures and the table into ``docs/``.
+Writes ``<out>/pareto_<dataset>.png``, ``<out>/pareto_table.md`` / ``.csv`` and the studies' front
+files under ``<out>/studies``; rerunning the same command resumes the studies (``pareto.db``);
+``--docs`` also copies the figures and the table into ``docs/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import re
 import shutil
 import sys
 import time
@@ -46,126 +48,165 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "deltr-experiments"
+DATASETS = ("law-race", "law-gender", "trec", "multi")
 
 # reference points, stated once: tau 0 = no better than a random order; the disparity a little
-# above standard (gamma = 0) ListNet's (law race 0.153, TREC 0.212 averaged over folds)
-REFERENCE = {
+# above standard (gamma = 0) ListNet's (law race 0.153, TREC 0.212 averaged over folds); None:
+# the observed nadir of all methods' trials + 10% of each range
+REFERENCE: dict[str, dict[str, float] | None] = {
     "law-race": {"kendall_tau": 0.0, "exposure_disparity": 0.2},
     "trec": {"kendall_tau": 0.0, "exposure_disparity": 0.25},
+    "law-gender": None,
+    "multi": None,
 }
 NEAR_PARITY = 0.05  # max_tau_at_disparity_le_0.05
-METHODS = ("deltr", "fair-post", "fair-pre")
-PAPER_SETTINGS = {  # file tag -> label
+PAPER_SETTINGS = {  # sheet tag -> label
     "Gamma=0": "paper ListNet", "Gamma=colorblind": "paper colorblind", "Gamma=small": "paper DELTR small",
     "Gamma=large": "paper DELTR large", "FAIR_PStar": "paper FA*IR post p*", "Gamma=PREPROCESSED": "paper FA*IR pre p*",
 }
 
 
-def load_folds(dataset: str, data: Path):
-    from fairltr.io import read_deltr_csv
+def multi_category_table(seed: int = 0, n_queries: int = 60, n_candidates: int = 40):
+    """(train, test): three categories in ``protected`` (0, 1, 2 with shares 0.55 / 0.30 / 0.15),
+    four noisy features of the merit, training judgments = merit - 0.8 * [cat 1] - 1.6 * [cat 2],
+    test judgments = merit."""
+    rng = np.random.default_rng(1000 + seed)
+    n = n_queries * n_candidates
+    qid = np.repeat(np.arange(1, n_queries + 1), n_candidates)
+    cat = rng.choice(3, size=n, p=[0.55, 0.30, 0.15])
+    merit = rng.standard_normal(n)
+    df = pd.DataFrame({"query_id": qid, "protected": cat})
+    for j in range(4):
+        df[f"x{j + 1}"] = merit + 0.5 * rng.standard_normal(n)
+    is_test = qid > int(round(0.67 * n_queries))
+    df["judgment"] = np.where(is_test, merit, merit - np.array([0.0, 0.8, 1.6])[cat])
+    return [(df[~is_test].reset_index(drop=True), df[is_test].reset_index(drop=True))]
 
-    if dataset == "law-race":
-        d = data / "LawStudents" / "race_black"
-        return [(read_deltr_csv(d / "LawStudents_Race_train.txt"), read_deltr_csv(d / "LawStudents_Race_test.txt"))]
-    if dataset == "trec":
-        out = []
-        for k in range(1, 7):
-            d = data / "TREC" / f"fold_{k}"
-            stem = "features_withListNetFormat_withGender_withZscore_candidateAmount-200_"
-            out.append((read_deltr_csv(d / f"{stem}train.csv"), read_deltr_csv(d / f"{stem}test.csv")))
-        return out
-    raise SystemExit(f"unknown dataset {dataset!r}; use law-race or trec")
+
+def load_folds(dataset: str, data: Path, seed: int):
+    """The (train, test) folds of a dataset (the paper's files through the reproduction's loader)."""
+    if dataset == "multi":
+        return multi_category_table(seed)
+    from fairltr.workflows.deltr_paper import DATASETS as PAPER, _load_folds
+
+    if dataset not in PAPER:
+        raise SystemExit(f"unknown dataset {dataset!r}; use {', '.join(DATASETS)}")
+    return _load_folds(data, PAPER[dataset])
 
 
 def paper_points(dataset: str, data: Path) -> dict[str, tuple[float, float]]:
-    """(kendall_tau, exposure_disparity of R = prot / nprot exposure) from the authors' result sheets."""
+    """(kendall_tau, exposure_disparity) of the authors' result sheets (the reproduction's parser)."""
     from fairltr.metrics import exposure_disparity
+    from fairltr.workflows.deltr_paper import DATASETS as PAPER, read_paper_results
 
-    folder = data / "paper-results" / ("LawStudents/race_black/results" if dataset == "law-race" else "TREC/results")
+    if dataset not in PAPER:
+        return {}
+    spec = PAPER[dataset]
     points = {}
-    for f in sorted(folder.glob("performanceResults_*.txt")):
-        tag = re.sub(r"^performanceResults_|_(law-black|trec)\.txt$", "", f.name)
-        if tag not in PAPER_SETTINGS:
-            continue
-        vals = {}
-        for line in f.read_text().splitlines():
-            parts = line.split()
-            if len(parts) == 2:
-                try:
-                    vals[parts[0]] = float(parts[1])
-                except ValueError:
-                    pass
-        if {"kendall-tau", "exposure-prot-pred", "exposure-nprot-pred"} <= vals.keys():
-            ratio = vals["exposure-prot-pred"] / vals["exposure-nprot-pred"]
-            points[PAPER_SETTINGS[tag]] = (vals["kendall-tau"], float(exposure_disparity(ratio)))
+    for tag, label in PAPER_SETTINGS.items():
+        vals = read_paper_results(data / spec.paper_dir / f"performanceResults_{tag}_{spec.paper_tag}.txt")
+        if vals and "kendall_tau" in vals and "exposure_ratio" in vals:
+            points[label] = (vals["kendall_tau"], float(exposure_disparity(vals["exposure_ratio"])))
     return points
 
 
-def run_dataset(dataset: str, args, storage) -> tuple[list, dict, pd.DataFrame]:
-    from fairltr.workflows import ranking_trial
-    from tuning.objectives import DEFAULT_OBJECTIVES, parse_objectives
-    from tuning.pareto import hypervolume_2d
-    from tuning.study import make_sampler, open_study, run_worker
-    from tuning.sweep import make_objective, study_reports
+def hypervolume_interval(dataset: str, method: str, front: pd.DataFrame) -> str:
+    """HOOK: a bootstrap interval of the front's hypervolume over test queries. It needs
+    audit-core's bootstrap (resampling queries, re-evaluating each front trial on every
+    resample), which is not on main yet: until then this returns ``"n/a"``."""
+    try:
+        from fairltr.metrics import bootstrap  # noqa: F401  (audit-core)
+    except ImportError:
+        return "n/a"
+    return "n/a (hook: wire audit-core's bootstrap here)"
 
-    folds = load_folds(dataset, args.data)
-    objectives = parse_objectives(DEFAULT_OBJECTIVES)
-    names = []
-    timing = {}
-    hp_names = {}
-    for method in METHODS:
-        name = f"{dataset}-{method}-s{args.seed}"
-        runner = ranking_trial(method, folds, seed=args.seed)
-        sampler = make_sampler("nsga2", args.seed, n_trials=args.trials)
-        study, _ = open_study(name, storage, [o.direction for o in objectives], sampler,
-                              {"method": method, "objectives": [o.name for o in objectives],
-                               "constraints": [], "hyperparameters": runner.space.names,
-                               "search_space": repr(runner.space)}, metric_names=[o.name for o in objectives])
+
+def run_dataset(dataset: str, methods: list[str], args, storage_url: str):
+    import optuna
+
+    from fairltr.metrics import key_part
+    from fairltr.workflows import run_sweep_job
+    from fairltr.workflows.sweep_registry import get_sweep_method
+    from tuning.objectives import parse_objectives
+    from tuning.pareto import hypervolume_2d
+    from tuning.study import make_storage
+    from tuning.sweep import SweepConfig, study_reports
+
+    folds = load_folds(dataset, args.data, args.seed)
+    defaults = {get_sweep_method(m).default_objectives for m in methods}
+    if len(defaults) != 1:
+        raise SystemExit(f"the methods' default objectives differ ({sorted(defaults)}): fronts are not comparable")
+    objectives = parse_objectives(defaults.pop())
+    names, timing, hp_names = [], {}, {}
+    for method in methods:
+        name = f"{dataset}-{key_part(method)}-s{args.seed}"
+        cfg = SweepConfig(method=method, train=f"{dataset} train", test=f"{dataset} test", n_trials=args.trials,
+                          study=name, storage=storage_url, sampler="nsga2", seed=args.seed,
+                          out=args.out / "studies", mlflow=False, progress=False, plot=False)
         t0 = time.perf_counter()
-        run_worker(study, make_objective(runner, objectives, []), args.trials, storage=storage, poll_seconds=0.1)
+        run_sweep_job(cfg, echo=lambda _: None, folds=folds)
         timing[method] = time.perf_counter() - t0
         print(f"  {name}: {args.trials} trials in {timing[method]:.1f} s", flush=True)
         names.append(name)
-        hp_names[method] = runner.space.names
-    ref = REFERENCE[dataset]
-    ref_text = ",".join(f"{k}={v}" for k, v in ref.items())
+    ref = REFERENCE.get(dataset)
+    ref_text = ",".join(f"{k}={v}" for k, v in ref.items()) if ref else None
+    storage = make_storage(storage_url)
     reports, frames = study_reports(storage, names, objectives, [], ref_text)
+    for method, name in zip(methods, names):  # the searched hyper-parameters, as the study recorded them
+        hp_names[method] = optuna.load_study(study_name=name, storage=storage).user_attrs["hyperparameters"]
     rows = []
-    for rep in reports:
+    for method, rep in zip(methods, reports):
         df = frames[rep.study]
         near = df["exposure_disparity"] <= NEAR_PARITY
         best = rep.best or {}
+        r = rep.reference
         rows.append({
-            "dataset": dataset, "method": rep.method, "trials": rep.n_complete, "front_size": len(rep.front),
+            "dataset": dataset, "method": method, "trials": rep.n_complete, "front_size": len(rep.front),
             "hypervolume": rep.hypervolume,
+            "hypervolume_ci": hypervolume_interval(dataset, method, rep.front),
             "hypervolume_shortfall": hypervolume_2d(df[["kendall_tau", "exposure_shortfall"]].to_numpy(float),
-                                                    rep.directions, [ref["kendall_tau"], ref["exposure_disparity"]]),
+                                                    rep.directions, [r["kendall_tau"], r["exposure_disparity"]]),
             "max_tau": float(df["kendall_tau"].max()),
             f"max_tau_at_disparity_le_{NEAR_PARITY}": float(df.loc[near, "kendall_tau"].max()) if near.any() else math.nan,
-            "best_tradeoff": ", ".join(f"{k}={best[k]:.3g}" for k in (*hp_names[rep.method], "kendall_tau",
-                                                                       "exposure_disparity", "exposure_ratio")
-                                       if k in best),
-            "seconds": timing[rep.method],
-            "reference": f"({ref['kendall_tau']}, {ref['exposure_disparity']})",
+            "best_tradeoff": ", ".join(f"{k}={best[k]:.3g}" for k in (*hp_names[method], "kendall_tau",
+                                                                       "exposure_disparity") if k in best),
+            "seconds": timing[method],
+            "reference": f"({r['kendall_tau']:.3g}, {r['exposure_disparity']:.3g})"
+                         + ("" if ref else " nadir"),
         })
     return reports, frames, pd.DataFrame(rows)
+
+
+def where_deltr_is_not_best(table: pd.DataFrame) -> list[str]:
+    """Plain sentences: per dataset, which method leads each column when it is not DELTR."""
+    near = f"max_tau_at_disparity_le_{NEAR_PARITY}"
+    lines = []
+    for ds, g in table.groupby("dataset", sort=False):
+        if "deltr" not in set(g["method"]):
+            continue
+        d = g.set_index("method")
+        for col, label in (("hypervolume", "hypervolume"), ("hypervolume_shortfall", "one-sided hypervolume"),
+                           (near, "best kendall_tau within 5% of parity"), ("max_tau", "best kendall_tau")):
+            vals = d[col].astype(float)
+            if vals.isna().all():
+                continue
+            lead = vals.idxmax()
+            if lead != "deltr" and not (vals[lead] == vals.get("deltr")):
+                lines.append(f"{ds}: {label}: {lead} {vals[lead]:.4g} vs DELTR {vals['deltr']:.4g}")
+    return lines
 
 
 def aggregate(folders: list[Path]) -> str:
     """Markdown: per dataset and method, hypervolumes and max tau near parity over seeds
     (mean and min..max), from the ``pareto_table.csv`` of several runs (one seed each)."""
-    tabs = []
-    for i, f in enumerate(folders):
-        t = pd.read_csv(f / "pareto_table.csv")
-        t["run"] = i
-        tabs.append(t)
-    t = pd.concat(tabs, ignore_index=True)
+    t = pd.concat([pd.read_csv(f / "pareto_table.csv").assign(run=i) for i, f in enumerate(folders)],
+                  ignore_index=True)
     rows = []
+    near = f"max_tau_at_disparity_le_{NEAR_PARITY}"
     for (ds, m), g in t.groupby(["dataset", "method"], sort=False):
         def stat(col):
             v = g[col].to_numpy(dtype=float)
             return f"{np.nanmean(v):.4g} ({np.nanmin(v):.4g}..{np.nanmax(v):.4g})"
-        near = f"max_tau_at_disparity_le_{NEAR_PARITY}"
         rows.append({"dataset": ds, "method": m, "seeds": len(g), "hypervolume": stat("hypervolume"),
                      "hypervolume_shortfall": stat("hypervolume_shortfall"), near: stat(near)})
     return markdown_table(pd.DataFrame(rows))
@@ -175,8 +216,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aggregate", nargs="+", type=Path, default=None,
                     help="only summarise the pareto_table.csv of these output folders (one seed each)")
-    ap.add_argument("--datasets", default="law-race,trec")
-    ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--methods", default=None, help="comma-separated [default: every registered ranking method]")
+    ap.add_argument("--trials", type=int, default=20, help="complete trials per method and dataset")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=REPO / "outputs" / "pareto")
     ap.add_argument("--data", type=Path, default=DATA)
@@ -188,42 +230,48 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     import optuna
 
+    from fairltr.workflows.sweep_registry import get_sweep_method, sweep_method_names
     from tuning.plots import plot_fronts
-    from tuning.study import make_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if not args.data.is_dir():
+    methods = args.methods.split(",") if args.methods else sweep_method_names("ranking")
+    for m in methods:
+        if get_sweep_method(m).data != "ranking":
+            raise SystemExit(f"{m} is not a ranking method")
+    datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    if any(d != "multi" for d in datasets) and not args.data.is_dir():
         sys.exit(f"DELTR paper data not found at {args.data}")
     args.out.mkdir(parents=True, exist_ok=True)
-    storage = make_storage(f"sqlite:///{(args.out / 'pareto.db').resolve()}")
+    storage_url = f"sqlite:///{(args.out / 'pareto.db').resolve()}"
     tables = []
-    for dataset in args.datasets.split(","):
-        print(f"{dataset}: {args.trials} trials per method, seed {args.seed}", flush=True)
-        reports, frames, table = run_dataset(dataset, args, storage)
+    for dataset in datasets:
+        print(f"{dataset}: {args.trials} trials per method ({', '.join(methods)}), seed {args.seed}", flush=True)
+        reports, frames, table = run_dataset(dataset, methods, args, storage_url)
+        folds = " (mean of 6 folds)" if dataset == "trec" else " (synthetic, 3 categories)" if dataset == "multi" else ""
         fig = plot_fronts(reports, frames, args.out / f"pareto_{dataset.replace('-', '_')}.png",
-                          title=f"{dataset}: DELTR vs FA*IR ({args.trials} NSGA-II trials each"
-                                + (", mean of 6 folds)" if dataset == "trec" else ")"),
+                          title=f"{dataset}{folds}: {args.trials} NSGA-II trials per method, seed {args.seed}",
                           markers=paper_points(dataset, args.data), dpi=90)
-        for rep in reports:
-            rep.front.to_csv(args.out / f"front_{rep.study}.csv", index=False)
         tables.append(table)
         print(table.drop(columns=["best_tradeoff"]).to_string(index=False), flush=True)
         if args.docs:
             shutil.copy(fig, REPO / "docs" / fig.name)
     table = pd.concat(tables, ignore_index=True)
     table.to_csv(args.out / "pareto_table.csv", index=False)
-    md = markdown_table(table[["dataset", "method", "trials", "front_size", "hypervolume", "hypervolume_shortfall",
-                               "max_tau", f"max_tau_at_disparity_le_{NEAR_PARITY}", "best_tradeoff", "reference"]])
-    (args.out / "pareto_table.md").write_text(md + "\n")
+    cols = ["dataset", "method", "trials", "front_size", "hypervolume", "hypervolume_ci", "hypervolume_shortfall",
+            "max_tau", f"max_tau_at_disparity_le_{NEAR_PARITY}", "best_tradeoff", "seconds", "reference"]
+    md = markdown_table(table[cols])
+    notes = where_deltr_is_not_best(table)
+    md += "\n\nWhere DELTR is not best:\n\n" + ("\n".join(f"* {n}" for n in notes) if notes else "* nowhere") + "\n"
+    (args.out / "pareto_table.md").write_text(md)
     if args.docs:
         shutil.copy(args.out / "pareto_table.md", REPO / "docs" / "pareto_table.md")
     print(md)
 
 
 def markdown_table(df: pd.DataFrame) -> str:
-    """A GitHub Markdown table; floats with 4 significant digits."""
+    """A GitHub Markdown table; floats with 4 significant digits; ``*`` escaped (FA*IR)."""
     def cell(v):
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
+        return (f"{v:.4g}" if isinstance(v, float) else str(v)).replace("*", "\\*").replace("|", "\\|")
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines)

@@ -13,6 +13,7 @@ are read from the signature, so ``sklearn.base.clone`` works; validation and der
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import json
@@ -119,6 +120,11 @@ class DELTR:
     ``mean_``, ``scale_``, ``n_iter_``, ``history_`` (one record per iteration; ``history`` is a
     read-only alias), ``max_iter_``, ``lr_``; ``query_`` and ``judgment_`` read ``columns_``.
     """
+
+    _FILE_KIND = "DELTR"
+    """Model files of this class carry the format marker ``fairltr.<_FILE_KIND>``."""
+    _PARAM_KINDS: dict[str, str]  # the model file's "params" and their JSON types (set below)
+    _HISTORY_KEYS: frozenset[str]  # the keys of a history record (set below)
 
     def __init__(
         self,
@@ -605,7 +611,7 @@ class DELTR:
         params = self.effective_params()
         params.update(protected=self.columns_.group, max_iter=self.max_iter_, lr=self.lr_)
         return {
-            "format": "fairltr.DELTR", "format_version": FORMAT_VERSION, "params": params,
+            "format": f"fairltr.{self._FILE_KIND}", "format_version": FORMAT_VERSION, "params": params,
             "feature_names": self.feature_names_, "query": self.columns_.query, "judgment": self.columns_.judgment,
             "n_iter": self.n_iter_, "history": self.history_,
         }
@@ -633,6 +639,15 @@ class DELTR:
 
     @classmethod
     def load(cls, path: str | Path) -> "DELTR":
+        """Read a model file of this class (see :meth:`_load`); messages name the class's format."""
+        token = _KIND.set(cls._FILE_KIND)
+        try:
+            return cls._load(path)
+        finally:
+            _KIND.reset(token)
+
+    @classmethod
+    def _load(cls, path: str | Path) -> "DELTR":
         """Read a model written by :meth:`save` (format chosen by suffix), validating every field:
         known keys only, the format marker and version, parameter types (``dtype`` from
         {float32, float64}), distinct feature names, weights/mean/scale as finite float32/float64
@@ -642,7 +657,7 @@ class DELTR:
         if not p.exists():
             raise DataError(f"model file not found: {p}")
         if not p.is_file():
-            raise DataError(f"{p}: not a fairltr DELTR model file: not a regular file")
+            raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: not a regular file")
         try:
             data = p.read_bytes()
         except OSError as exc:
@@ -655,7 +670,7 @@ class DELTR:
                 state = _json_object(p, data, "the file")
                 _check_state(p, state, STATE_KEYS | set(ARRAY_KEYS), "the file")
                 arrays = {k: _json_vector(p, k, state[k]) for k in ARRAY_KEYS}
-            params = _params(p, state["params"])
+            params = _params(p, state["params"], cls._PARAM_KINDS)
             names = state["feature_names"]
             if (not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names)
                     or len(set(names)) != len(names)):
@@ -681,7 +696,7 @@ class DELTR:
             n_iter = state["n_iter"]
             if not _is_int(n_iter) or n_iter < 0:
                 raise _bad(p, "n_iter", f"must be an integer >= 0, got {show_value(n_iter)}")
-            history = _history(p, state["history"])
+            history = _history(p, state["history"], cls._HISTORY_KEYS)
             try:
                 columns = RankingColumns(query=state["query"], group=params["protected"], judgment=state["judgment"])
                 model = cls(**params, columns=columns)
@@ -691,12 +706,14 @@ class DELTR:
         except DataError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
-            raise DataError(f"{p}: not a fairltr DELTR model file: {one_line(exc)}") from None
+            raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {one_line(exc)}") from None
         return model.set_fitted_state(columns=columns, feature_names=names, weights=arrays["weights"],
                                       mean=arrays["mean"], scale=arrays["scale"], n_iter=n_iter, history=history)
 
 
 # ---------------------------------------------------------------------------- model file checks
+_KIND: contextvars.ContextVar[str] = contextvars.ContextVar("fairltr_model_file_kind", default="DELTR")
+"""The model class whose file is being read (``fairltr.<kind>`` format marker, error messages)."""
 MODEL_SUFFIXES = (".json", ".safetensors")
 STATE_KEYS = frozenset({"format", "format_version", "params", "feature_names", "query", "judgment", "n_iter",
                         "history"})
@@ -711,12 +728,13 @@ _PARAM_KINDS = {
 _OPTIONAL_PARAMS = {"reference_group": None}  # absent from model files written before issue 18
 REFERENCE_CODES = "__fairltr_reference_codes__"
 """Hidden column holding the group codes when ``reference_group`` is declared (never a feature)."""
+DELTR._PARAM_KINDS, DELTR._HISTORY_KEYS = _PARAM_KINDS, HISTORY_KEYS
 # safetensors dtype codes accepted in a model file (little-endian floats only)
 _SAFETENSORS_DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 
 
 def _bad(p: Path, field: str, problem: str) -> DataError:
-    return DataError(f"{p}: not a fairltr DELTR model file: field {field!r}: {problem}")
+    return DataError(f"{p}: not a fairltr {_KIND.get()} model file: field {field!r}: {problem}")
 
 
 def _is_int(v: object) -> bool:
@@ -734,15 +752,15 @@ def _json_object(p: Path, data: bytes, what: str) -> dict:
     try:
         obj = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise DataError(f"{p}: not a fairltr DELTR model file: {what} is not UTF-8 text "
+        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {what} is not UTF-8 text "
                         f"(byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise DataError(f"{p}: not a fairltr DELTR model file: {what} is not valid JSON "
+        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {what} is not valid JSON "
                         f"(line {exc.lineno} column {exc.colno}: {exc.msg})") from None
     except RecursionError:
-        raise DataError(f"{p}: not a fairltr DELTR model file: {what} is nested too deeply") from None
+        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {what} is nested too deeply") from None
     if not isinstance(obj, dict):
-        raise DataError(f"{p}: not a fairltr DELTR model file: {what} holds a JSON {type(obj).__name__}, "
+        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {what} holds a JSON {type(obj).__name__}, "
                         "not an object")
     return obj
 
@@ -750,7 +768,7 @@ def _json_object(p: Path, data: bytes, what: str) -> dict:
 def _check_state(p: Path, state: dict, expected: frozenset | set, what: str) -> None:
     """The format marker and version first (another program's JSON says so), then the keys."""
     if "format" not in state:
-        raise _bad(p, "format", f"missing from {what}; expected 'fairltr.DELTR'")
+        raise _bad(p, "format", f"missing from {what}; expected 'fairltr.{_KIND.get()}'")
     _check_format(p, state)
     _check_keys(p, state, expected, what)
 
@@ -765,8 +783,9 @@ def _check_keys(p: Path, state: dict, expected: frozenset | set, what: str) -> N
 
 
 def _check_format(p: Path, state: dict) -> None:
-    if state.get("format") != "fairltr.DELTR":
-        raise _bad(p, "format", f"{show_value(state.get('format'))}, expected 'fairltr.DELTR'")
+    expected = f"fairltr.{_KIND.get()}"
+    if state.get("format") != expected:
+        raise _bad(p, "format", f"{show_value(state.get('format'))}, expected {expected!r}")
     version = state.get("format_version")
     if not _is_int(version) or version != FORMAT_VERSION:
         raise _bad(p, "format_version", f"unsupported version {show_value(version)}; this fairltr reads "
@@ -780,16 +799,17 @@ def _json_vector(p: Path, field: str, value: object) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
-def _params(p: Path, params: object) -> dict[str, Any]:
+def _params(p: Path, params: object, kinds: dict[str, str] | None = None) -> dict[str, Any]:
+    kinds = _PARAM_KINDS if kinds is None else kinds
     if not isinstance(params, dict):
         raise _bad(p, "params", f"must be an object, got {type(params).__name__}")
-    missing = sorted(set(_PARAM_KINDS) - set(params))
-    extra = sorted(str(k) for k in set(params) - set(_PARAM_KINDS) - set(_OPTIONAL_PARAMS))
+    missing = sorted(set(kinds) - set(params))
+    extra = sorted(str(k) for k in set(params) - set(kinds) - set(_OPTIONAL_PARAMS))
     if missing or extra:
         raise _bad(p, "params", f"missing {missing}, unknown {extra}" if missing and extra
                    else f"missing {missing}" if missing else f"unknown key(s) {extra}")
     out: dict[str, Any] = {}
-    for key, kind in _PARAM_KINDS.items():
+    for key, kind in kinds.items():
         v = params[key]
         ok = {"number": _is_number, "int": _is_int, "bool": lambda x: isinstance(x, bool),
               "str": lambda x: isinstance(x, str)}[kind](v)
@@ -797,10 +817,11 @@ def _params(p: Path, params: object) -> dict[str, Any]:
             raise _bad(p, f"params.{key}", f"must be a {'finite number' if kind == 'number' else kind}, "
                                            f"got {show_value(v)}")
         out[key] = v
-    ref = params.get("reference_group")
-    if not (ref is None or (isinstance(ref, str) and ref) or _is_int(ref)):
-        raise _bad(p, "params.reference_group", f"must be null, a string or an integer, got {show_value(ref)}")
-    out["reference_group"] = ref
+    if kinds is _PARAM_KINDS:  # DELTR's optional reference category (other estimators have no such param)
+        ref = params.get("reference_group")
+        if not (ref is None or (isinstance(ref, str) and ref) or _is_int(ref)):
+            raise _bad(p, "params.reference_group", f"must be null, a string or an integer, got {show_value(ref)}")
+        out["reference_group"] = ref
     if out["dtype"] not in DTYPES:  # never getattr(torch, <text from the file>)
         raise _bad(p, "params.dtype", f"{out['dtype']!r} is not one of {sorted(DTYPES)}")
     out["dtype"] = DTYPES[out["dtype"]]
@@ -812,14 +833,14 @@ def _params(p: Path, params: object) -> dict[str, Any]:
     return out
 
 
-def _history(p: Path, history: object) -> list[dict[str, float]]:
+def _history(p: Path, history: object, keys: frozenset[str] = HISTORY_KEYS) -> list[dict[str, float]]:
     if not isinstance(history, list):
         raise _bad(p, "history", f"must be a list of records, got {type(history).__name__}")
     out = []
     for i, rec in enumerate(history):
-        if not isinstance(rec, dict) or set(rec) != HISTORY_KEYS:
-            raise _bad(p, "history", f"record {i} must have exactly the keys {sorted(HISTORY_KEYS)}")
-        if not _is_int(rec["iteration"]) or not all(_is_number(rec[k]) for k in ("total", "listnet", "exposure")):
+        if not isinstance(rec, dict) or set(rec) != keys:
+            raise _bad(p, "history", f"record {i} must have exactly the keys {sorted(keys)}")
+        if not _is_int(rec["iteration"]) or not all(_is_number(rec[k]) for k in keys - {"iteration"}):
             raise _bad(p, "history", f"record {i} must hold an integer iteration and finite numbers")
         out.append(dict(rec))
     return out
@@ -831,11 +852,11 @@ def _read_safetensors(p: Path, data: bytes) -> tuple[dict, dict[str, np.ndarray]
     safetensors package so that every defect becomes a DataError naming the field (the package
     raises SafetensorError or panics on some malformed files)."""
     if len(data) < 8:
-        raise DataError(f"{p}: not a fairltr DELTR model file: truncated ({len(data)} bytes; a safetensors file "
+        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: truncated ({len(data)} bytes; a safetensors file "
                         "starts with an 8-byte header length)")
     (n,) = struct.unpack("<Q", data[:8])
     if n > len(data) - 8:
-        raise DataError(f"{p}: not a fairltr DELTR model file: truncated (the header needs {n} bytes, "
+        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: truncated (the header needs {n} bytes, "
                         f"{len(data) - 8} follow)")
     header = _json_object(p, data[8:8 + n], "the safetensors header")
     body = memoryview(data)[8 + n:]
@@ -866,10 +887,10 @@ def _read_safetensors(p: Path, data: bytes) -> tuple[dict, dict[str, np.ndarray]
     end = 0
     for begin, stop in sorted(spans):
         if begin != end:
-            raise DataError(f"{p}: not a fairltr DELTR model file: tensor data overlap or leave a gap at byte {end}")
+            raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: tensor data overlap or leave a gap at byte {end}")
         end = stop
     if end != len(body):
-        raise DataError(f"{p}: not a fairltr DELTR model file: {len(body) - end} unexpected byte(s) after the tensor "
+        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {len(body) - end} unexpected byte(s) after the tensor "
                         "data")
     state = _json_object(p, meta["fairltr"].encode("utf-8"), "the 'fairltr' metadata")
     return state, arrays

@@ -1,4 +1,5 @@
-"""Lightning adapters: the DELTR linear ranker and the DPR/LaKDA bi-encoder with their data modules.
+"""Lightning adapters: the DELTR linear ranker, the Plackett-Luce policy (PLPolicyModule) and the DPR/LaKDA
+bi-encoder with their data modules.
 
 Both modules take their loss from the :mod:`fairltr.losses` registry by name and read its
 declared hyper-parameters (``gamma``, ``alpha``).
@@ -6,11 +7,12 @@ declared hyper-parameters (``gamma``, ``alpha``).
 
 from lightning_modules.biencoder import BiEncoderModule, pool
 from lightning_modules.deltr_module import OPTIMIZERS, DELTRModule
+from lightning_modules.pl_policy_module import PLPolicyModule
 from lightning_modules.parallel_datamodule import ParallelQueryDataModule, ParallelQueryDataset, collate_parallel
 from lightning_modules.ranking_datamodule import QueryDataset, RankingDataModule, SelectQueries
 
 __all__ = [
-    "DELTRModule", "OPTIMIZERS", "RankingDataModule", "QueryDataset", "SelectQueries",
+    "DELTRModule", "OPTIMIZERS", "PLPolicyModule", "RankingDataModule", "QueryDataset", "SelectQueries",
     "BiEncoderModule", "pool",
     "ParallelQueryDataModule", "ParallelQueryDataset", "collate_parallel",
 ]

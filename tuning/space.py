@@ -16,8 +16,10 @@ optuna-dashboard shows: ``gamma``, not a transformed coordinate):
 * ``log=False`` with ``include_zero`` and ``low > 0``: the same idea on a linear scale,
   ``FloatDistribution(low - zero_band_frac * (high - low), high)``, values below ``low`` -> 0.
 
-The value actually used (0 inside the zero band) is recorded as the trial's user attribute
-``<name>`` and logged to MLflow as the parameter ``<name>``.
+An ``integer`` parameter (LambdaMART's ``num_leaves``) is sampled on the same continuous axis
+and used rounded to the nearest integer. The value actually used (0 inside the zero band, the
+rounded value) is recorded as the trial's user attribute ``<name>`` and logged to MLflow as the
+parameter ``<name>``.
 """
 
 from __future__ import annotations
@@ -88,8 +90,11 @@ class ParamSpace:
         return self.zero_band / (hi - lo)
 
     def to_value(self, sampled: float) -> float:
-        """The value used for a sampled one: 0 inside the zero band (below ``low``), else itself."""
-        return 0.0 if self.zero_band > 0 and sampled < self.param.low else float(sampled)
+        """The value used for a sampled one: 0 inside the zero band (below ``low``), else itself
+        (rounded to the nearest integer for an ``integer`` parameter)."""
+        if self.zero_band > 0 and sampled < self.param.low:
+            return 0.0
+        return float(round(sampled)) if self.param.integer else float(sampled)
 
     def to_sampled(self, value: float) -> float:
         """Inverse of :meth:`to_value` (0 goes to the middle of the zero band, geometric for log

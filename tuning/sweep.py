@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from fairltr.errors import ConfigError
+from fairltr.metrics import key_part
 from tuning.objectives import DEFAULT_OBJECTIVES, Constraint, ObjectiveSpec, parse_constraint, parse_objectives
 from tuning.plots import plot_fronts
 from tuning.report import (
@@ -67,6 +68,7 @@ class SweepConfig:
     progress: bool = True
     plot: bool = True
     method_options: dict[str, Any] = field(default_factory=dict)  # passed to the method's trial builder (dpr)
+    # (method: a name registered in fairltr.workflows.sweep_registry; tuning never builds trials itself)
 
 
 @dataclass
@@ -205,8 +207,8 @@ def _report(cfg: SweepConfig, study, storage, worker: WorkerReport, objectives, 
         if rep.best is not None:
             summary["best_trial"] = rep.best_trial
             summary.update({f"best_{k}": rep.best[k] for k in [*rep.objectives, *runner.space.names] if k in rep.best})
-        for r in reports[1:]:
-            summary[f"hypervolume_{r.study}"] = r.hypervolume
+        for r in reports[1:]:  # study names may hold characters MLflow keys do not allow (lambdamart+fair)
+            summary[f"hypervolume_{key_part(r.study)}"] = r.hypervolume
         tracker.log_summary(summary, files, finished=result.finished)
     return result, rep, reports
 
@@ -244,7 +246,7 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
         "constraints": [c.key for c in constraints],
         "hyperparameters": runner.space.names,
         "search_space": repr(runner.space),
-        "loss": cfg.loss if cfg.method == "deltr" else "",
+        "loss": getattr(runner, "study_loss", ""),  # the loss a method trains with (deltr's --loss), else ""
         **{f"option_{k}": v for k, v in cfg.method_options.items()},
     }
     if cfg.compare_with:

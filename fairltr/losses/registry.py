@@ -9,6 +9,12 @@ Kinds:
 * ``"ranking"``: ``fn(scores, groups, mask, **options) -> (Q,)`` per-query penalty; the objective
   is ``listnet + weight * penalty`` with ``weight`` the loss's ``weight_param`` (``gamma``).
 * ``"retrieval"``: bi-encoder regularisers (see :mod:`fairltr.losses.retrieval`); weight ``alpha``.
+* ``"policy"``: a disparity of a stochastic (Plackett-Luce) policy's expected exposure,
+  ``fn(exposure, groups, mask, *, judgments, **options) -> (Q,)``; the objective is
+  ``E[DCG] - lambda * D`` (:mod:`fairltr.losses.plackett_luce`, :class:`fairltr.PLRank`).
+
+A loss with ``needs_judgments=True`` also receives ``judgments=`` (the training judgments, e.g.
+the merit of merit-proportional exposure).
 """
 
 from __future__ import annotations
@@ -46,7 +52,8 @@ class HyperParam:
     """One tunable hyper-parameter: name, default and search range.
 
     ``log=True`` means a log-uniform search over [low, high]; ``include_zero=True`` adds the
-    value 0 to a log-scale range (e.g. DELTR's gamma, where 0 is standard ListNet).
+    value 0 to a log-scale range (e.g. DELTR's gamma, where 0 is standard ListNet);
+    ``integer=True``: the value used is rounded to the nearest integer (LightGBM's leaves).
     """
 
     name: str
@@ -56,6 +63,7 @@ class HyperParam:
     log: bool = False
     include_zero: bool = False
     description: str = ""
+    integer: bool = False  # the value used is the sampled one rounded to the nearest integer
 
     def __post_init__(self) -> None:
         if not self.low <= self.high:
@@ -95,6 +103,7 @@ FUSED_VARIANTS = ("hinge", "symmetric")
 class FairnessLoss:
     """A named fairness loss and its declared hyper-parameters.
 
+    ``needs_judgments``: ``fn`` takes the training judgments as ``judgments=``.
     ``fused``: for a ranking loss whose ``fn`` is DELTR's exposure penalty, the variant
     (``"hinge"`` or ``"symmetric"``) that :class:`~fairltr.losses.linear.LinearDELTRObjective`
     computes with a fused analytic gradient; None (plugins): autograd through ``fn``. A loss
@@ -102,12 +111,13 @@ class FairnessLoss:
     """
 
     name: str
-    kind: Literal["ranking", "retrieval"]
+    kind: Literal["ranking", "retrieval", "policy"]
     fn: Callable[..., Any] | None
     params: tuple[HyperParam, ...] = ()
     description: str = ""
     options: dict[str, Any] = field(default_factory=dict)
     fused: Literal["hinge", "symmetric"] | None = None
+    needs_judgments: bool = False
 
     def __post_init__(self) -> None:
         if self.fused is not None and (self.kind != "ranking" or self.fused not in FUSED_VARIANTS

@@ -9,12 +9,16 @@ from fairltr.metrics.evaluate import (
     CI_METADATA_KEYS, DEFAULT_K, aggregate, evaluate_batch, evaluate_ranking, evaluate_ranking_audit,
     evaluate_with_table, per_query_metrics, per_query_table, score_buckets,
 )
+from fairltr.metrics.expected_exposure import (
+    ee_from_exposure, expected_exposure, expected_exposure_metrics, group_exposure, rbp_exposure, target_exposure,
+)
 from fairltr.metrics.exposure import exposure_per_query, position_bias
 from fairltr.metrics.ordering import order_by, ranks_by, ranks_from_order
 from fairltr.metrics.parity import derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k
 from fairltr.metrics.registry import (
-    AUDIT_METRICS, CI_SUFFIXES, DIRECTIONS, HEADLINE_METRICS, METRICS, MetricInfo, direction, direction_label, distance_from_ideal, higher_is_better, ideal,
-    headline_metrics, is_better, is_metric_key, metric_info, optimisation_direction,
+    AUDIT_METRICS, CI_SUFFIXES, direction, direction_label, DIRECTIONS, distance_from_ideal, HEADLINE_METRICS,
+    headline_metrics, higher_is_better, ideal, is_better, is_metric_key, key_part, metric_info, MetricInfo,
+    METRICS, optimisation_direction,
 )
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
@@ -24,7 +28,9 @@ __all__ = [
     "exposure_per_query", "exposure_shortfall", "higher_is_better", "ideal", "is_better", "is_metric_key",
     "kendall_tau", "metric_info", "mrr_at_k", "ndcg_at_k", "optimisation_direction", "order_by",
     "per_query_metrics", "position_bias", "precision_at_k", "ranks_by", "ranks_from_order", "recall_at_k",
-    "selection_ratio_at_k", "evaluate_with_table", "per_query_table", "score_buckets",
-    "AuditConfig", "AuditResult", "audit_ranking", "evaluate_ranking_audit", "paired_difference", "HEADLINE_METRICS",
-    "headline_metrics", "AUDIT_METRICS", "CI_SUFFIXES", "CI_METADATA_KEYS",
+    "selection_ratio_at_k", "evaluate_with_table", "per_query_table", "score_buckets", "AuditConfig",
+    "AuditResult", "audit_ranking", "evaluate_ranking_audit", "paired_difference", "HEADLINE_METRICS",
+    "headline_metrics", "AUDIT_METRICS", "CI_SUFFIXES", "CI_METADATA_KEYS", "ee_from_exposure",
+    "expected_exposure", "expected_exposure_metrics", "group_exposure", "rbp_exposure", "target_exposure",
+    "key_part",
 ]

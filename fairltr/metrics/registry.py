@@ -35,10 +35,17 @@ from fairltr.errors import ConfigError
 __all__ = [
     "DIRECTIONS", "MetricInfo", "METRICS", "metric_info", "is_metric_key", "higher_is_better", "direction",
     "ideal", "distance_from_ideal", "is_better", "optimisation_direction", "direction_label",
-    "HEADLINE_METRICS", "headline_metrics", "CI_SUFFIXES", "AUDIT_METRICS",
+    "HEADLINE_METRICS", "headline_metrics", "CI_SUFFIXES", "AUDIT_METRICS", "key_part",
 ]
 
 DIRECTIONS = ("higher", "lower", "target", "none")
+
+
+def key_part(name: str) -> str:
+    """``name`` made safe inside a metric key (MLflow allows letters, digits, ``_ - . /`` and
+    space) and a file name: every other character, and ``/`` and space too, becomes ``_``
+    (``lambdamart+fair`` -> ``lambdamart_fair``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,10 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
                "min_category_share or of merit 0 excluded", kind="fairness", per_attribute=True),
     MetricInfo("ndkl", "lower", "averaged over queries; never undefined for a non-empty query", True,
                kind="fairness", ideal=0.0, per_attribute=True),
+    # expected exposure (Diaz et al. 2020), RBP browsing model: fairltr.metrics.expected_exposure
+    MetricInfo("ee_l", "lower", "never undefined for a non-empty query", kind="fairness", ideal=0.0),
+    MetricInfo("ee_d", "lower", "never undefined for a non-empty query", kind="fairness"),
+    MetricInfo("ee_r", "higher", "never undefined for a non-empty query", kind="fairness"),
 ]}
 
 AUDIT_METRICS = ("impact_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl")

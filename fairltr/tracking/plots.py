@@ -208,24 +208,32 @@ def training_curve(history: Sequence[Mapping[str, float]], *, gamma: float | Non
     Top panel: the total (black, dashed, drawn over) and the ListNet term; bottom panel: the
     fairness term as it enters the total, gamma x exposure (with ``gamma``; without it the raw
     exposure term, labelled unweighted). Two panels, because the fairness term is often orders
-    of magnitude below the ListNet term and a shared axis hides one line under the other."""
+    of magnitude below the ListNet term and a shared axis hides one line under the other.
+    A PLRank history (``dcg``, ``disparity``) is drawn the same way: E[DCG] on top, lambda x
+    disparity below (the total is E[DCG] - lambda x disparity, maximised)."""
     frame = pd.DataFrame(list(history))
     if frame.empty or "iteration" not in frame.columns:
         raise DataError("training history is empty or lacks 'iteration'")
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 4.2), sharex=True, height_ratios=(3, 2))
     it = frame["iteration"]
+    if "dcg" in frame.columns and "disparity" in frame.columns:  # a PLRank policy: total = dcg - lambda x disparity
+        frame = frame.rename(columns={"dcg": "listnet", "disparity": "exposure"})
+        names = ("E[DCG]", "lambda", "disparity")
+    else:
+        names = ("listnet", "gamma", "exposure")
     if "listnet" in frame.columns:
-        top.plot(it, frame["listnet"], color="C0", linewidth=2.2, label="listnet")
+        top.plot(it, frame["listnet"], color="C0", linewidth=2.2, label=names[0])
     if "total" in frame.columns:
         top.plot(it, frame["total"], color="black", linestyle="--", linewidth=1.2, label="total", zorder=3)
     top.set_ylabel("objective\n(summed over queries)", fontsize=8)
     top.legend(fontsize=7)
     if "exposure" in frame.columns:
+        w, term = names[1], names[2]
         if gamma is not None:
-            bottom.plot(it, float(gamma) * frame["exposure"], color="C3", label=f"gamma x exposure (gamma={gamma:g})")
+            bottom.plot(it, float(gamma) * frame["exposure"], color="C3", label=f"{w} x {term} ({w}={gamma:g})")
         else:
-            bottom.plot(it, frame["exposure"], color="C3", label="exposure term (unweighted)")
+            bottom.plot(it, frame["exposure"], color="C3", label=f"{term} term (unweighted)")
         bottom.legend(fontsize=7)
     bottom.set_ylabel("fairness term", fontsize=8)
     bottom.set_xlabel("iteration")

@@ -1,7 +1,13 @@
-"""The "fairltr ranker" MLflow pyfunc: a DELTR model behind ``mlflow.pyfunc``.
+"""The "fairltr ranker" MLflow pyfunc: a DELTR, PLRank or LambdaMART model behind ``mlflow.pyfunc``.
+
+A PLRank model is a stochastic Plackett-Luce policy; its pyfunc is deterministic: it returns the
+policy's mean scores and the ranking by decreasing score (the policy's most probable ranking),
+never a sampled ranking, so that a registered version's outputs are reproducible.
 
 * weights: the model's own ``.safetensors`` file written by :meth:`fairltr.DELTR.save`, logged as
-  a model artifact (no pickle of weights or of the model object);
+  a model artifact (no pickle of weights or of the model object); a LambdaMART model logs its
+  ``lambdamart.json`` (artifact ``weights``) and LightGBM's text model file ``lambdamart.txt``
+  (artifact ``booster``, :meth:`fairltr.gbdt.LambdaMART.save`);
 * code: "models from code" — the model is defined by ``ranker_code.py`` (which calls
   ``mlflow.models.set_model``), and the ``fairltr`` package is shipped under ``code/`` because it
   is not on PyPI; third-party requirements are pinned explicitly (no 19 s inference);
@@ -31,17 +37,32 @@ import mlflow.pyfunc
 
 from fairltr.deltr import DELTR
 from fairltr.errors import DataError
+from fairltr.gbdt import LambdaMART
+from fairltr.rankers import load_ranker
 from fairltr.tracking.config import registry_prints_follow_log_level
 from fairltr.tracking.ranks import aligned_ranks
 
-__all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package", "MODEL_CODE"]
+__all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package",
+           "load_ranker_artifacts", "MODEL_CODE"]
 
 MODEL_CODE = Path(__file__).with_name("ranker_code.py")
 WEIGHTS_FILE = "deltr.safetensors"
+LAMBDAMART_FILE = "lambdamart.json"  # + LightGBM's lambdamart.txt beside it
 _REQUIREMENTS = ("torch", "numpy", "pandas", "scipy", "safetensors", "mlflow")
 
+Ranker = DELTR | LambdaMART
 
-def predict_frame(model: DELTR, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:
+
+def load_ranker_artifacts(weights: str | Path, booster: str | Path | None = None) -> Ranker:
+    """The ranker of a logged model's artifacts with fairltr's validating loaders: a LambdaMART
+    model (``weights`` = its JSON, ``booster`` = LightGBM's text file), else the class the
+    weights file's format marker names (:func:`fairltr.rankers.load_ranker`)."""
+    if booster is not None:
+        return LambdaMART.load(weights, booster_path=booster)
+    return load_ranker(weights)
+
+
+def predict_frame(model: Ranker, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:
     """``score`` and per-query ``rank`` of every row of ``df``, aligned with its rows."""
     q = query or model.query_
     if q not in df.columns:
@@ -51,13 +72,14 @@ def predict_frame(model: DELTR, df: pd.DataFrame, query: str | None = None) -> p
 
 
 class FairltrRanker(mlflow.pyfunc.PythonModel):
-    """Scores and per-query ranks of a DELTR model loaded from its safetensors artifact.
+    """Scores and per-query ranks of a DELTR model loaded from its safetensors artifact (or a
+    LambdaMART model from its JSON + LightGBM text artifacts).
 
     ``model_config={"query": "<column>"}`` overrides the query-id column name seen at training.
     """
 
     @classmethod
-    def from_model(cls, model: DELTR, query: str | None = None) -> "FairltrRanker":
+    def from_model(cls, model: Ranker, query: str | None = None) -> "FairltrRanker":
         """The pyfunc of an already loaded model (in-process use; no MLflow context)."""
         self = cls()
         self.model = model
@@ -65,7 +87,7 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         return self
 
     def load_context(self, context) -> None:
-        self.model = DELTR.load(context.artifacts["weights"])
+        self.model = load_ranker_artifacts(context.artifacts["weights"], context.artifacts.get("booster"))
         config = getattr(context, "model_config", None) or {}
         self.query = config.get("query") or self.model.query_
 
@@ -75,9 +97,10 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         return predict_frame(self.model, model_input, self.query)
 
 
-def ranker_pip_requirements() -> list[str]:
-    """Exact pins of the ranker's runtime dependencies, read from the installed versions."""
-    return [f"{name}=={md.version(name).split('+')[0]}" for name in _REQUIREMENTS]
+def ranker_pip_requirements(extra: tuple[str, ...] = ()) -> list[str]:
+    """Exact pins of the ranker's runtime dependencies, read from the installed versions
+    (``extra``: e.g. ``("lightgbm",)`` for a LambdaMART model)."""
+    return [f"{name}=={md.version(name).split('+')[0]}" for name in (*_REQUIREMENTS, *extra)]
 
 
 def stage_package(dest: Path) -> Path:
@@ -93,14 +116,14 @@ def stage_package(dest: Path) -> Path:
 _stage_package = stage_package  # the former private name
 
 
-def _default_example(model: DELTR, n: int = 3) -> pd.DataFrame:
+def _default_example(model: Ranker, n: int = 3) -> pd.DataFrame:
     cols = {model.query_: np.zeros(n, dtype=np.int64)}
     cols.update({f: np.zeros(n, dtype=np.float64) for f in model.feature_names_})
     return pd.DataFrame(cols)
 
 
 def log_ranker_model(
-    model: DELTR,
+    model: Ranker,
     name: str = "model",
     input_example: pd.DataFrame | None = None,
     register: str | None = None,
@@ -124,7 +147,15 @@ def log_ranker_model(
     input_example = input_example.astype({f: np.float64 for f in model.feature_names_})
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
-        weights = model.save(tmp_path / WEIGHTS_FILE)
+        lambdamart = isinstance(model, LambdaMART)
+        weights = model.save(tmp_path / (LAMBDAMART_FILE if lambdamart else WEIGHTS_FILE))
+        artifacts = {"weights": str(weights)}
+        uploaded = {"artifact:weights": weights}
+        if lambdamart:
+            from fairltr.gbdt import booster_path_for
+
+            artifacts["booster"] = str(booster_path_for(weights))
+            uploaded["artifact:booster"] = booster_path_for(weights)
         with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
             warnings.simplefilter("ignore", UserWarning)
             signature = infer_signature(input_example, predict_frame(model, input_example))
@@ -133,15 +164,16 @@ def log_ranker_model(
             info = mlflow.pyfunc.log_model(
                 name=name,
                 python_model=str(MODEL_CODE),
-                artifacts={"weights": str(weights)},
+                artifacts=artifacts,
                 code_paths=[str(code)],
-                pip_requirements=ranker_pip_requirements(),
+                pip_requirements=ranker_pip_requirements(("lightgbm",) if lambdamart else ()),
                 signature=signature,
                 input_example=input_example,
                 registered_model_name=register or None,
-                model_config={"query": model.query_, "kind": "ranker"},
+                model_config={"query": model.query_, "kind": "ranker",
+                              **({"model": "LambdaMART"} if lambdamart else {})},
                 **log_kwargs,
             )
-        record_digest(info, {"artifact:weights": weights, "ranker_code.py": MODEL_CODE, "code/fairltr": code},
+        record_digest(info, {**uploaded, "ranker_code.py": MODEL_CODE, "code/fairltr": code},
                       register=register or None)
     return info

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from fairltr.deltr import DELTR
+from fairltr.gbdt import LambdaMART
 
 __all__ = ["frame_fingerprint", "file_fingerprint", "run_params", "log_history", "log_metrics_finite",
            "log_deltr_run", "log_ranker_into_run", "log_result_metrics", "log_dataset", "dataset_of",
@@ -59,10 +60,11 @@ def run_params(
     from fairltr.losses.registry import get_loss
 
     params: dict[str, Any] = dict(model.effective_params())
-    loss = get_loss(model.fairness_loss)
-    for hp in loss.params:
-        params[hp.name] = getattr(model, hp.name, hp.default)
-        params[f"{hp.name}_range"] = f"[{hp.low:g}, {hp.high:g}]{' log' if hp.log else ''}"
+    if model.fairness_loss is not None:  # LambdaMART has no fairness loss
+        loss = get_loss(model.fairness_loss)
+        for hp in loss.params:
+            params[hp.name] = getattr(model, hp.name, hp.default)
+            params[f"{hp.name}_range"] = f"[{hp.low:g}, {hp.high:g}]{' log' if hp.log else ''}"
     params["features"] = ",".join(model.feature_names_)
     params["n_features"] = len(model.feature_names_)
     params["query_column"] = model.query_
@@ -219,13 +221,25 @@ def _figures(model: DELTR, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
         figs["exposure_by_position.png"] = figure_to_png(exposure_by_position(
             frame, model.predict(frame), query=model.query_, group=model.columns_.group,
             title=f"Protected vs non-protected by rank position ({split} split)"))
-    if model.history:
+    if model.history and isinstance(model, DELTR):
         figs["training_curve.png"] = figure_to_png(training_curve(model.history, gamma=model.gamma))
     return figs
 
 
 def _model_words(model: DELTR, title: str | None) -> str:
-    """``DELTR, gamma=1000, exposure_hinge`` without what ``title`` already says."""
+    """``DELTR, gamma=1000, exposure_hinge`` (``PLRank, lambda=10, squared disparity, 32 samples``)
+    without what ``title`` already says (a LambdaMART model: its own description)."""
+    if isinstance(model, LambdaMART):
+        return model.describe()
+    if model._FILE_KIND == "PLRank":
+        words = ["PLRank"]
+        if not title or f"lambda={model.lam:g}" not in title:
+            words.append(f"lambda={model.lam:g}")
+        words.append(f"{model.disparity} disparity" + (" per merit" if model.merit else ""))
+        words.append(f"{model.samples} samples, {model.estimator} gradient")
+        if model.colorblind and not (title and "colorblind" in title):
+            words.append("colorblind")
+        return ", ".join(words)
     words = ["DELTR"]
     if not title or f"gamma={model.gamma:g}" not in title:
         words.append(f"gamma={model.gamma:g}")
@@ -274,7 +288,7 @@ def log_deltr_run(
     return run.info.run_id
 
 
-def log_ranker_into_run(run_id: str, model: DELTR, *, train_df: pd.DataFrame, test_df: pd.DataFrame | None = None,
+def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.DataFrame, test_df: pd.DataFrame | None = None,
                         test_metrics: Mapping[str, float] | None = None, params: Mapping[str, Any] | None = None,
                         data_paths: Mapping[str, str | Path] | None = None, register: str | None = None,
                         title: str | None = None, tags: Mapping[str, str] | None = None,
@@ -308,7 +322,9 @@ def log_ranker_into_run(run_id: str, model: DELTR, *, train_df: pd.DataFrame, te
     all_params = run_params(model, train_df, paths)
     all_params.update(params or {})
     log_params(run_id, all_params)
-    run_tags = {"fairltr.model": "DELTR", "fairltr.fairness_loss": model.fairness_loss}
+    run_tags = {"fairltr.model": model._FILE_KIND}
+    if model.fairness_loss is not None:
+        run_tags["fairltr.fairness_loss"] = model.fairness_loss
     if title and rename:
         run_tags["mlflow.runName"] = title
     run_tags.update(tags or {})
@@ -319,7 +335,8 @@ def log_ranker_into_run(run_id: str, model: DELTR, *, train_df: pd.DataFrame, te
     frame = test_df if test_df is not None else train_df
     split = "test" if test_df is not None else "train"
     figs = _figures(model, frame, split)
-    heading = title or f"DELTR gamma={model.gamma:g}"
+    heading = title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
+                        f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
     data_name = Path(paths[split]).name if split in paths else f"{split} table"
     with tempfile.TemporaryDirectory(prefix="fairltr-run-") as tmp:
         logged = log_result_metrics(run_id, test_metrics or {}, tmp)
@@ -329,7 +346,9 @@ def log_ranker_into_run(run_id: str, model: DELTR, *, train_df: pd.DataFrame, te
             (Path(tmp) / name).write_bytes(png)
         captions = {"exposure_by_position.png":
                     f"Share of protected vs non-protected items by rank bucket, {split} split (DELTR Fig. 2)",
-                    "training_curve.png": "Training objective per iteration: total = listnet + gamma x exposure"}
+                    "training_curve.png": ("Training objective per iteration: total = E[DCG] - lambda x disparity "
+                                           "(sampled, maximised)" if model._FILE_KIND == "PLRank" else
+                                           "Training objective per iteration: total = listnet + gamma x exposure")}
         report = fairness_report_html(
             heading, subtitle=f"{_model_words(model, heading)} · run {run_id} · metrics on {data_name}",
             metrics=logged, counts=split_counts(test_metrics or {})[1], params=all_params,

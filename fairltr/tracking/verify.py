@@ -23,7 +23,8 @@ Verified (:func:`fetch_verified`): the model is downloaded into a fresh folder a
 recomputed and compared with every digest the tracking store holds for it (the version's tag,
 the logged model's tag) BEFORE anything from the folder is read beyond bytes. Then
 :func:`load_verified` builds the model with fairltr's own code in this process — the weights by
-:meth:`fairltr.DELTR.load` (every field validated), a retriever by its package reader
+:meth:`fairltr.DELTR.load` (every field validated; a LambdaMART model by
+:meth:`fairltr.gbdt.LambdaMART.load`, which also checks LightGBM's text file), a retriever by its package reader
 (safetensors + JSON, towers with ``local_files_only``) — and wraps it in an in-process
 ``PyFuncModel`` with the logged signature, so ``mlflow.models.evaluate`` and the fair_ranking /
 fair_retrieval evaluators run on it as on a loaded model. ``ranker_code.py``, ``retriever_code.py``
@@ -332,10 +333,12 @@ def load_verified(vm: VerifiedModel):
     config = dict(pyfunc.get("config") or {})
     try:
         if vm.kind == "ranker":
-            from fairltr.deltr import DELTR
-            from fairltr.tracking.pyfunc import FairltrRanker
+            from fairltr.tracking.pyfunc import FairltrRanker, load_ranker_artifacts
 
-            python_model = FairltrRanker.from_model(DELTR.load(_artifact(vm, "weights")), config.get("query"))
+            artifacts = (pyfunc.get("artifacts") or {})
+            booster = _artifact(vm, "booster") if "booster" in artifacts else None
+            python_model = FairltrRanker.from_model(load_ranker_artifacts(_artifact(vm, "weights"), booster),
+                                                    config.get("query"))
         else:
             from fairltr.tracking.retriever import FairltrRetriever
 

@@ -7,6 +7,7 @@ inside them, so ``import fairltr.workflows`` stays as cheap as the core.
 | job | config -> function -> result |
 |---|---|
 | train a ranker | :class:`TrainRankerConfig` -> :func:`train_ranker` -> :class:`TrainRankerResult` |
+| train a Plackett-Luce policy | :class:`TrainPLRankConfig` -> :func:`train_plrank` -> :class:`TrainRankerResult` |
 | evaluate a saved ranker | :class:`EvaluateRankerConfig` -> :func:`evaluate_ranker` |
 | quickstart | :class:`QuickstartConfig` -> :func:`quickstart` |
 | reproduce the DELTR paper | :class:`ReproduceConfig` -> :func:`reproduce_deltr` |
@@ -15,7 +16,7 @@ inside them, so ``import fairltr.workflows`` stays as cheap as the core.
 | evaluate a logged model | :class:`EvaluateModelConfig` -> :func:`evaluate_model` |
 | promote a registered version | :class:`PromoteConfig` -> :func:`promote_model` |
 | compare tracked runs | :class:`CompareRunsConfig` -> :func:`compare_runs` |
-| FA*IR re-ranking of a file | :class:`RerankConfig` -> :func:`rerank_file` |
+| re-ranking of a file (FA*IR, Geyik et al.) | :class:`RerankConfig` -> :func:`rerank_file` |
 | a sweep (any method) | ``tuning.SweepConfig`` -> :func:`run_sweep_job`; trials: :func:`ranking_trial`, :func:`dpr_trial` |
 """
 
@@ -36,6 +37,9 @@ from fairltr.workflows.retriever import (
     train_retriever,
 )
 from fairltr.workflows.sweep import DprTrial, RankingTrial, dpr_trial, ranking_trial, run_sweep_job
+from fairltr.workflows.train_plrank import (
+    PLRankSpec, TrainPLRankConfig, fit_plrank, plrank_outcome, train_plrank,
+)
 from fairltr.workflows.train_ranker import (
     EvaluateRankerConfig, EvaluateRankerResult, TrainRankerConfig, TrainRankerResult, evaluate_ranker, train_ranker,
 )
@@ -51,4 +55,5 @@ __all__ = [
     "EvaluateModelResult", "evaluate_model", "PromoteConfig", "promote_model", "split_gates", "CompareRunsConfig",
     "compare_runs", "RerankConfig", "RerankResult", "rerank_file", "mtable_report", "RankingTrial", "DprTrial",
     "ranking_trial", "dpr_trial", "run_sweep_job",
+    "PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank",
 ]

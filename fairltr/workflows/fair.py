@@ -1,5 +1,6 @@
-"""FA*IR jobs: re-rank every query of a scored file (``fairltr rerank``) and the exact test
-table (``fairltr fair mtable``)."""
+"""Re-ranking jobs: re-rank every query of a scored file (``fairltr rerank``: FA*IR, or Geyik et
+al.'s DetGreedy / DetCons / DetRelaxed / DetConstSort for any number of categories) and FA*IR's
+exact test table (``fairltr fair mtable``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pandas as pd
 from fairltr.columns import RankingColumns
 from fairltr.errors import DataError
 
-__all__ = ["RerankConfig", "RerankResult", "rerank_file", "mtable_report", "EXPOSURE_KEYS"]
+__all__ = ["RerankConfig", "RerankResult", "rerank_file", "mtable_report", "EXPOSURE_KEYS", "RERANK_METHODS"]
+
+RERANK_METHODS = ("fair", "detgreedy", "detcons", "detrelaxed", "detconstsort")
 
 EXPOSURE_KEYS = ("exposure_protected", "exposure_nonprotected", "exposure_ratio")
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -20,28 +23,38 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 @dataclass(frozen=True)
 class RerankConfig:
-    """Re-rank ``input_path`` by ``scores_col`` with FA*IR (``p``, ``alpha``; top ``k`` or whole
-    lists) and write every row with ``score``, ``rank``, ``fair_feasible`` to ``out_path``."""
+    """Re-rank ``input_path`` by ``scores_col`` (top ``k`` or whole lists) and write every row with
+    ``score``, ``rank``, ``fair_feasible`` to ``out_path``. ``method="fair"`` (default): FA*IR with
+    ``p``, ``alpha``, ``adjust`` on the binary group (>= 1 protected); a Geyik method
+    (``detgreedy``, ``detcons``, ``detrelaxed``, ``detconstsort``): the group column's categories
+    (any values) with ``target`` (``"race=Black:0.3,..."``; None: each query's own mix)."""
 
     input_path: Path
     out_path: Path
-    p: float
+    p: float | None
     alpha: float = 0.1
     k: int | None = None
     scores_col: str = "score"
     fmt: str = "auto"
     columns: RankingColumns = RankingColumns()
     adjust: bool = True
+    method: str = "fair"
+    target: str | None = None
 
 
 @dataclass
 class RerankResult:
+    """``before`` / ``after``: FA*IR: the exposure metrics; Geyik methods: each category's share
+    of the top k (pooled over queries), ``target`` beside them (the mean target share)."""
+
     n_queries: int
     n_infeasible: int
     before: dict[str, float]
     after: dict[str, float]
     n_rows: int
     out_path: Path
+    method: str = "fair"
+    target: dict[str, float] | None = None
 
 
 def _exposure(df: pd.DataFrame, scores, columns: RankingColumns) -> dict[str, float]:
@@ -53,8 +66,78 @@ def _exposure(df: pd.DataFrame, scores, columns: RankingColumns) -> dict[str, fl
     return {key: m[key] for key in EXPOSURE_KEYS}
 
 
+def _check_method(cfg: RerankConfig) -> None:
+    from fairltr.errors import ConfigError
+
+    if cfg.method not in RERANK_METHODS:
+        raise ConfigError(f"method must be one of {list(RERANK_METHODS)}, got {cfg.method!r}")
+    if cfg.method == "fair":
+        if cfg.target is not None:
+            raise ConfigError("target applies to the Geyik methods (detgreedy, detcons, detrelaxed, detconstsort); "
+                              "FA*IR takes p")
+        if cfg.p is None:
+            raise ConfigError("p (the target proportion of protected candidates) is required with method 'fair'")
+    elif cfg.p is not None:
+        raise ConfigError(f"p applies to method 'fair'; {cfg.method} takes a target distribution")
+
+
+def _top_k_shares(groups: pd.Series, rank: np.ndarray, k: int, label: str) -> dict[str, float]:
+    """Share of each category among the candidates ranked within the top k of their query."""
+    text = groups.astype(str)
+    top = text[rank <= k].value_counts()
+    n_top = max(int(top.sum()), 1)
+    return {f"{label}: {cat}": float(top.get(cat, 0)) / n_top for cat in pd.unique(text)}
+
+
+def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
+    from fairltr.data import numeric_column, query_codes, rank_within_query
+    from fairltr.errors import ConfigError
+    from fairltr.fair import parse_target, rerank_geyik
+    from fairltr.fair.target import category_codes, target_shares
+    from fairltr.io import read_ranking, write_table
+    from fairltr.workflows.outputs import check_output_file
+
+    c = cfg.columns
+    if c.group is None:
+        raise ConfigError(f"method {cfg.method} needs a group column")
+    if cfg.target is not None:
+        column, _ = parse_target(cfg.target)  # a malformed target fails before any file is read
+        if column is not None and column != c.group:
+            raise ConfigError(f"target names column {column!r} but the group column is {c.group!r}")
+    if cfg.k is not None and (isinstance(cfg.k, bool) or not isinstance(cfg.k, int) or cfg.k < 1):
+        raise ConfigError(f"k must be an integer >= 1, got {cfg.k!r}")
+    check_output_file(cfg.out_path, TABLE_SUFFIXES)
+    df = read_ranking(cfg.input_path, cfg.fmt, columns=c.replace(judgment=None, group=None))  # categories: any values
+    for role, col in (("group", c.group), ("score", cfg.scores_col)):
+        if col not in df.columns:
+            raise DataError(f"{cfg.input_path}: {role} column {col!r} not found; columns: {list(df.columns)}")
+    df[cfg.scores_col] = numeric_column(df, cfg.scores_col, query=c.query)
+    _, cats = category_codes(df, c.group)
+    if cfg.target is not None:
+        shares = target_shares(cfg.target, cats, c.group)
+        target = {str(cat): float(x) for cat, x in zip(cats, shares)}
+    else:  # each query's own mix: pooled over the table
+        counts = df[c.group].astype(str).value_counts()
+        target = {str(cat): float(counts[str(cat)]) / len(df) for cat in cats}
+    k_show = cfg.k or 10
+    label = f"share in top {k_show}"
+    codes, _ = query_codes(df, c.query)
+    before = _top_k_shares(df[c.group], rank_within_query(codes, df[cfg.scores_col].to_numpy(dtype=float)),
+                           k_show, label)
+    out = rerank_geyik(df, cfg.scores_col, method=cfg.method, target=cfg.target, k=cfg.k,
+                       columns=c.replace(judgment=None))
+    after = _top_k_shares(out[c.group], out["rank"].to_numpy(), k_show, label)
+    write_table(out, cfg.out_path)
+    feasible = out.groupby(c.query, sort=False)["fair_feasible"].first()
+    return RerankResult(len(feasible), int((~feasible).sum()), before, after, len(out), cfg.out_path, cfg.method,
+                        {f"{label}: {cat}": v for cat, v in target.items()})
+
+
 def rerank_file(cfg: RerankConfig) -> RerankResult:
     """Check parameters, input and output first; then re-rank and write atomically."""
+    _check_method(cfg)
+    if cfg.method != "fair":
+        return _rerank_geyik_file(cfg)
     from fairltr.fair import check_params, rerank
     from fairltr.io import read_ranking, write_table
     from fairltr.workflows.outputs import check_output_file

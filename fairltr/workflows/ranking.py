@@ -1,9 +1,10 @@
 """Train, score and evaluate one ranker setting: the single implementation behind ``train
 deltr``, ``quickstart``, the paper reproduction and every ranking sweep trial.
 
-A :class:`RankerSpec` says how to train (DELTR's gamma, colorblind, loss, optimizer, engine)
-and which FA*IR baseline to apply (pre-processing of the training lists, post-processing of the
-predicted lists). :func:`train_and_evaluate` runs it: fit -> rank the test lists -> metrics.
+A :class:`RankerSpec` says how to train (``ranker``: DELTR with its gamma, colorblind, loss,
+optimizer, engine; or LambdaMART with its LightGBM settings ``gbdt``) and which FA*IR baseline
+to apply (pre-processing of the training lists, post-processing of the predicted lists).
+:func:`train_and_evaluate` runs it: fit -> rank the test lists -> metrics.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ import pandas as pd
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError
+from fairltr.gbdt import GBDTParams, LambdaMART
 from fairltr.losses import GAMMA
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
-__all__ = ["FairParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
-           "evaluate_ranked", "train_and_evaluate", "ENGINES", "check_device", "validate_tables"]
+__all__ = ["FairParams", "GeyikParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
+           "evaluate_ranked", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables"]
 
 ENGINES = ("estimator", "lightning")
+RANKERS = ("deltr", "lambdamart")
 
 
 def check_device(device: str) -> str:
@@ -62,6 +65,23 @@ class FairParams:
 
 
 @dataclass(frozen=True)
+class GeyikParams:
+    """A Geyik et al. re-ranking of every predicted list (:func:`fairltr.fair.rerank_geyik`):
+    ``method`` (detconstsort ...), ``target`` as ``((category, share), ...)`` (None: each
+    query's own mix), ``k`` (None: whole lists)."""
+
+    method: str = "detconstsort"
+    target: tuple[tuple[Any, float], ...] | None = None
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        from fairltr.fair import GEYIK_METHODS
+
+        if self.method not in GEYIK_METHODS:
+            raise ConfigError(f"Geyik method must be one of {list(GEYIK_METHODS)}, got {self.method!r}")
+
+
+@dataclass(frozen=True)
 class LightningOptions:
     """The Lightning engine's knobs (``--engine lightning``): epochs, queries per batch,
     optimizer (None = the engine's default for the batch shape), accelerator, devices."""
@@ -86,7 +106,10 @@ class LightningOptions:
 class RankerSpec:
     """One ranker setting. ``gamma=0`` is standard ListNet (the group column is a feature unless
     ``colorblind``); ``fair_pre`` re-ranks every training list with FA*IR before training;
-    ``fair_post`` re-ranks every predicted list with FA*IR."""
+    ``fair_post`` re-ranks every predicted list with FA*IR, ``geyik_post`` with one of Geyik et
+    al.'s re-rankers (after FA*IR if both are set). ``ranker="lambdamart"`` trains
+    LightGBM's lambdarank with ``gbdt`` instead (seed, colorblind, features, FA*IR apply; gamma
+    must stay 0 and the engine the estimator)."""
 
     gamma: float = 0.0
     colorblind: bool = False
@@ -102,8 +125,16 @@ class RankerSpec:
     fair_post: FairParams | None = None
     engine: str = "estimator"
     lightning: LightningOptions = field(default_factory=LightningOptions)
+    ranker: str = "deltr"
+    gbdt: GBDTParams = field(default_factory=GBDTParams)
+    geyik_post: GeyikParams | None = None
 
     def __post_init__(self) -> None:
+        if self.ranker not in RANKERS:
+            raise ConfigError(f"ranker must be one of {RANKERS}, got {self.ranker!r}")
+        if self.ranker == "lambdamart" and (self.gamma != 0 or self.engine != "estimator"):
+            raise ConfigError("LambdaMART has no exposure penalty and no Lightning engine: gamma must be 0 and "
+                              "engine 'estimator'")
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         GAMMA.validate(self.gamma)
@@ -121,10 +152,15 @@ class RankerSpec:
     def model_params(self) -> dict[str, Any]:
         """What identifies the setting beyond DELTR's own parameters (logged as run params)."""
         out: dict[str, Any] = {"engine": self.engine}
+        if self.ranker == "lambdamart":
+            out = {"ranker": "lambdamart"}
         if self.fair_pre is not None:
             out.update(fair_preprocess_p=self.fair_pre.p, fair_alpha=self.fair_pre.alpha)
         if self.fair_post is not None:
             out.update(fair_postprocess_p=self.fair_post.p, fair_alpha=self.fair_post.alpha)
+        if self.geyik_post is not None:
+            out.update(geyik_method=self.geyik_post.method, geyik_k=self.geyik_post.k,
+                       geyik_target=",".join(f"{c}:{v:g}" for c, v in self.geyik_post.target or ()))
         if self.engine == "lightning":
             lo = self.lightning
             out.update(epochs=lo.epochs, batch_queries=lo.batch_queries, accelerator=lo.accelerator,
@@ -136,7 +172,7 @@ class RankerSpec:
 class RankerOutcome:
     """What :func:`train_and_evaluate` produced: the model, the ranked test lists, the metrics."""
 
-    model: DELTR
+    model: DELTR | LambdaMART
     ranked: pd.DataFrame | None
     metrics: dict[str, float] | None
 
@@ -174,10 +210,15 @@ def validate_tables(train: pd.DataFrame, test: pd.DataFrame | None, spec: Ranker
 
 
 def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS, *,
-               progress: bool = False) -> DELTR:
+               progress: bool = False) -> DELTR | LambdaMART:
     """Fit the setting's model on ``train`` (a table; the Lightning engine also takes a Parquet
     path, streamed). FA*IR pre-processing, when set, is applied to the table first."""
     features = list(spec.features) if spec.features is not None else None
+    if spec.ranker == "lambdamart":
+        if not isinstance(train, pd.DataFrame):
+            raise ConfigError("LambdaMART trains on a table in memory, not a streamed file")
+        model = LambdaMART(spec.gbdt, seed=spec.seed, colorblind=spec.colorblind, columns=columns)
+        return model.fit(training_table(train, spec, columns), features=features)
     if spec.engine == "estimator":
         if not isinstance(train, pd.DataFrame):
             raise ConfigError("the estimator engine trains on a table in memory; stream Parquet with "
@@ -202,16 +243,25 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
     return train_deltr_lightning(data, **kwargs)
 
 
-def rank_with(model: DELTR, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
+def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
     """``test`` sorted by the model's score within each query (``score``, 1-based ``rank``),
-    FA*IR post-processed when the spec says so (then ``score`` encodes the fair order)."""
+    FA*IR / Geyik post-processed when the spec says so (then the order is the re-ranked one)."""
     ranked = model.rank(test, query=columns.query)
-    if spec.fair_post is None:
-        return ranked
-    from fairltr.fair import fair_postprocess
+    if spec.fair_post is not None:
+        from fairltr.fair import fair_postprocess
 
-    fp = spec.fair_post
-    return fair_postprocess(ranked, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
+        fp = spec.fair_post
+        ranked = fair_postprocess(ranked, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
+    if spec.geyik_post is not None:
+        from fairltr.fair import rerank_geyik
+
+        gp = spec.geyik_post
+        before = ranked["score"].to_numpy()
+        ranked = rerank_geyik(ranked.assign(score_before_geyik=before), "score", method=gp.method,
+                              target=dict(gp.target) if gp.target else None, k=gp.k, columns=columns)
+        n_q = ranked.groupby(columns.query, sort=False)["rank"].transform("size").to_numpy()
+        ranked["score"] = (n_q - ranked["rank"].to_numpy() + 1).astype("float64")  # the score encodes the order
+    return ranked
 
 
 def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
@@ -229,7 +279,7 @@ def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLU
 
 def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,
                        columns: RankingColumns = DEFAULT_COLUMNS, *, k: Sequence[int] = DEFAULT_K,
-                       progress: bool = False, model: DELTR | None = None, audit: Any = None,
+                       progress: bool = False, model: DELTR | LambdaMART | None = None, audit: Any = None,
                        extra_audit_ks: Sequence[int] = ()) -> RankerOutcome:
     """Fit (unless a fitted ``model`` is given, e.g. one base model re-ranked by many FA*IR
     settings), rank ``test`` and compute its metrics (with ``audit``, SPEC 3b's audit figures

@@ -2,13 +2,15 @@
 single-run jobs, handed to :func:`tuning.sweep.run_sweep` (Optuna study, N workers, MLflow
 mirror, Pareto report).
 
-* ``deltr``: values (the loss's declared weight, DELTR's ``gamma``) -> :class:`RankerSpec` ->
-  :func:`~fairltr.workflows.ranking.train_and_evaluate`;
-* ``fair-pre``: FA*IR pre-processing of the training lists with ``fair_p``/``fair_alpha``, gamma 0;
-* ``fair-post``: FA*IR post-processing of a gamma = 0 ranking (the base model is trained once
-  per fold and process);
-* ``dpr``: a bi-encoder with the retrieval loss weighted by ``alpha`` (frozen document tower;
-  the corpus embeddings are computed once per sweep and cached on disk).
+Which methods exist, what each searches and how its trial is made is declared once per method
+in :mod:`fairltr.workflows.sweep_methods` (the registry: :mod:`fairltr.workflows.sweep_registry`).
+This module holds the two kinds of trial:
+
+* :class:`RankingTrial`: values -> a :class:`RankerSpec` (the method's declared ``to_spec``) ->
+  :func:`~fairltr.workflows.ranking.train_and_evaluate` on every fold; a post-processing method
+  (``reuse_base``) fits its base model once per fold and process and re-ranks it per trial;
+* :class:`DprTrial`: a bi-encoder with the retrieval loss weighted by ``alpha`` (frozen document
+  tower; the corpus embeddings are computed once per sweep and cached on disk).
 
 Several (train, test) folds: every metric is the mean over the folds where it is defined.
 """
@@ -23,15 +25,20 @@ import numpy as np
 import pandas as pd
 
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
-from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError, DataError
-from fairltr.workflows.ranking import FairParams, RankerSpec, train_and_evaluate, validate_tables
+from fairltr.workflows.ranking import RankerSpec, train_and_evaluate, validate_tables
+from fairltr.workflows.sweep_registry import SweepInputs, get_sweep_method, sweep_method_names
 
-__all__ = ["RankingTrial", "DprTrial", "ranking_trial", "dpr_trial", "run_sweep_job", "mean_over_folds",
-           "RANKING_METHODS"]
+__all__ = ["RankingTrial", "DprTrial", "PLRankTrial", "RankingPlan", "RankingContext", "ranking_trial", "dpr_trial",
+           "run_sweep_job", "mean_over_folds", "RANKING_METHODS"]
 
-RANKING_METHODS = ("deltr", "fair-pre", "fair-post")
 Fold = tuple[pd.DataFrame, pd.DataFrame]
+
+
+def __getattr__(name: str):
+    if name == "RANKING_METHODS":  # the registered ranking methods (read from the registry, not a list)
+        return tuple(sweep_method_names("ranking"))
+    raise AttributeError(name)
 
 
 def mean_over_folds(per_fold: Sequence[Mapping[str, float]]) -> dict[str, float]:
@@ -52,6 +59,33 @@ def mean_over_folds(per_fold: Sequence[Mapping[str, float]]) -> dict[str, float]
     return derive_from_ratio(out)
 
 
+@dataclass(frozen=True)
+class RankingContext:
+    """What a ranking method's search space may depend on: the pooled training table of all
+    folds (FA*IR's ``fair_p`` range comes from its protected share), the column contract and
+    the sweep's method settings."""
+
+    train: pd.DataFrame
+    columns: RankingColumns = DEFAULT_COLUMNS
+    loss: str = "exposure_hinge"
+    p_range: tuple[float, float] | None = None
+    alpha_range: tuple[float, float] = (0.01, 0.5)
+
+
+@dataclass(frozen=True)
+class RankingPlan:
+    """How a ranking method's trial is made: ``space(context)`` -> its search space;
+    ``to_spec(base, values, context)`` -> the ranker setting of a trial's values; ``reuse_base``:
+    post-processing, the setting without post-processing is fitted once per fold and re-ranked
+    by every trial; ``uses_loss``: the method trains with the sweep's ``--loss`` (recorded on the
+    study and checked on resume)."""
+
+    space: Callable[[RankingContext], Any]
+    to_spec: Callable[[RankerSpec, Mapping[str, float], RankingContext], RankerSpec]
+    reuse_base: bool = False
+    uses_loss: bool = False
+
+
 @dataclass
 class RankingTrial:
     """``trial(values) -> metrics`` for a ranking method; ``space`` is its search space."""
@@ -62,51 +96,60 @@ class RankingTrial:
     base: RankerSpec = field(default_factory=RankerSpec)
     columns: RankingColumns = DEFAULT_COLUMNS
     loss: str = "exposure_hinge"
+    plan: RankingPlan | None = None
+    context: RankingContext | None = None
     audit: Any = None  # fairltr.metrics.AuditConfig: trials also report SPEC 3b's audit figures
     audit_ks: tuple[int, ...] = ()  # further cut-offs of impact_ratio_at_<k> / ndkl_at_<k> objectives
-    _base_models: dict[int, DELTR] = field(default_factory=dict, repr=False)
+    _base_models: dict[int, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.plan is None:
+            self.plan = _plan_of(self.method)
+        if self.context is None:
+            self.context = RankingContext(_pooled(self.folds), self.columns, self.loss)
+
+    @property
+    def study_loss(self) -> str:
+        """The loss recorded on the study (``""`` for methods that do not train with ``--loss``)."""
+        return self.loss if self.plan.uses_loss else ""
 
     def spec_for(self, values: Mapping[str, float]) -> RankerSpec:
         """The ranker setting a trial's hyper-parameter values stand for."""
-        if self.method == "deltr":
-            from fairltr.losses import get_loss
-
-            weight = get_loss(self.loss).weight_param
-            gamma = float(values[weight.name]) if weight is not None else 0.0
-            return self.base.with_(gamma=gamma, fairness_loss=self.loss)
-        fair = FairParams(float(values["fair_p"]), float(values["fair_alpha"]))
-        if self.method == "fair-pre":
-            return self.base.with_(gamma=0.0, fair_pre=fair)
-        return self.base.with_(gamma=0.0, fair_post=fair)
+        return self.plan.to_spec(self.base, values, self.context)
 
     def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
         spec = self.spec_for(values)
         per_fold = []
         for i, (train, test) in enumerate(self.folds):
             model = None
-            if self.method == "fair-post":  # one gamma = 0 base ranking per fold, re-ranked per trial
+            if self.plan.reuse_base:  # one base ranking per fold, re-ranked per trial
                 if i not in self._base_models:
-                    self._base_models[i] = train_and_evaluate(train, None, self.base.with_(gamma=0.0),
+                    self._base_models[i] = train_and_evaluate(train, None, spec.with_(fair_post=None, geyik_post=None),
                                                               self.columns).model
                 model = self._base_models[i]
             per_fold.append(train_and_evaluate(train, test, spec, self.columns, model=model, audit=self.audit,
-                                              extra_audit_ks=self.audit_ks).metrics)
+                                               extra_audit_ks=self.audit_ks).metrics)
         return mean_over_folds(per_fold)
+
+
+def _plan_of(method: str) -> RankingPlan:
+    m = get_sweep_method(method) if method in sweep_method_names() else None
+    if m is None or m.ranking is None:
+        raise ConfigError(f"unknown ranking sweep method {method!r}; choose one of {sweep_method_names('ranking')}")
+    return m.ranking
 
 
 def ranking_trial(method: str, folds: Sequence[Fold], *, loss: str = "exposure_hinge",
                   p_range: tuple[float, float] | None = None, alpha_range: tuple[float, float] = (0.01, 0.5),
                   seed: int = 0, max_iter: int | None = None, columns: RankingColumns = DEFAULT_COLUMNS,
                   audit_texts: Sequence[str] = ()) -> RankingTrial:
-    """The trial of ``method`` over ``folds``; FA*IR's ``fair_p`` range comes from the pooled
-    training share of all folds. Validates the loss kind and the data before the study starts.
-    When ``audit_texts`` (the objectives and constraints) name a worst-case audit metric
-    (``impact_ratio_at_10``, ``exposure_ratio_worst``, ...), every trial is audited (point
-    figures, SPEC 3b) at the cut-offs they name (10 by default)."""
-    from tuning.space import method_space
-
-    if method not in RANKING_METHODS:
-        raise ConfigError(f"unknown ranking sweep method {method!r}; choose one of {list(RANKING_METHODS)}")
+    """The trial of the registered ranking method ``method`` over ``folds``; FA*IR's ``fair_p``
+    range comes from the pooled training share of all folds. Validates the method's extras, the
+    loss kind and the data before the study starts. When ``audit_texts`` (the objectives and
+    constraints) name a worst-case audit metric (``impact_ratio_at_10``, ``exposure_ratio_worst``,
+    ...), every trial is audited (point figures, SPEC 3b) at the cut-offs they name (10 by default)."""
+    plan = _plan_of(method)
+    get_sweep_method(method).check_requirements()
     if not folds:
         raise ConfigError("a sweep needs at least one (train, test) pair")
     base = RankerSpec(seed=seed, max_iter=max_iter, device="cpu")
@@ -115,23 +158,70 @@ def ranking_trial(method: str, folds: Sequence[Fold], *, loss: str = "exposure_h
             if len(df) == 0:
                 raise DataError(f"the {name} table{f' of fold {i + 1}' if len(folds) > 1 else ''} is empty")
         validate_tables(train, test, base, columns)  # bad data stops the sweep before the study, not in trial 0
-    if method == "deltr":
-        from fairltr.losses import available_losses, get_loss
+    context = RankingContext(_pooled(folds), columns, loss, p_range, alpha_range)
+    audit, audit_ks = _trial_audit(audit_texts, columns)
+    return RankingTrial(method, list(folds), plan.space(context), base, columns, loss, plan, context, audit, audit_ks)
 
-        if get_loss(loss).kind != "ranking":
-            raise ConfigError(f"--loss {loss!r} is a {get_loss(loss).kind} loss; DELTR sweeps take a ranking loss: "
-                              f"{available_losses('ranking')}")
-    pooled = folds[0][0] if len(folds) == 1 else pd.concat([tr for tr, _ in folds], ignore_index=True)
-    space = method_space(method, pooled, loss=loss, group=columns.group, p_range=p_range, alpha_range=alpha_range)
-    audit, audit_ks = None, ()
+
+def _trial_audit(audit_texts: Sequence[str], columns: RankingColumns) -> tuple[Any, tuple[int, ...]]:
+    """The point audit a sweep's trials run when its objectives or constraints name an audit
+    metric, and the further cut-offs they name; (None, ()) otherwise."""
     from fairltr.workflows.audit import audit_cutoffs_in, make_audit_config, names_audit_metric
 
-    if names_audit_metric(audit_texts):
-        if not columns.groups:
-            raise ConfigError("the audit objectives need a group column (--group)")
-        ks = audit_cutoffs_in(audit_texts) or [10]
-        audit, audit_ks = make_audit_config(k=ks[0], ci=0.0), tuple(ks[1:])
-    return RankingTrial(method, list(folds), space, base, columns, loss, audit, audit_ks)
+    if not names_audit_metric(audit_texts):
+        return None, ()
+    if not columns.groups:
+        raise ConfigError("the audit objectives need a group column (--group)")
+    ks = audit_cutoffs_in(audit_texts) or [10]
+    return make_audit_config(k=ks[0], ci=0.0), tuple(ks[1:])
+
+
+def _pooled(folds: Sequence[Fold]) -> pd.DataFrame:
+    """The training tables of all folds as one (FA*IR's share, Geyik's category mix)."""
+    return folds[0][0] if len(folds) == 1 else pd.concat([tr for tr, _ in folds], ignore_index=True)
+
+
+def ranking_trial_from(inputs: SweepInputs) -> RankingTrial:
+    """:func:`ranking_trial` of a sweep's config and folds (the ``trial`` of every ranking method)."""
+    cfg = inputs.cfg
+    return ranking_trial(cfg.method, inputs.folds, loss=cfg.loss, p_range=cfg.p_range, alpha_range=cfg.alpha_range,
+                         seed=cfg.seed, max_iter=cfg.max_iter, columns=inputs.columns,
+                         audit_texts=[str(cfg.objectives or ""), *map(str, cfg.constraints or ())])
+
+
+@dataclass
+class PLRankTrial:
+    """``trial(values) -> metrics`` of the ``plrank`` method: a Plackett-Luce policy trained with
+    the trial's ``lambda`` (the policy loss's declared weight) by
+    :func:`fairltr.workflows.train_plrank.plrank_outcome` on every fold, evaluated on its
+    deterministic (mean-score) ranking; metrics are the means over folds."""
+
+    folds: list[Fold]
+    space: Any
+    spec: Any
+    columns: RankingColumns = DEFAULT_COLUMNS
+    method: str = "plrank"
+    study_loss = ""
+
+    def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
+        from fairltr.workflows.train_plrank import plrank_outcome
+
+        spec = self.spec.with_(lam=float(values[self.space.params[0].name]))
+        return mean_over_folds([plrank_outcome(train, test, spec, self.columns).metrics for train, test in self.folds])
+
+
+def plrank_trial_from(inputs: SweepInputs) -> PLRankTrial:
+    """The ``plrank`` method's trial over the sweep's folds (``method_options["max_iter"]``, else
+    ``--max-iter``: the policy's iterations, default PLRank's 300); the data are validated before
+    the study starts."""
+    from fairltr.workflows.train_plrank import PLRankSpec
+    from tuning.space import loss_space
+
+    cfg = inputs.cfg
+    spec = PLRankSpec(seed=cfg.seed, max_iter=cfg.method_options.get("max_iter", cfg.max_iter), device="cpu")
+    for train, test in inputs.folds:
+        validate_tables(train, test, spec, inputs.columns)  # type: ignore[arg-type]  # reads features/colorblind
+    return PLRankTrial(list(inputs.folds), loss_space("plrank"), spec, inputs.columns)
 
 
 @dataclass
@@ -148,6 +238,7 @@ class DprTrial:
     cache_dir: Path | None = None
     method: str = "dpr"
     _doc_emb: Any = field(default=None, repr=False)
+    study_loss = ""  # the retrieval loss is recorded as option_loss
 
     def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
         from fairltr.workflows.retriever import (CorpusEmbeddingCache, build_module, corpus_embeddings,
@@ -171,7 +262,7 @@ def dpr_trial(train: str | Path, test: str | Path, *, seed: int = 0, encoder: st
     """The DPR trial on parallel-query folders (train split of ``train``, test split of ``test``)."""
     from fairltr.retrieval import read_parallel_data
     from fairltr.workflows.retriever import RetrieverSpec, check_encoder, default_encoder
-    from tuning.space import method_space
+    from tuning.space import loss_space
 
     try:  # fail before the study starts, not once per trial
         import lightning.pytorch  # noqa: F401
@@ -185,15 +276,22 @@ def dpr_trial(train: str | Path, test: str | Path, *, seed: int = 0, encoder: st
     data.split("train")
     test_data = data if Path(test) == Path(train) else read_parallel_data(test)
     return DprTrial(data, test_data.split("test", max_test_items, seed), spec,
-                    method_space("dpr", dpr_loss=loss), Path(cache_dir) if cache_dir else None)
+                    loss_space(loss), Path(cache_dir) if cache_dir else None)
 
 
-DPR_OBJECTIVES = "mrr_at_100:max,mrc_at_5:max"
+def dpr_trial_from(inputs: SweepInputs) -> DprTrial:
+    """:func:`dpr_trial` of a sweep's config (the ``dpr`` method's trial; the corpus cache
+    defaults to ``<out>/cache``)."""
+    cfg = inputs.cfg
+    opts = dict(cfg.method_options)
+    opts.setdefault("cache_dir", Path(cfg.out) / "cache")
+    return dpr_trial(cfg.train, cfg.test, seed=cfg.seed, **opts)
 
 
 def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[Fold] | None = None,
                   columns: RankingColumns = DEFAULT_COLUMNS):
-    """Build the trial of ``cfg.method`` (a :class:`tuning.sweep.SweepConfig`) and run the sweep.
+    """Build the trial of the registered method ``cfg.method`` (a :class:`tuning.sweep.SweepConfig`)
+    and run the sweep on the method's default objectives unless ``cfg.objectives`` is given.
 
     ``folds`` replaces ``cfg.train``/``cfg.test`` for ranking methods (e.g. TREC's six folds).
     All inputs are read and validated before the study is created or joined."""
@@ -202,22 +300,16 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
     from tuning.sweep import run_sweep
     from tuning.tracking import resolve_tracking_uri
 
+    method = get_sweep_method(cfg.method)
     if not str(cfg.study).strip():
         raise ConfigError("--study must be a non-empty name")
     check_output_dir(cfg.out)
     if cfg.mlflow:
         check_tracking_uri(resolve_tracking_uri(cfg.tracking_uri))
-    if cfg.method == "dpr":
-        opts = dict(cfg.method_options)
-        opts.setdefault("cache_dir", Path(cfg.out) / "cache")
-        runner = dpr_trial(cfg.train, cfg.test, seed=cfg.seed, **opts)
-        return run_sweep(cfg, runner=runner, echo=echo, default_objectives=DPR_OBJECTIVES)
-    if folds is None:
+    method.check_requirements()
+    if method.data == "ranking" and folds is None:
         from fairltr.workflows.options import RankingSource
 
         folds = [(RankingSource(cfg.train, columns=columns).read(), RankingSource(cfg.test, columns=columns).read())]
-    runner = ranking_trial(cfg.method, folds, loss=cfg.loss, p_range=cfg.p_range, alpha_range=cfg.alpha_range,
-                           seed=cfg.seed, max_iter=cfg.max_iter, columns=columns,
-                           audit_texts=[str(cfg.objectives or ""), *map(str, cfg.constraints or ())])
-    return run_sweep(cfg, runner=runner, echo=echo)
-
+    runner = method.trial(SweepInputs(cfg, list(folds) if method.data == "ranking" else None, columns))
+    return run_sweep(cfg, runner=runner, echo=echo, default_objectives=method.default_objectives)

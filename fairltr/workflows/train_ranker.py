@@ -1,5 +1,5 @@
-"""Jobs on one ranker: train it (``fairltr train deltr``) and evaluate a saved one
-(``fairltr evaluate``)."""
+"""Jobs on one ranker: train it (``fairltr train deltr`` / ``fairltr train lambdamart``) and
+evaluate a saved one (``fairltr evaluate``, DELTR, PLRank or LambdaMART by the file's format marker)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ import pandas as pd
 
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError
+from fairltr.gbdt import LambdaMART, booster_path_for
 from fairltr.metrics import DEFAULT_K
 from fairltr.workflows.options import RankingSource, TrackingOptions
 from fairltr.workflows.outputs import OutputSet, check_output_file
 from fairltr.workflows.ranking import RankerSpec, evaluate_ranked, train_and_evaluate, validate_tables
 
 __all__ = ["TrainRankerConfig", "TrainRankerResult", "train_ranker", "EvaluateRankerConfig",
-           "EvaluateRankerResult", "evaluate_ranker", "MODEL_FORMATS", "check_k"]
+           "EvaluateRankerResult", "evaluate_ranker", "MODEL_FORMATS", "check_k", "publish_ranker"]
 
 MODEL_FORMATS = ("json", "safetensors")
 Echo = Callable[[str], None]
@@ -60,12 +61,15 @@ class TrainRankerConfig:
             raise ConfigError(f"model format must be one of {MODEL_FORMATS}, got {self.model_format!r}")
         if self.test is not None and self.test.columns != self.train.columns:
             raise ConfigError("train and test must use the same column names")
+        if self.spec.ranker == "lambdamart" and self.model_format != "json":
+            raise ConfigError("a LambdaMART model is saved as model.json + LightGBM's model.txt; "
+                              f"--model-format {self.model_format} is for DELTR")
         object.__setattr__(self, "k", check_k(self.k))
 
 
 @dataclass
 class TrainRankerResult:
-    model: DELTR
+    model: DELTR | LambdaMART
     metrics: dict[str, float] | None
     files: dict[str, Path]
     run_id: str | None = None
@@ -83,6 +87,11 @@ def _streamed(cfg: TrainRankerConfig) -> bool:
 
 
 def default_run_name(spec: RankerSpec) -> str:
+    if spec.ranker == "lambdamart":
+        g = spec.gbdt
+        name = f"lambdamart trees={g.n_estimators} leaves={g.num_leaves} lr={g.learning_rate:g}" \
+            + (" colorblind" if spec.colorblind else "")
+        return name + (f" fair-pre p={spec.fair_pre.p:g}" if spec.fair_pre is not None else "")
     name = f"deltr gamma={spec.gamma:g}" + (" colorblind" if spec.colorblind else "")
     if spec.fair_pre is not None:
         name += f" fair-pre p={spec.fair_pre.p:g}"
@@ -92,20 +101,41 @@ def default_run_name(spec: RankerSpec) -> str:
 def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResult:
     """Validate everything first (inputs, output folder, tracking server), then train, write the
     output set all-or-nothing, and log the run (model files are on disk before any tracking)."""
-    from fairltr.tracking.config import check_tracking_uri, redact_uri
-
     columns = cfg.train.columns
     train = cfg.train.path if _streamed(cfg) else cfg.train.read()
     test = cfg.test.read() if cfg.test is not None else None
     if isinstance(train, pd.DataFrame):
         validate_tables(train, test, cfg.spec, columns)
-    out = OutputSet(cfg.out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS] + ["predictions.csv", "metrics.json"])
-    uri = check_tracking_uri() if cfg.tracking.enabled else None
+    return publish_ranker(
+        lambda: train_and_evaluate(train, test, cfg.spec, columns, k=cfg.k, progress=cfg.progress, audit=cfg.audit),
+        out_dir=cfg.out_dir, model_format=cfg.model_format, tracking=cfg.tracking,
+        train_frame=train if isinstance(train, pd.DataFrame) else None, train_source=cfg.train,
+        test_source=cfg.test, test=test, params=cfg.spec.model_params(),
+        run_name=cfg.tracking.run_name or default_run_name(cfg.spec), echo=echo)
 
-    outcome = train_and_evaluate(train, test, cfg.spec, columns, k=cfg.k, progress=cfg.progress, audit=cfg.audit)
+
+def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: str, tracking: TrackingOptions,
+                   train_frame: pd.DataFrame | None, train_source: RankingSource, test_source: RankingSource | None,
+                   test: pd.DataFrame | None, params: dict[str, Any], run_name: str,
+                   echo: Echo = _quiet) -> TrainRankerResult:
+    """The part every ranker's training job shares: check the output folder and the tracking
+    server, call ``train_fn()`` (-> a :class:`~fairltr.workflows.ranking.RankerOutcome`), write
+    ``model.<format>``, ``predictions.csv`` and ``metrics.json`` all-or-nothing, then log the run
+    (params, datasets, metrics, figures, report, the ranker pyfunc; registered when asked).
+    ``train_frame=None``: the training file is streamed (its first rows are logged)."""
+    from fairltr.tracking.config import check_tracking_uri, redact_uri
+
+    out = OutputSet(out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS]
+                    + ["model.txt", "predictions.csv", "metrics.json"])  # model.txt: LambdaMART's LightGBM file
+    uri = check_tracking_uri() if tracking.enabled else None
+
+    outcome = train_fn()
     model = outcome.model
     with out:
-        model.save(out.path(f"model.{cfg.model_format}"))
+        path = out.path(f"model.{model_format}")
+        if isinstance(model, LambdaMART):
+            out.path(booster_path_for(path).name)  # LightGBM's text model file, written by save()
+        model.save(path)
         if outcome.ranked is not None:
             from fairltr.io import write_table
 
@@ -113,22 +143,20 @@ def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResu
             out.path("metrics.json").write_text(json.dumps(outcome.metrics, indent=1))
         files = out.commit()
     result = TrainRankerResult(model, outcome.metrics, files, tracking_uri=uri)
-    if not cfg.tracking.enabled:
+    if not tracking.enabled:
         return result
-    echo(f"model files written to {cfg.out_dir}; logging to MLflow at {redact_uri(uri)}")
+    echo(f"model files written to {out_dir}; logging to MLflow at {redact_uri(uri)}")
     from fairltr.tracking.ranker_logging import log_ranker_into_run
     from fairltr.tracking.runs import job_run
 
-    run_name = cfg.tracking.run_name or default_run_name(cfg.spec)
-    train_frame = train if isinstance(train, pd.DataFrame) else None
-    with job_run(cfg.tracking.experiment, run_name, tags=cfg.tracking.tags) as run:
+    with job_run(tracking.experiment, run_name, tags=tracking.tags) as run:
         info = log_ranker_into_run(
-            run.info.run_id, model, train_df=train_frame if train_frame is not None else _sample(cfg.train),
-            test_df=test, test_metrics=outcome.metrics, params=cfg.spec.model_params(),
-            data_paths={"train": cfg.train.path, **({"test": cfg.test.path} if cfg.test else {})},
-            register=cfg.tracking.register, title=run_name, rename=True, train_sample=train_frame is None)
+            run.info.run_id, model, train_df=train_frame if train_frame is not None else _sample(train_source),
+            test_df=test, test_metrics=outcome.metrics, params=params,
+            data_paths={"train": train_source.path, **({"test": test_source.path} if test_source else {})},
+            register=tracking.register, title=run_name, rename=True, train_sample=train_frame is None)
         result.run_id = run.info.run_id
-    if cfg.tracking.register:
+    if tracking.register:
         result.registered_version = str(info.registered_model_version)
     return result
 
@@ -170,7 +198,7 @@ class EvaluateRankerConfig:
 
 @dataclass
 class EvaluateRankerResult:
-    model: DELTR
+    model: DELTR | LambdaMART
     metrics: dict[str, float]
     files: dict[str, Path]
     audit: Any = None  # the AuditResult at the audit's cut-off, when audited
@@ -181,7 +209,9 @@ def evaluate_ranker(cfg: EvaluateRankerConfig) -> EvaluateRankerResult:
     from fairltr.files import atomic_write_text
     from fairltr.io import write_table
 
-    model = DELTR.load(cfg.model_path)
+    from fairltr.rankers import load_ranker
+
+    model = load_ranker(cfg.model_path)
     df = cfg.data.read()
     if cfg.metrics_out is not None:
         check_output_file(cfg.metrics_out, (".json",))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import pandas as pd
 from click.testing import CliRunner
 
@@ -54,3 +55,57 @@ def test_rerank_command_errors(tmp_path):
     res = CliRunner().invoke(cli, ["rerank", "--input", str(src), "--p", "0.5", "--scores-col", "s",
                                    "--out", str(tmp_path / "o.csv")])
     assert res.exit_code != 0 and "score column 's' not found" in res.output
+
+
+def _categories_table(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 90
+    df = pd.DataFrame({"qid": np.repeat([1, 2, 3], n // 3), "race": rng.choice(["Black", "White", "Asian"], n,
+                                                                               p=[0.2, 0.6, 0.2]),
+                       "pred": rng.normal(size=n)})
+    src = tmp_path / "scored.csv"
+    df.to_csv(src, index=False)
+    return df, src
+
+
+@pytest.mark.parametrize("method", ["detgreedy", "detcons", "detrelaxed", "detconstsort"])
+def test_rerank_command_geyik_methods(tmp_path, method):
+    from fairltr.fair import rerank_geyik
+    from fairltr.columns import RankingColumns
+
+    df, src = _categories_table(tmp_path)
+    dst = tmp_path / "out.csv"
+    res = CliRunner().invoke(cli, ["rerank", "--input", str(src), "--scores-col", "pred", "--method", method,
+                                   "--query", "qid", "--group", "race", "--target",
+                                   "race=Black:0.3,White:0.4,Asian:0.3", "--k", "10", "--out", str(dst)])
+    assert res.exit_code == 0, res.output
+    assert f"method: {method}  queries: 3" in res.output
+    assert "share in top 10: Black" in res.output and "0.3000" in res.output
+    out = pd.read_csv(dst)
+    want = rerank_geyik(df, "pred", method=method, target={"Black": 0.3, "White": 0.4, "Asian": 0.3}, k=10,
+                        columns=RankingColumns("qid", "race", None))
+    assert out["pred"].tolist() == pytest.approx(want["pred"].tolist(), abs=1e-12)
+    assert out["rank"].tolist() == want["rank"].tolist()
+
+
+def test_rerank_command_geyik_default_target_and_usage_errors(tmp_path):
+    _, src = _categories_table(tmp_path)
+    dst = tmp_path / "out.csv"
+    base = ["rerank", "--input", str(src), "--scores-col", "pred", "--query", "qid", "--group", "race",
+            "--out", str(dst)]
+    res = CliRunner().invoke(cli, base + ["--method", "detconstsort", "--k", "5"])
+    assert res.exit_code == 0, res.output
+    assert "infeasible (target not met at some prefix): 0" in res.output
+    for extra, code, msg in [
+        (["--method", "detcons", "--target", "race=Black:0.5,Purple:0.5"], 1, "category 'Purple' does not occur"),
+        (["--method", "detcons", "--target", "race=Black:0.5,White:0.4"], 1, "shares sum to 0.9"),
+        (["--method", "detcons", "--target", "sex=Black:1"], 1, "target names column 'sex'"),
+        (["--method", "detcons", "--p", "0.5"], 2, "--p applies to --method fair"),
+        (["--target", "race=Black:1"], 2, "--target applies to the Geyik methods"),
+        ([], 2, "--p is required with --method fair"),
+        (["--method", "nope"], 2, "Invalid value for '--method'"),
+    ]:
+        res = CliRunner().invoke(cli, base + extra)
+        assert res.exit_code == code, (extra, res.output)
+        assert msg in res.output and "Traceback" not in res.output, (extra, res.output)
+        assert len([line for line in res.output.splitlines() if line.startswith("Error")]) == 1

@@ -1,0 +1,127 @@
+"""PL-Rank speed: fairltr's Plackett-Luce sampling + gradient per iteration against the authors'
+public numpy code (Oosterhuis, ``HarrieO/2022-SIGIR-plackett-luce``, MIT), in one run.
+
+Both sides get the same data (Q queries x N candidates, scores ~ N(0, 1), graded labels 0..4 as
+rewards, DCG weights 1/log2(1 + k) over full rankings) and the same S sampled rankings per query.
+One iteration = sample S rankings of every query (Gumbel trick) + the PL-Rank gradient w.r.t. the
+scores of every query:
+
+* reference: ``algorithms.PLRank.PL_rank_3`` (their fastest estimator; it samples with
+  ``utils.plackettluce.gumbel_sample_rankings``) called once per query, as their ``run.py`` does;
+* fairltr: :func:`fairltr.losses.sample_rankings` + :func:`fairltr.losses.plrank_gradient` on
+  the padded (Q, N) batch, every query and sample in one tensor op.
+
+The reference is read from a folder (a checkout or ``git archive`` export of the repository) given
+by ``--reference PATH``; it is imported from there and never copied into this repository. Both
+estimates are unbiased for the same gradient; as a check the script also compares them with many
+samples (relative difference printed). Timings: medians over ``--repeats`` rounds, interleaved,
+with torch and numpy on ``--threads`` threads (default 1: a fair comparison with numpy, and
+robust on a shared machine).
+
+Usage:  python benchmarks/bench_plrank.py --reference /tmp/plrank-ref [--queries 100 --docs 100
+        --samples 100] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+def _set_threads(n: int) -> None:
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(n)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference", required=True, type=Path, help="folder of the authors' PL-Rank code")
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--docs", type=int, default=100)
+    ap.add_argument("--samples", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="fairltr's device (cpu, cuda)")
+    ap.add_argument("--check-samples", type=int, default=20000, help="samples for the agreement check (0: skip)")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    _set_threads(args.threads)
+
+    import numpy as np
+    import torch
+
+    from fairltr.losses import plrank_gradient, sample_rankings
+    from fairltr.losses.plackett_luce import dcg_weights
+
+    torch.set_num_threads(args.threads)
+    ref = args.reference.resolve()
+    if not (ref / "algorithms" / "PLRank.py").is_file():
+        raise SystemExit(f"Error: {ref} does not hold the reference code (algorithms/PLRank.py missing)")
+    sys.path.insert(0, str(ref))
+    from algorithms.PLRank import PL_rank_3  # noqa: E402  (the reference, imported from its own folder)
+
+    Q, N, S = args.queries, args.docs, args.samples
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((Q, N))
+    labels = rng.integers(0, 5, size=(Q, N)).astype(np.float64)
+    rewards = 2.0 ** labels - 1.0
+    weights = 1.0 / np.log2(np.arange(N) + 2.0)
+
+    dev = torch.device(args.device)
+    s_t = torch.as_tensor(scores, device=dev)
+    r_t = torch.as_tensor(rewards, device=dev)
+    m_t = torch.ones(Q, N, dtype=torch.bool, device=dev)
+    gen = torch.Generator().manual_seed(0)
+
+    def ours() -> "torch.Tensor":
+        rk = sample_rankings(s_t, m_t, S, gen)
+        g = plrank_gradient(s_t, rk, r_t, m_t)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        return g
+
+    def reference() -> "np.ndarray":
+        return np.stack([PL_rank_3(weights, rewards[q], scores[q], n_samples=S) for q in range(Q)])
+
+    np.random.seed(0)
+    ours(), reference()  # warm-up
+    t_ours, t_ref = [], []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter(); ours(); t_ours.append(time.perf_counter() - t0)          # noqa: E702
+        t0 = time.perf_counter(); reference(); t_ref.append(time.perf_counter() - t0)     # noqa: E702
+    med_ours, med_ref = statistics.median(t_ours), statistics.median(t_ref)
+
+    check = None
+    if args.check_samples:
+        q = min(Q, 5)
+        big = torch.as_tensor(scores[:q], device=dev)
+        g_ours = plrank_gradient(big, sample_rankings(big, m_t[:q], args.check_samples, gen), r_t[:q], m_t[:q])
+        g_ref = np.stack([PL_rank_3(weights, rewards[i], scores[i], n_samples=args.check_samples) for i in range(q)])
+        g_ours = g_ours.cpu().numpy()
+        check = float(np.abs(g_ours - g_ref).max() / np.abs(g_ref).max())
+    out = {
+        "queries": Q, "docs": N, "samples": S, "threads": args.threads, "device": str(dev),
+        "fairltr_s_per_iteration": med_ours, "reference_s_per_iteration": med_ref, "ratio": med_ref / med_ours,
+        "max_relative_difference_of_the_gradients": check, "check_samples": args.check_samples,
+        "torch": torch.__version__, "numpy": np.__version__,
+    }
+    print(f"PL sampling + PL-Rank gradient, {Q} queries x {N} docs, {S} samples per query, "
+          f"{args.threads} thread(s), fairltr on {dev}:")
+    print(f"  reference PL_rank_3 (numpy, per query): {med_ref * 1e3:9.2f} ms / iteration")
+    print(f"  fairltr (torch, one batched op):        {med_ours * 1e3:9.2f} ms / iteration")
+    print(f"  ratio: fairltr is {med_ref / med_ours:.1f}x faster")
+    if check is not None:
+        print(f"  agreement ({args.check_samples} samples, {min(Q, 5)} queries): max |g_fairltr - g_ref| / max |g_ref| "
+              f"= {check:.3f} (both are Monte-Carlo estimates of one gradient)")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+    return out
+
+
+if __name__ == "__main__":
+    main()

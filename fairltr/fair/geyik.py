@@ -1,0 +1,334 @@
+"""Geyik, Ambler, Kenthapadi (KDD 2019): the multi-category re-rankers DetGreedy, DetCons,
+DetRelaxed and DetConstSort of LinkedIn Talent Search, for every query of a table at once.
+
+A group column holds any number of categories a_1..a_G (integers or strings); a target share
+p_g per category (the query's own candidate mix by default, or given). At prefix length j the
+minimum count of a_g is floor(j p_g) and the maximum ceil(j p_g). Within a category candidates are
+taken by decreasing score (ties: earlier input row).
+
+* ``detgreedy``: at position j, if some category is below its minimum, take the best next
+  candidate among those; else the best next candidate among the categories below their maximum.
+* ``detcons``: as DetGreedy, but when no category is below its minimum take the category below
+  its maximum with the smallest ceil(j p_g) / p_g (the one that would reach its maximum first;
+  ties: the better next candidate).
+* ``detrelaxed``: as DetCons with ceil(ceil(j p_g) / p_g) (ties: the better next candidate).
+* ``detconstsort``: rounds r = 1, 2, ...: every category whose minimum floor(r p_g) grew gets
+  its next candidate appended (best score first) with max index r, and the new candidate moves up
+  past lower-scored candidates while each one passed can move down one place and stay at or
+  above its own max index. The top k holds every minimum at every prefix when the candidates
+  suffice. ``strict=False`` reads the paper's pseudo-code literally with 0-based arrays, as
+  FairRankTune does: a passed candidate may end one place BELOW its max index, and rounds run
+  until more than k candidates are placed (see docs/fair.md, "Reference implementations").
+
+When a category runs out, it is skipped and the others continue (the best remaining fill in
+when none qualifies). ``fair_feasible`` says per query whether every prefix j <= k holds at
+least floor(j p_g) candidates of every category (False: the target could not be met there,
+for lack of candidates, or because DetGreedy does not guarantee it).
+
+Speed: DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k steps, each
+a few numpy operations over all queries of a length bucket (:func:`fairltr.buckets.length_buckets`).
+DetConstSort's entry sequence (which candidate enters in which round, in which order) does not
+depend on the moves, so it is computed for every query at once by one sort; only the move-up is
+sequential: one step per entrant, vectorised over the queries (a step is skipped when no entrant
+can move), and on Python lists for a bucket of a single query, where numpy's per-call cost
+exceeds a step's work. The algorithms are sequential over positions; there is no per-query
+Python loop.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fairltr.buckets import length_buckets
+from fairltr.columns import UNSET, RankingColumns, resolve_columns
+from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
+from fairltr.errors import ConfigError
+from fairltr.fair.rerank import _group_lists, resolve_scores
+from fairltr.fair.target import category_codes, target_shares
+
+__all__ = ["GEYIK_METHODS", "rerank_geyik", "prefix_feasible"]
+
+GEYIK_METHODS = ("detgreedy", "detcons", "detrelaxed", "detconstsort")
+_BIG = np.iinfo(np.int64).max
+
+
+def _check_k(k: int | None) -> int | None:
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+    return int(k)
+
+
+def rerank_geyik(
+    df: pd.DataFrame,
+    scores: Sequence[float] | np.ndarray | pd.Series | str,
+    *,
+    method: str = "detconstsort",
+    target: Mapping[object, float] | str | None = None,
+    k: int | None = None,
+    columns: RankingColumns | None = None,
+    query: str = UNSET,
+    group: str = UNSET,
+    strict: bool = True,
+) -> pd.DataFrame:
+    """Re-rank every query of ``df`` by ``scores`` (one per row, or a column name) with Geyik et
+    al.'s ``method`` (one of :data:`GEYIK_METHODS`).
+
+    ``target``: None (each query's own category mix), a mapping ``{category: share}`` or a string
+    ``"race=Black:0.3,White:0.5,Asian:0.2"`` (shares sum to 1; a category of the table left out
+    gets 0; one the table lacks is an error). ``k``: re-rank each query's top ``min(k, n_q)``
+    (None: whole lists); the others follow in score order. ``columns`` names the query and group
+    columns (any category values). Returns every row once, queries in order of first appearance,
+    with ``score``, 1-based ``rank`` and ``fair_feasible`` (see the module docstring), like
+    :func:`fairltr.fair.rerank`.
+    """
+    if method not in GEYIK_METHODS:
+        raise ConfigError(f"method must be one of {list(GEYIK_METHODS)}, got {method!r}")
+    c = resolve_columns(columns, query=query, group=group).require("group", purpose=f"{method} re-ranking")
+    k = _check_k(k)
+    check_table(df, c.replace(group=None, judgment=None))
+    s = resolve_scores(df, scores, c.query)
+    gcodes, cats = category_codes(df, c.group)
+    n_g = len(cats)
+    codes, uniques = query_codes(df, c.query)
+    n_q, n = len(uniques), len(df)
+    slot, sizes = positions_in_query(codes, n_q)
+    kq = sizes if k is None else np.minimum(sizes, k)
+    if target is None:
+        counts = np.bincount(codes * n_g + gcodes, minlength=n_q * n_g).reshape(n_q, n_g)
+        shares = counts / sizes[:, None]
+    else:
+        shares = np.broadcast_to(target_shares(target, cats, str(c.group)), (n_q, n_g))
+
+    rank = np.zeros(n, dtype=np.int64)
+    buckets = length_buckets(sizes)
+    for queries in buckets:
+        if len(buckets) == 1:
+            rows, local = np.arange(n), codes
+        else:
+            to_local = np.full(n_q, -1, dtype=np.int64)
+            to_local[queries] = np.arange(len(queries))
+            local = to_local[codes]
+            rows = np.flatnonzero(local >= 0)
+            local = local[rows]
+        _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, gcodes, n_g,
+                       np.ascontiguousarray(shares[queries]), rank, method, strict)
+    feasible = prefix_feasible(rank, codes, gcodes, kq, shares)
+
+    start = np.cumsum(sizes) - sizes
+    final = np.empty(n, dtype=np.int64)
+    final[start[codes] + rank - 1] = np.arange(n)
+    out = df.iloc[final].copy()
+    out["score"] = s[final]
+    out["rank"] = rank[final]
+    out["fair_feasible"] = feasible[codes[final]]
+    out.attrs.pop(ORIGIN_KEY, None)
+    return out.reset_index(drop=True)
+
+
+def prefix_feasible(rank: np.ndarray, codes: np.ndarray, gcodes: np.ndarray, kq: np.ndarray,
+                    shares: np.ndarray) -> np.ndarray:
+    """Per query: every prefix j <= k_q holds >= floor(j p_g) candidates of every category g
+    (``rank``: 1-based per row; ``shares``: (Q, G))."""
+    n_q, n_g = shares.shape
+    big_k = int(kq.max()) if len(kq) else 0
+    at = np.full((n_q, big_k), -1, dtype=np.int64)
+    top = rank <= kq[codes]
+    at[codes[top], rank[top] - 1] = gcodes[top]
+    j = np.arange(1, big_k + 1, dtype=np.float64)
+    inside = j[None, :] <= kq[:, None]
+    ok = np.ones(n_q, dtype=bool)
+    for g in range(n_g):
+        need = np.floor(j[None, :] * shares[:, g:g + 1])
+        ok &= ~((np.cumsum(at == g, axis=1) < need) & inside).any(axis=1)
+    return ok
+
+
+def _rerank_bucket(
+    row_ids: np.ndarray, codes: np.ndarray, slot: np.ndarray, sizes: np.ndarray, kq: np.ndarray, s: np.ndarray,
+    gcodes: np.ndarray, n_g: int, p: np.ndarray, rank: np.ndarray, method: str, strict: bool,
+) -> None:
+    """One length bucket: per query and category the candidates in score order, then the walk.
+    Writes the 1-based ``rank`` of every row of the bucket in place."""
+    n_q = len(sizes)
+    width = int(sizes.max())
+    rows = np.full((n_q, width), -1, dtype=np.int64)
+    rows[codes, slot] = row_ids
+    padded = np.full((n_q, width), np.inf)
+    padded[codes, slot] = -s[row_ids]
+    rows_sorted = np.take_along_axis(rows, np.argsort(padded, axis=1, kind="stable"), axis=1)
+    del rows, padded
+    valid = rows_sorted >= 0
+    g_sorted = np.where(valid, gcodes[np.maximum(rows_sorted, 0)], -1)
+    lists = np.empty((n_q, n_g, width + 1), dtype=np.int64)
+    cnt = np.empty((n_q, n_g), dtype=np.int64)
+    for g in range(n_g):  # G is the number of categories, not of queries
+        lists[:, g], cnt[:, g] = _group_lists(rows_sorted, g_sorted == g, width)
+    s_ext = np.append(s, -np.inf)  # row -1 (past a category's end) scores -inf
+    if method == "detconstsort":
+        score_rank = np.zeros(len(s), dtype=np.int64)  # a row's place in its query's score order
+        qi, si = np.nonzero(valid)
+        score_rank[rows_sorted[qi, si]] = si
+        _constsort(lists, cnt, p, kq, s_ext, score_rank, rank, strict)
+    else:
+        flat = lists.reshape(-1)
+        base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (width + 1)
+        _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
+    # the others follow in score order
+    rest = valid & (rank[np.maximum(rows_sorted, 0)] == 0)
+    qi, si = np.nonzero(rest)
+    rank[rows_sorted[qi, si]] = kq[qi] + np.cumsum(rest, axis=1)[qi, si]
+
+
+def _best(choose: np.ndarray, sc: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Per query the category in ``choose`` whose next candidate scores best (ties: earlier row)."""
+    ms = np.where(choose, sc, -np.inf)
+    cand = choose & (ms == ms.max(axis=1, keepdims=True))
+    return np.where(cand, row, _BIG).argmin(axis=1)
+
+
+def _det_walk(flat, base, cnt, p, kq, s_ext, rank, method: str) -> None:
+    """DetGreedy / DetCons / DetRelaxed: one step per position, vectorised over queries."""
+    ptr = np.zeros_like(cnt)  # = candidates of each category placed so far
+    positive = p > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for t in range(int(kq.max())):
+            j = t + 1
+            active = t < kq
+            avail = ptr < cnt
+            row = flat[base + ptr]
+            sc = s_ext[row]
+            lo, hi = np.floor(j * p), np.ceil(j * p)
+            below_min = (ptr < lo) & avail
+            below_max = (ptr >= lo) & (ptr < hi) & avail
+            any_min = below_min.any(axis=1, keepdims=True)
+            any_max = below_max.any(axis=1, keepdims=True)
+            if method == "detgreedy":
+                second = below_max
+            else:
+                urgency = np.ceil(hi / p) if method == "detrelaxed" else hi / p
+                urgency = np.where(below_max & positive, urgency, np.inf)
+                second = below_max & (urgency == urgency.min(axis=1, keepdims=True))
+            choose = np.where(any_min, below_min, np.where(any_max, second, avail))
+            g = _best(choose, sc, row)
+            a = np.flatnonzero(active)
+            rank[row[a, g[a]]] = j
+            ptr[a, g[a]] += 1
+
+
+def _insertion_rounds(c: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The round at which a category's c-th candidate (1-based) is inserted: the least r >= 1
+    with floor(r p) >= c, in the same floating point as the loop form; inf where p = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.ceil(c / np.where(p > 0, p, np.nan))
+    r = np.where(np.isfinite(r), np.maximum(r, 1.0), np.inf)
+    fin = np.isfinite(r)
+    for _ in range(3):  # fix-ups of the division's rounding, both ways
+        low = fin & (r > 1) & (np.floor((r - 1) * p) >= c)
+        r = np.where(low, r - 1, r)
+        high = fin & (np.floor(r * p) < c)
+        r = np.where(high, r + 1, r)
+    return r
+
+
+def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray, s_ext: np.ndarray,
+               score_rank: np.ndarray, rank: np.ndarray, strict: bool) -> None:
+    """DetConstSort. Which candidate enters when does not depend on the moves: category g's c-th
+    candidate enters in round r = min{r : floor(r p_g) >= c}, a round's entrants by decreasing
+    score (ties: earlier row), with max index r. So the whole entry sequence of every query is one
+    sort; only the move-up is sequential: one step per entrant (all queries at once), each
+    a loop over the places the entrants move up (vectorised over the queries still moving)."""
+    n_q, n_g, w1 = lists.shape
+    # at most k_q + G entrants per query are ever placed, so at most that many per category matter
+    upto = np.minimum(cnt, (kq + n_g + 1)[:, None])
+    width = int(upto.max()) if upto.size else 0
+    qq, gg, cc = np.nonzero(np.arange(width)[None, None, :] < upto[:, :, None])  # (query, category, c - 1)
+    row = lists[qq, gg, cc]
+    rnd = _insertion_rounds(cc + 1.0, p[qq, gg])
+    keep = np.isfinite(rnd)
+    qq, row, rnd = qq[keep], row[keep], rnd[keep].astype(np.int64)
+    # within a round: by decreasing score, ties earlier row = the order of the query's sorted list
+    order = np.lexsort((score_rank[row], rnd, qq))
+    qq, row, rnd = qq[order], row[order], rnd[order]
+    sc = s_ext[row]
+    sizes = np.bincount(qq, minlength=n_q)
+    first = np.cumsum(sizes) - sizes
+    t = np.arange(len(qq)) - first[qq]  # place in the query's entry sequence
+    if strict:  # AIF360: stop as soon as k are placed
+        inside = t < kq[qq]
+    else:  # the literal loop "while lastEmpty <= k": whole rounds that start with <= k placed
+        new_round = np.ones(len(qq), dtype=bool)
+        new_round[1:] = (qq[1:] != qq[:-1]) | (rnd[1:] != rnd[:-1])
+        round_start = np.maximum.accumulate(np.where(new_round, np.arange(len(qq)), 0)) - first[qq]
+        inside = round_start <= kq[qq]
+    qq, row, sc, rnd, t = qq[inside], row[inside], sc[inside], rnd[inside], t[inside]
+    n_in = np.bincount(qq, minlength=n_q)
+    big_t = int(n_in.max()) if len(n_in) else 0
+    # (T, Q): place-major, so one place of every query is one contiguous row
+    lrow = np.full((big_t, n_q), -1, dtype=np.int64)
+    lsc = np.full((big_t, n_q), -np.inf)
+    lmax = np.zeros((big_t, n_q), dtype=np.int64)
+    lrow[t, qq], lsc[t, qq], lmax[t, qq] = row, sc, rnd
+    slack = 0 if strict else 1  # literal reading: a passed candidate may sit one below its max index
+    # an entrant can only move when it outscores the entrant before it, or when that one moved
+    # (then someone else sits above it): other steps are skipped without numpy work
+    if n_q == 1:  # one long list: numpy's per-call cost exceeds a step's work, so the steps run on lists
+        lrow[:, 0], lsc[:, 0], lmax[:, 0] = _move_up_one(lrow[:, 0].tolist(), lsc[:, 0].tolist(),
+                                                         lmax[:, 0].tolist(), slack)
+    else:
+        outscores = (lsc[1:] > lsc[:-1]).any(axis=1).tolist() if big_t > 1 else []
+        moved = False
+        for step in range(1, big_t):
+            if not (moved or outscores[step - 1]):
+                continue
+            moved = _move_up(lrow, lsc, lmax, step, slack)
+    take = np.arange(big_t)[:, None] < np.minimum(n_in, kq)[None, :]
+    pi, qi = np.nonzero(take)
+    rank[lrow[pi, qi]] = pi + 1
+
+
+def _move_up(lrow: np.ndarray, lsc: np.ndarray, lmax: np.ndarray, step: int, slack: int) -> bool:
+    """Move the entrant at 0-based place ``step`` of every query up past the candidates above it
+    that score lower and may move down one place (1-based place j + 1 -> j + 2 needs
+    max index + slack >= j + 2); they shift down by one. All queries at once on a window of the
+    last D places (D doubled when some entrant passes the whole window). True if any moved."""
+    sc_new = lsc[step]
+    first = (lmax[step - 1] + slack > step) & (lsc[step - 1] < sc_new)
+    moving = np.flatnonzero(first)
+    if len(moving) == 0:
+        return False
+    x = sc_new[moving]
+    depth = min(8, step)
+    while True:
+        lo = step - depth
+        places = np.arange(lo + 1, step + 1)[:, None]  # 1-based places of the window above the entrant
+        passes = (lsc[lo:step, moving] < x[None, :]) & (lmax[lo:step, moving] + slack >= places + 1)
+        stop = np.argmin(passes[::-1], axis=0)  # candidates passed from the bottom up
+        stop = np.where(passes.all(axis=0), depth, stop)
+        if depth == step or int(stop.max()) < depth:
+            break
+        depth = min(2 * depth, step)
+    off = np.arange(depth + 1)[:, None]
+    new_at = depth - stop[None, :]  # the entrant's window offset after the move
+    src = np.where(off < new_at, off, np.where(off == new_at, depth, off - 1))
+    for arr in (lrow, lsc, lmax):
+        win = arr[lo:step + 1, moving]
+        arr[lo:step + 1, moving] = np.take_along_axis(win, src, axis=0)
+    return True
+
+
+def _move_up_one(rows: list, scores: list, maxi: list, slack: int) -> tuple[list, list, list]:
+    """:func:`_move_up` for every step of ONE query, on Python lists (same rule)."""
+    for step in range(1, len(rows)):
+        at = step
+        x = scores[at]
+        while at > 0 and scores[at - 1] < x and maxi[at - 1] + slack > at:
+            rows[at - 1], rows[at] = rows[at], rows[at - 1]
+            scores[at - 1], scores[at] = scores[at], scores[at - 1]
+            maxi[at - 1], maxi[at] = maxi[at], maxi[at - 1]
+            at -= 1
+    return rows, scores, maxi

@@ -1,0 +1,271 @@
+"""Plackett-Luce ranking policies over padded queries (Fair-PG-Rank; PL-Rank) — pure tensor functions.
+
+A policy pi_s with scores s (Q, N) ranks a query by drawing items one at a time without
+replacement, P(i next | prefix) = exp(s_i) / sum_{j not placed} exp(s_j). Sampling uses the
+Gumbel trick: the order of s_i + G_i, G_i ~ Gumbel(0, 1) i.i.d., is a draw of pi_s. Padded
+slots are set to -inf, so they are never drawn and always fill the last positions.
+
+Position weights (1-based position k): theta_k = 1 / log2(1 + k) (DCG discount) and the
+exposure weight v_k = 1 / ln(1 + k) = V1 * theta_k (docs/spec.md §3, V1 = 1 / ln 2).
+
+* E[DCG]_q = E_y[ sum_k theta_k (2^{y_{y_k}} - 1) ]
+* Exp_i = E_y[ v_{rank_y(i)} ] (expected exposure), Exp(G_p) = mean Exp_i over group p's items
+* a_p = Exp(G_p)                 (merit=False)
+  a_p = Exp(G_p) / U(G_p)        (merit=True, U = mean judgment; "disparate treatment",
+                                  Singh & Joachims 2018: exposure proportional to merit)
+* disparity D_q = reduce_{p>=1} d(a_0 - a_p) with d(x) = x^2 ("squared", two-sided, Fair-PG-Rank's
+  squared disparity) or d(x) = max(0, x) ("hinge": only a protected group's deficit counts);
+  a pair whose groups are not both present (or, with merit, has a group of zero merit) adds 0.
+* objective per query: E[DCG]_q - lam * D_q (maximised).
+
+Gradients. D depends on s only through Exp, so grad D = sum_i c_i grad Exp_i with
+c_i = dD/dExp_i; the whole objective is then E_y[sum_k theta_k rho_{y_k}] with per-item reward
+rho_i = gain_i - lam * V1 * c_i. Its gradient w.r.t. s is estimated from S sampled rankings by
+
+* ``"plrank"`` (PL-Rank-2, Oosterhuis 2021, in the cumulative-sum form of PL-Rank-3, 2022):
+  for item d at position r_d of a sample y, with R_k = sum_{x>=k} theta_x rho_{y_x} and
+  pi(d | y_{1:k-1}) = exp(s_d) / Z_k, Z_k = sum_{x>=k} exp(s_{y_x}):
+      g_d = R_{r_d + 1} + sum_{k<=r_d} pi(d | y_{1:k-1}) (theta_k rho_d - R_k)
+  averaged over the samples; the sums over k are cumulative sums over positions, so one
+  iteration is O(S Q N log N) (the sort) in a few tensor ops, with no loop over samples or queries.
+* ``"reinforce"``: (R(y) - b) grad log pi(y), R(y) = sum_k theta_k rho_{y_k}, b the leave-one-out
+  mean reward of the other samples of the query (unbiased).
+
+Both return a surrogate whose gradient (autograd, through any scorer) is the estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, NamedTuple
+
+import torch
+
+from fairltr.errors import ConfigError
+from fairltr.losses.exposure import V1, check_group_ids
+
+__all__ = [
+    "DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "sample_rankings", "dcg_weights", "ranks_of",
+    "sampled_exposure", "expected_dcg", "group_means", "policy_disparity", "plrank_gradient",
+    "reinforce_surrogate", "pl_policy_objective", "dcg_gains",
+]
+
+DISPARITIES = ("squared", "hinge")
+ESTIMATORS = ("plrank", "reinforce")
+
+Disparity = Literal["squared", "hinge"]
+Estimator = Literal["plrank", "reinforce"]
+
+
+def sample_rankings(scores: torch.Tensor, mask: torch.Tensor, n_samples: int,
+                    generator: torch.Generator | None = None) -> torch.Tensor:
+    """``n_samples`` rankings per query of the PL policy of ``scores`` (Q, N): item indices
+    (S, Q, N) in ranked order (Gumbel trick). Real items fill positions 0..n_q-1; padded slots
+    follow (they are never drawn before a real item)."""
+    if n_samples < 1:
+        raise ConfigError(f"samples must be >= 1, got {n_samples}")
+    s = scores.detach()
+    u = torch.rand((n_samples, *s.shape), generator=generator, dtype=s.dtype, device="cpu").to(s.device)
+    tiny = torch.finfo(s.dtype).tiny
+    gumbel = -torch.log((-torch.log(u.clamp(min=tiny))).clamp(min=tiny))  # u in (0, 1): G = -log(-log u)
+    perturbed = (s.unsqueeze(0) + gumbel).masked_fill(~mask.unsqueeze(0), float("-inf"))
+    return torch.argsort(perturbed, dim=-1, descending=True)
+
+
+def dcg_weights(n: int, *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+                ) -> torch.Tensor:
+    """theta_k = 1 / log2(1 + k) for positions k = 1..n, shape (n,)."""
+    k = torch.arange(1, n + 1, dtype=dtype, device=device)
+    return 1.0 / torch.log2(1.0 + k)
+
+
+def dcg_gains(judgments: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Gains 2^y - 1 (0 on padding)."""
+    return torch.expm1(judgments * math.log(2.0)).masked_fill(~mask, 0.0)
+
+
+def _valid_positions(mask: torch.Tensor) -> torch.Tensor:
+    """(Q, N) bool: position k < n_q."""
+    n = mask.sum(dim=-1, keepdim=True)
+    return torch.arange(mask.shape[-1], device=mask.device).unsqueeze(0) < n
+
+
+def ranks_of(rankings: torch.Tensor) -> torch.Tensor:
+    """0-based position of every item in each sampled ranking, (S, Q, N) (the inverse permutation)."""
+    pos = torch.arange(rankings.shape[-1], device=rankings.device).expand_as(rankings)
+    return torch.empty_like(rankings).scatter_(-1, rankings, pos)
+
+
+def sampled_exposure(rankings: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Monte-Carlo expected exposure Exp_i = mean over samples of v_{rank(i)}, v_k = 1/ln(1+k); (Q, N), 0 on padding."""
+    v = V1 * dcg_weights(rankings.shape[-1], dtype=dtype, device=rankings.device)
+    exposure = v[ranks_of(rankings)].mean(dim=0)
+    return exposure.masked_fill(~mask, 0.0)
+
+
+def expected_dcg(rankings: torch.Tensor, judgments: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Monte-Carlo E[DCG] per query, (Q,), gains 2^y - 1 and discount 1/log2(1+k)."""
+    gains = dcg_gains(judgments, mask)
+    theta = dcg_weights(rankings.shape[-1], dtype=gains.dtype, device=gains.device)
+    placed = torch.gather(gains.unsqueeze(0).expand_as(rankings), -1, rankings)
+    return (placed * theta).sum(dim=-1).mean(dim=0)
+
+
+def group_means(values: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor, n_groups: int | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean of ``values`` (Q, N) over each group's items per query, (Q, G), and the group sizes (Q, G)."""
+    if n_groups is None:
+        n_groups = int(groups[mask].max().item()) + 1 if mask.any() else 1
+    n_groups = max(n_groups, 2)
+    index = groups.masked_fill(~mask, 0).long()
+    check_group_ids(index, n_groups)
+    shape = (values.shape[0], n_groups)
+    counts = torch.zeros(shape, dtype=values.dtype, device=values.device).scatter_add(1, index, mask.to(values.dtype))
+    sums = torch.zeros(shape, dtype=values.dtype, device=values.device).scatter_add(
+        1, index, values.masked_fill(~mask, 0.0))
+    return sums / counts.clamp(min=1.0), counts
+
+
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+
+def policy_disparity(
+    exposure: torch.Tensor,
+    groups: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    judgments: torch.Tensor | None = None,
+    disparity: Disparity = "squared",
+    merit: bool = False,
+    reduce: Literal["max", "mean"] = "max",
+    n_groups: int | None = None,
+) -> torch.Tensor:
+    """D_q of the module docstring from per-item expected exposure (Q, N); (Q,), differentiable
+    in ``exposure``. ``merit=True`` needs ``judgments`` (>= 0): a_p = Exp(G_p) / mean judgment of G_p."""
+    _check_choice("disparity", disparity, DISPARITIES)
+    _check_choice("reduce", reduce, ("max", "mean"))
+    means, counts = group_means(exposure, groups, mask, n_groups)
+    present = counts > 0
+    if merit:
+        if judgments is None:
+            raise ConfigError("a merit-normalised disparity needs the judgments")
+        merits, _ = group_means(judgments.to(exposure.dtype), groups, mask, means.shape[1])
+        present = present & (merits > 0)
+        means = means / torch.where(present, merits, torch.ones_like(merits))
+    diff = means[:, :1] - means[:, 1:]
+    per_group = diff.square() if disparity == "squared" else torch.clamp(diff, min=0.0)
+    valid = present[:, :1] & present[:, 1:]
+    per_group = per_group.masked_fill(~valid, 0.0)
+    if reduce == "max":
+        return per_group.max(dim=1).values
+    return per_group.sum(dim=1) / valid.sum(dim=1).clamp(min=1).to(per_group.dtype)
+
+
+def _shifted(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Scores minus each query's max over real items, -inf on padding (PL is shift-invariant)."""
+    filled = scores.masked_fill(~mask, float("-inf"))
+    top = filled.max(dim=-1, keepdim=True).values
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    return filled - top
+
+
+def plrank_gradient(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor
+                    ) -> torch.Tensor:
+    """PL-Rank-2 estimate of d/ds E_y[sum_k theta_k rho_{y_k}], (Q, N) (0 on padding), from the
+    sampled ``rankings`` (S, Q, N) and per-item ``rewards`` rho (Q, N); see the module docstring."""
+    s = _shifted(scores.detach(), mask)
+    S, Q, N = rankings.shape
+    valid = _valid_positions(mask).unsqueeze(0)                                  # (1, Q, N)
+    theta = dcg_weights(N, dtype=s.dtype, device=s.device) * valid               # (1, Q, N)
+    s_sorted = torch.gather(s.unsqueeze(0).expand(S, Q, N), -1, rankings)        # -inf on padding
+    rho_sorted = torch.gather(rewards.detach().to(s.dtype).unsqueeze(0).expand(S, Q, N), -1, rankings)
+    r = theta * rho_sorted.masked_fill(~valid, 0.0)
+    R = r.flip(-1).cumsum(-1).flip(-1)                                            # R_k = sum_{x>=k} r_x
+    log_z = torch.logcumsumexp(s_sorted.flip(-1), dim=-1).flip(-1)                # log Z_k (log Z_1 >= 0)
+    # 1 / Z_k; the clamp only acts when scores of a query span more than ~half the dtype's
+    # exponent range (> 350 in float64), where the deep tail's terms are below rounding anyway
+    floor = -0.5 * math.log(torch.finfo(s.dtype).max)
+    inv_z = torch.exp(-log_z.clamp(min=floor)).masked_fill(~valid, 0.0)
+    a = (theta * inv_z).cumsum(-1)                                                # sum_{k<=r} theta_k / Z_k
+    b = (R * inv_z).cumsum(-1)                                                    # sum_{k<=r} R_k / Z_k
+    after = torch.cat([R[..., 1:], torch.zeros_like(R[..., :1])], dim=-1)         # R_{r+1}
+    placed = torch.exp(s_sorted).masked_fill(~valid, 0.0)
+    g_sorted = (after + placed * (rho_sorted * a - b)).masked_fill(~valid, 0.0)
+    grad = torch.zeros_like(g_sorted).scatter_(-1, rankings, g_sorted).mean(dim=0)
+    return grad.masked_fill(~mask, 0.0)
+
+
+def _log_policy(scores: torch.Tensor, rankings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log pi(y) of every sampled ranking, (S, Q), differentiable in ``scores``."""
+    S, Q, N = rankings.shape
+    s = scores.masked_fill(~mask, float("-inf"))
+    s_sorted = torch.gather(s.unsqueeze(0).expand(S, Q, N), -1, rankings)
+    log_z = torch.logcumsumexp(s_sorted.flip(-1), dim=-1).flip(-1)
+    valid = _valid_positions(mask).unsqueeze(0).expand(S, Q, N)
+    terms = torch.where(valid, s_sorted - log_z, torch.zeros_like(s_sorted))
+    return terms.sum(dim=-1)
+
+
+def reinforce_surrogate(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor
+                        ) -> torch.Tensor:
+    """Per-query surrogate (Q,) whose gradient is the REINFORCE estimate with a leave-one-out
+    baseline: mean_s (R(y_s) - mean_{t != s} R(y_t)) grad log pi(y_s)."""
+    S, Q, N = rankings.shape
+    valid = _valid_positions(mask).unsqueeze(0)
+    theta = dcg_weights(N, dtype=scores.dtype, device=scores.device) * valid
+    rho_sorted = torch.gather(rewards.detach().to(scores.dtype).unsqueeze(0).expand(S, Q, N), -1, rankings)
+    total = (theta * rho_sorted.masked_fill(~valid, 0.0)).sum(-1)               # (S, Q)
+    baseline = (total.sum(0, keepdim=True) - total) / (S - 1) if S > 1 else torch.zeros_like(total)
+    return ((total - baseline).detach() * _log_policy(scores, rankings, mask)).mean(dim=0)
+
+
+class PLObjectiveTerms(NamedTuple):
+    """Summed over queries. ``surrogate``: maximise it (its gradient is the estimate);
+    ``total = dcg - lam * disparity`` is the sampled estimate of the objective."""
+
+    surrogate: torch.Tensor
+    total: torch.Tensor
+    dcg: torch.Tensor
+    disparity: torch.Tensor
+
+
+def pl_policy_objective(
+    scores: torch.Tensor,
+    judgments: torch.Tensor,
+    groups: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    lam: float,
+    n_samples: int = 32,
+    estimator: Estimator = "plrank",
+    disparity: Disparity = "squared",
+    merit: bool = False,
+    reduce: Literal["max", "mean"] = "max",
+    n_groups: int | None = None,
+    generator: torch.Generator | None = None,
+    rankings: torch.Tensor | None = None,
+) -> PLObjectiveTerms:
+    """Sample ``n_samples`` rankings per query (or use ``rankings``), estimate E[DCG], the
+    expected exposure and D, and build the surrogate of ``estimator`` for E[DCG] - lam * D.
+    The same samples give the exposure estimate and the gradient (as PL-Rank does)."""
+    _check_choice("estimator", estimator, ESTIMATORS)
+    if not math.isfinite(lam) or lam < 0:
+        raise ConfigError(f"lambda must be a finite number >= 0, got {lam!r}")
+    if rankings is None:
+        rankings = sample_rankings(scores, mask, n_samples, generator)
+    y = judgments.to(scores.dtype)
+    dcg = expected_dcg(rankings, y, mask).sum()
+    exposure = sampled_exposure(rankings, mask, scores.dtype).requires_grad_(True)
+    with torch.enable_grad():
+        d = policy_disparity(exposure, groups, mask, judgments=y, disparity=disparity, merit=merit,
+                             reduce=reduce, n_groups=n_groups).sum()
+        coef = torch.autograd.grad(d, exposure)[0] if lam > 0 and d.requires_grad else torch.zeros_like(exposure)
+    rewards = dcg_gains(y, mask) - lam * V1 * coef
+    if estimator == "plrank":
+        surrogate = (plrank_gradient(scores, rankings, rewards, mask) * scores).sum()
+    else:
+        surrogate = reinforce_surrogate(scores, rankings, rewards, mask).sum()
+    d = d.detach()
+    return PLObjectiveTerms(surrogate, dcg - lam * d, dcg, d)

@@ -1,0 +1,283 @@
+"""The PLRank estimator: a Plackett-Luce ranking policy over a linear scorer, trained for
+E[DCG] - lambda * D(pi) (Fair-PG-Rank, Singh & Joachims 2019; PL-Rank, Oosterhuis 2021/2022).
+
+The scorer is DELTR's (s = ((x - mean) / scale) @ w), so prediction, ranking, persistence and the
+MLflow ranker pyfunc are DELTR's: :class:`PLRank` subclasses :class:`~fairltr.DELTR` and
+replaces its parameters and its training loop. Each iteration samples ``samples`` rankings per
+query of the current policy (Gumbel trick, every query at once), estimates E[DCG], the expected
+exposure and the disparity, and takes one Adam (or SGD) step along the PL-Rank (or REINFORCE)
+gradient estimate (:mod:`fairltr.losses.plackett_luce`). ``predict`` / ``rank`` are the policy's
+mean scores: the deterministic ranking by decreasing score, the policy's most probable ranking.
+Model files carry the format marker ``fairltr.PLRank`` (JSON or safetensors, never pickle).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from fairltr.buckets import BucketedBatch
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
+from fairltr.deltr import DELTR, _PARAM_KINDS as _DELTR_PARAM_KINDS
+from fairltr.errors import ConfigError, DataError
+from fairltr.losses.builtin import LAMBDA
+from fairltr.losses.merit import check_merits
+from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS, pl_policy_objective
+
+__all__ = ["PLRank", "PLRankSettings", "PL_DEFAULT_MAX_ITER", "PL_DEFAULT_LR", "PL_OPTIMIZERS"]
+
+PL_OPTIMIZERS = ("adam", "sgd")
+PL_DEFAULT_MAX_ITER = 300
+PL_DEFAULT_LR = {"adam": 0.05, "sgd": 0.01}
+
+
+@dataclass(frozen=True)
+class PLRankSettings:
+    """A :class:`PLRank`'s validated parameters (what ``fit`` trains with)."""
+
+    lam: float
+    samples: int
+    columns: RankingColumns
+    l2: float
+    tol: float
+    max_iter: int
+    lr: float
+
+    @property
+    def gamma(self) -> float:
+        """The fairness weight under DELTR's name (shared checks read ``settings.gamma``)."""
+        return self.lam
+
+
+class PLRank(DELTR):
+    """A Plackett-Luce policy with a linear scoring function, trained by policy gradient.
+
+    Objective (maximised, summed over queries): E_pi[DCG] - ``lam`` * D(pi), with D the group
+    disparity of expected exposure ``disparity`` (``"squared"``: (a_0 - a_p)^2; ``"hinge"``:
+    max(0, a_0 - a_p)), where a_p is group p's mean expected exposure, or with ``merit=True``
+    its exposure per unit of merit (mean judgment; merit-proportional exposure, which needs
+    judgments >= 0); ``reduce`` over protected groups p >= 1 (max or mean). ``samples``
+    rankings per query and iteration; ``estimator`` ``"plrank"`` (PL-Rank-2) or ``"reinforce"``
+    (with a leave-one-out baseline). Columns, features, ``colorblind``, ``standardize``,
+    ``l2``, ``seed``, ``device`` and ``dtype`` mean what they mean for :class:`~fairltr.DELTR`.
+
+    Fitted attributes are DELTR's; each ``history_`` record is ``iteration``, ``total``
+    (the sampled objective), ``dcg`` (sum over queries of E[DCG]) and ``disparity`` (sum of D).
+    """
+
+    _FILE_KIND = "PLRank"
+
+    def __init__(
+        self,
+        lam: float = LAMBDA.default,
+        samples: int = 32,
+        estimator: str = "plrank",
+        disparity: str = "squared",
+        merit: bool = False,
+        reduce: str = "max",
+        protected: str = DEFAULT_COLUMNS.group,
+        colorblind: bool = False,
+        standardize: bool = True,
+        l2: float = 0.0,
+        optimizer: str = "adam",
+        max_iter: int | None = None,
+        lr: float | None = None,
+        tol: float = 0.0,
+        seed: int = 0,
+        device: str = "auto",
+        dtype: torch.dtype = torch.float64,
+        columns: RankingColumns | None = None,
+    ) -> None:
+        self.lam = lam
+        self.samples = samples
+        self.estimator = estimator
+        self.disparity = disparity
+        self.merit = merit
+        self.reduce = reduce
+        self.protected = protected
+        self.colorblind = colorblind
+        self.standardize = standardize
+        self.l2 = l2
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.lr = lr
+        self.tol = tol
+        self.seed = seed
+        self.device = device
+        self.dtype = dtype
+        self.columns = columns
+
+    # the registry's name of this method's loss (run params, tags) and DELTR's name of the weight
+    fairness_loss = "plrank"
+
+    @property
+    def gamma(self) -> float:
+        """The fairness weight ``lam`` under DELTR's name (figures and shared checks)."""
+        return self.lam
+
+    def settings(self) -> PLRankSettings:  # type: ignore[override]
+        """Validate the parameters; every problem is a :class:`ConfigError` naming the allowed values."""
+        lam = LAMBDA.validate(self.lam)
+        if isinstance(self.samples, bool) or not isinstance(self.samples, numbers.Integral) or self.samples < 1:
+            raise ConfigError(f"samples must be an integer >= 1, got {self.samples!r}")
+        for name, allowed in (("estimator", ESTIMATORS), ("disparity", DISPARITIES), ("optimizer", PL_OPTIMIZERS),
+                              ("reduce", ("max", "mean"))):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+        if not isinstance(self.merit, bool):
+            raise ConfigError(f"merit must be True or False, got {self.merit!r}")
+        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
+            raise ConfigError(f"tol must be a number >= 0, got {self.tol!r}")
+        if not isinstance(self.l2, numbers.Real) or not math.isfinite(self.l2) or self.l2 < 0:
+            raise ConfigError(f"l2 must be a finite number >= 0, got {self.l2!r}")
+        if self.max_iter is not None and (not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
+            raise ConfigError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
+        if self.lr is not None and not (isinstance(self.lr, numbers.Real) and math.isfinite(self.lr) and self.lr > 0):
+            raise ConfigError(f"lr must be a finite number > 0, got {self.lr!r}")
+        return PLRankSettings(
+            lam=lam, samples=int(self.samples), columns=self._contract(), l2=float(self.l2), tol=float(self.tol),
+            max_iter=int(self.max_iter) if self.max_iter is not None else PL_DEFAULT_MAX_ITER,
+            lr=float(self.lr) if self.lr is not None else PL_DEFAULT_LR[self.optimizer],
+        )
+
+    def effective_params(self) -> dict[str, Any]:
+        """The validated parameters as a model file stores them and MLflow logs them (JSON-serialisable)."""
+        s = self.settings()
+        return {
+            "lam": s.lam, "samples": s.samples, "estimator": self.estimator, "disparity": self.disparity,
+            "merit": self.merit, "reduce": self.reduce, "protected": s.columns.group, "colorblind": self.colorblind,
+            "standardize": self.standardize, "l2": s.l2, "optimizer": self.optimizer, "max_iter": s.max_iter,
+            "lr": s.lr, "tol": s.tol, "seed": self.seed, "device": str(self.device),
+            "dtype": str(self.dtype).replace("torch.", ""),
+        }
+
+    def check_fitted(self) -> None:
+        if not self.__sklearn_is_fitted__():
+            from fairltr.errors import NotFittedError
+
+            raise NotFittedError("this PLRank model is not fitted yet: call fit() or PLRank.load()")
+
+    _check_fitted = check_fitted
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
+        return f"PLRank({args})"
+
+    def set_params(self, **params: Any) -> "PLRank":
+        valid = set(self._param_names())
+        for name in params:
+            if name not in valid:
+                raise ConfigError(f"invalid parameter {name!r} for PLRank; valid parameters: {sorted(valid)}")
+        return super().set_params(**params)  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ training
+    def _check_fairness_signal(self, batches, where, settings) -> None:  # type: ignore[override]
+        if self.merit:
+            for b in [batches] if not isinstance(batches, (list, tuple)) else batches:
+                check_merits(b.judgments, b.mask)
+        super()._check_fairness_signal(batches, where, settings)
+
+    def _fit_buckets(  # type: ignore[override]
+        self,
+        buckets: BucketedBatch,
+        columns: RankingColumns,
+        settings: PLRankSettings,
+        names: list[str],
+        callback: Callable[[int, dict[str, float]], None] | None,
+        progress: bool,
+    ) -> "PLRank":
+        """Policy-gradient steps over every length bucket at once per iteration; sets the fitted state."""
+        device = self._device()
+        gen = torch.Generator().manual_seed(self.seed)
+        batches = [b for b in buckets.batches if bool(b.mask.any())] or list(buckets.batches[:1])
+        xs = [b.features.to(self.dtype) for b in batches]
+        if self.colorblind and columns.group in names:
+            keep = [i for i, name in enumerate(names) if name != columns.group]
+            if not keep:
+                raise DataError("no feature columns to train on after dropping the group column (colorblind)")
+            xs, names = [x[..., keep] for x in xs], [names[i] for i in keep]
+        n_features = xs[0].shape[-1]
+        if not names or n_features != len(names):
+            raise DataError(f"the batch has {n_features} feature(s) but {len(names)} feature name(s)")
+        self._check_fairness_signal(batches, None, settings)
+        if self.standardize:
+            real = torch.cat([x[b.mask] for x, b in zip(xs, batches)])
+            mean, std = real.mean(0), real.std(0, unbiased=False)
+            std = torch.where(std > 0, std, torch.ones_like(std))
+        else:
+            mean = torch.zeros(n_features, dtype=self.dtype)
+            std = torch.ones(n_features, dtype=self.dtype)
+        n_groups = max(2, max((int(b.groups[b.mask].max()) + 1 for b in batches if bool(b.mask.any())), default=1))
+        parts = []
+        for x, b in zip(xs, batches):
+            xn = ((x - mean) / std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
+            parts.append((xn, b.judgments.to(device, self.dtype), b.groups.to(device), b.mask.to(device)))
+        w = (0.01 * torch.randn(n_features, generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
+        opt: torch.optim.Optimizer = (torch.optim.Adam([w], lr=settings.lr) if self.optimizer == "adam"
+                                      else torch.optim.SGD([w], lr=settings.lr))
+
+        def step_terms() -> tuple[torch.Tensor, dict[str, float]]:
+            surrogate = torch.zeros((), dtype=self.dtype, device=device)
+            total = dcg = disp = 0.0
+            for x, y, g, m in parts:
+                t = pl_policy_objective(x @ w, y, g, m, lam=settings.lam, n_samples=settings.samples,
+                                        estimator=self.estimator, disparity=self.disparity, merit=self.merit,
+                                        reduce=self.reduce, n_groups=n_groups, generator=gen)
+                surrogate = surrogate + t.surrogate
+                total, dcg, disp = total + float(t.total), dcg + float(t.dcg), disp + float(t.disparity)
+            if settings.l2:
+                surrogate = surrogate - settings.l2 * (w * w).sum()
+                total -= settings.l2 * float((w.detach() ** 2).sum())
+            return surrogate, {"total": total, "dcg": dcg, "disparity": disp}
+
+        history: list[dict[str, float]] = []
+
+        def record(iteration: int, terms: dict[str, float]) -> dict[str, float]:
+            rec = {"iteration": iteration, **terms}
+            if not all(math.isfinite(v) for v in terms.values()):
+                raise FloatingPointError(f"PLRank objective became {terms['total']} at iteration {iteration}; "
+                                         "try a smaller lr or lambda")
+            history.append(rec)
+            if callback is not None:
+                callback(iteration, rec)
+            return rec
+
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+            bar = tqdm(total=settings.max_iter, desc=f"PLRank lambda={settings.lam:g}", unit="it", leave=False)
+        prev = math.inf
+        it = 0
+        while it < settings.max_iter:
+            opt.zero_grad()
+            surrogate, terms = step_terms()
+            (-surrogate).backward()  # ascent on the objective
+            rec = record(it, terms)
+            opt.step()
+            it += 1
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(objective=f"{rec['total']:.6g}")
+            if settings.tol > 0 and abs(prev - rec["total"]) <= settings.tol * max(1.0, abs(rec["total"])):
+                break
+            prev = rec["total"]
+        _, terms = step_terms()  # sampled objective at the returned weights
+        record(it, terms)
+        if bar is not None:
+            bar.close()
+        return self.set_fitted_state(columns=columns, feature_names=names, weights=w.detach().cpu().numpy(),
+                                     mean=mean.cpu().numpy(), scale=std.cpu().numpy(), n_iter=it, history=history)
+
+
+PLRank._PARAM_KINDS = {
+    "lam": "number", "samples": "int", "estimator": "str", "disparity": "str", "merit": "bool", "reduce": "str",
+    **{k: v for k, v in _DELTR_PARAM_KINDS.items() if k not in ("gamma", "fairness_loss", "reduce")},
+}
+PLRank._HISTORY_KEYS = frozenset({"iteration", "total", "dcg", "disparity"})
+# the registry names the weight "lambda" (a Python keyword, so the parameter is ``lam``): readers of
+# the declared hyper-parameters (``getattr(model, "lambda")``, e.g. MLflow's run params) see lam
+setattr(PLRank, "lambda", property(lambda self: self.lam, doc="The fairness weight ``lam`` (the registry's name)."))

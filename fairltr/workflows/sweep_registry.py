@@ -1,0 +1,156 @@
+"""The sweep-method registry: a sweep method is ONE :class:`SweepMethod` declaration (name,
+summary, what it searches, the trial builder = a workflow call, default objectives, the inputs
+and extras it needs). ``fairltr sweep --method`` takes its choices from here, the sweep
+workflow builds trials from here, docs/sweeps.md's method table is :func:`methods_markdown`
+and ``benchmarks/pareto_comparison.py`` runs every ranking method registered here.
+
+The built-in methods are declared in :mod:`fairltr.workflows.sweep_methods` (loaded on the first
+lookup); another package registers its own with :func:`register_sweep_method`.
+
+Method names are user-facing (``lambdamart+fair``); where a name becomes part of an MLflow key
+or a file name use :attr:`SweepMethod.key` / :func:`fairltr.metrics.key_part` (MLflow keys allow letters,
+digits, ``_ - . /`` and spaces, not ``+``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from fairltr.errors import ConfigError
+from fairltr.metrics.registry import key_part
+
+__all__ = ["SweepInputs", "SweepMethod", "register_sweep_method", "unregister_sweep_method", "get_sweep_method",
+           "sweep_method_names", "sweep_methods", "methods_markdown", "DATA_KINDS"]
+
+DATA_KINDS = ("ranking", "parallel")  # ranking files / folds; a parallel-query folder (retrieval)
+_REGISTRY: dict[str, "SweepMethod"] = {}
+_BUILTINS_LOADED = False
+_NAME = re.compile(r"^[a-z0-9][a-z0-9+_.-]*$")
+
+
+@dataclass(frozen=True)
+class SweepInputs:
+    """What a trial builder gets: the sweep's config (``tuning.SweepConfig``), the (train, test)
+    folds of a ranking method (None for a ``parallel`` method, which reads ``cfg.train``), the
+    column contract."""
+
+    cfg: Any
+    folds: list | None
+    columns: Any
+
+
+@dataclass(frozen=True)
+class SweepMethod:
+    """One sweep method.
+
+    * ``trial(inputs) -> runner``: ``runner(values) -> metrics`` with its search space as
+      ``runner.space`` (a workflow call: :func:`fairltr.workflows.ranking_trial` ...);
+    * ``searches``: the search space in words (docs, ``--help``);
+    * ``objectives``: default objectives (``None``: the sweep's ``kendall_tau:max,exposure_disparity:min``);
+    * ``data``: ``"ranking"`` (``--train``/``--test`` ranking files, or folds) or ``"parallel"``;
+    * ``requires``: importable modules, checked before the study starts, with the extra that
+      installs them (``{"lightgbm": "gbdt"}``);
+    * ``options``: CLI parameter name -> trial keyword, passed via ``SweepConfig.method_options``
+      (``{"steps": "steps"}``); unset (None) values are left out;
+    * ``ranking``: for ranking methods, the plan :func:`fairltr.workflows.ranking_trial` builds
+      the trial from (space and values -> ranker setting).
+    """
+
+    name: str
+    summary: str
+    trial: Callable[[SweepInputs], Any]
+    searches: str = ""
+    objectives: str | None = None
+    data: str = "ranking"
+    requires: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict)
+    ranking: Any = None
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ConfigError(f"sweep method name {self.name!r}: lower-case letters, digits and + _ . - only")
+        if self.data not in DATA_KINDS:
+            raise ConfigError(f"sweep method {self.name!r}: data must be one of {DATA_KINDS}, got {self.data!r}")
+        if not callable(self.trial):
+            raise ConfigError(f"sweep method {self.name!r}: trial must be callable")
+
+    @property
+    def key(self) -> str:
+        """The name as an MLflow key / file-name part (:func:`fairltr.metrics.key_part`)."""
+        return key_part(self.name)
+
+    @property
+    def default_objectives(self) -> str:
+        if self.objectives is not None:
+            return self.objectives
+        from tuning.objectives import DEFAULT_OBJECTIVES
+
+        return DEFAULT_OBJECTIVES
+
+    def check_requirements(self) -> None:
+        """A one-line :class:`ConfigError` naming the extra when a required module is missing."""
+        for module, extra in self.requires.items():
+            if importlib.util.find_spec(module) is None:
+                raise ConfigError(f"sweep method {self.name!r} needs {module}, which is not installed: "
+                                  f"pip install 'fairltr[{extra}]'")
+
+    def method_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The trial keywords of this method from CLI-level values (None = unset, left out)."""
+        return {kw: given[param] for param, kw in self.options.items() if given.get(param) is not None}
+
+
+def _load_builtins() -> None:
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        import fairltr.workflows.sweep_methods  # noqa: F401  (declares the built-in methods)
+
+
+def register_sweep_method(method: SweepMethod, *, replace: bool = False) -> SweepMethod:
+    """Add ``method`` to the registry (``replace=True`` to redeclare a name). Returns it."""
+    if not isinstance(method, SweepMethod):
+        raise ConfigError(f"register_sweep_method takes a SweepMethod, got {type(method).__name__}")
+    if method.name in _REGISTRY and not replace:
+        raise ConfigError(f"sweep method {method.name!r} is already registered")
+    keys = {m.key: m.name for m in _REGISTRY.values() if m.name != method.name}
+    if method.key in keys:
+        raise ConfigError(f"sweep method {method.name!r} has the same key {method.key!r} as {keys[method.key]!r}")
+    _REGISTRY[method.name] = method
+    return method
+
+
+def unregister_sweep_method(name: str) -> None:
+    """Remove a method (tests, plugins); unknown names are ignored."""
+    _REGISTRY.pop(name, None)
+
+
+def sweep_methods(data: str | None = None) -> list[SweepMethod]:
+    """The registered methods in declaration order (``data``: only that kind)."""
+    _load_builtins()
+    return [m for m in _REGISTRY.values() if data is None or m.data == data]
+
+
+def sweep_method_names(data: str | None = None) -> list[str]:
+    return [m.name for m in sweep_methods(data)]
+
+
+def get_sweep_method(name: str) -> SweepMethod:
+    """The method called ``name``; an unknown name is a :class:`ConfigError` listing the choices."""
+    _load_builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown sweep method {name!r}; choose one of {sweep_method_names()}") from None
+
+
+def methods_markdown() -> str:
+    """The method table of docs/sweeps.md (generated from the registry; a test keeps it in sync)."""
+    lines = ["| method | data | searches | default objectives | what it is |", "|---|---|---|---|---|"]
+    for m in sweep_methods():
+        extra = f" (needs `fairltr[{', '.join(sorted(set(m.requires.values())))}]`)" if m.requires else ""
+        summary = m.summary.replace("*", "\\*")  # FA*IR, not emphasis
+        lines.append(f"| `{m.name}` | {m.data} | {m.searches} | `{m.default_objectives}` | {summary}{extra} |")
+    return "\n".join(lines)

@@ -1,0 +1,151 @@
+"""``fairltr train plrank``: train a Plackett-Luce policy (:class:`fairltr.PLRank`), evaluate its
+deterministic (mean-score) ranking on the test lists, write model + predictions + metrics, log
+and register it like a DELTR ranker.
+
+Entry points other code relies on (the sweep-method registry among them):
+
+* :class:`PLRankSpec` — one PLRank setting (the estimator's parameters + features/colorblind);
+* :func:`fit_plrank` (table in, fitted :class:`~fairltr.PLRank` out) and
+  :func:`plrank_outcome` (fit -> rank ``test`` -> metrics, a :class:`~fairltr.workflows.RankerOutcome`);
+* :class:`TrainPLRankConfig` -> :func:`train_plrank` -> :class:`~fairltr.workflows.TrainRankerResult`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
+from fairltr.errors import ConfigError
+from fairltr.losses.builtin import LAMBDA
+from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS
+from fairltr.metrics import DEFAULT_K
+from fairltr.plrank import PL_OPTIMIZERS, PLRank
+from fairltr.workflows.options import RankingSource, TrackingOptions
+from fairltr.workflows.ranking import RankerOutcome, check_device, evaluate_ranked, validate_tables
+from fairltr.workflows.train_ranker import MODEL_FORMATS, TrainRankerResult, check_k, publish_ranker
+
+__all__ = ["PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank",
+           "default_plrank_run_name"]
+
+Echo = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class PLRankSpec:
+    """One PLRank setting: ``lam`` (the fairness weight, ``--lambda``), ``samples`` (rankings per
+    query and iteration), the gradient ``estimator``, the ``disparity`` and ``merit``
+    normalisation, and the options PLRank shares with DELTR. Checked when built."""
+
+    lam: float = LAMBDA.default
+    samples: int = 32
+    estimator: str = "plrank"
+    disparity: str = "squared"
+    merit: bool = False
+    reduce: str = "max"
+    colorblind: bool = False
+    features: tuple[str, ...] | None = None
+    optimizer: str = "adam"
+    max_iter: int | None = None
+    lr: float | None = None
+    l2: float = 0.0
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lam", LAMBDA.validate(self.lam))
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
+            raise ConfigError(f"samples must be an integer >= 1, got {self.samples!r}")
+        for name, allowed in (("estimator", ESTIMATORS), ("disparity", DISPARITIES), ("optimizer", PL_OPTIMIZERS),
+                              ("reduce", ("max", "mean"))):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+        if isinstance(self.l2, bool) or not isinstance(self.l2, (int, float)) or not math.isfinite(self.l2) or self.l2 < 0:
+            raise ConfigError(f"l2 must be a finite number >= 0, got {self.l2!r}")
+        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
+            raise ConfigError(f"lr must be a finite number > 0, got {self.lr!r}")
+        if self.max_iter is not None and self.max_iter < 1:
+            raise ConfigError(f"max_iter must be >= 1, got {self.max_iter}")
+        check_device(self.device)
+
+    def with_(self, **changes: Any) -> "PLRankSpec":
+        return replace(self, **changes)
+
+    def estimator_for(self, columns: RankingColumns = DEFAULT_COLUMNS) -> PLRank:
+        """The unfitted :class:`~fairltr.PLRank` of this setting."""
+        return PLRank(lam=self.lam, samples=self.samples, estimator=self.estimator, disparity=self.disparity,
+                      merit=self.merit, reduce=self.reduce, protected=columns.group, colorblind=self.colorblind,
+                      l2=self.l2, optimizer=self.optimizer, max_iter=self.max_iter, lr=self.lr, seed=self.seed,
+                      device=self.device, columns=columns)
+
+    def model_params(self) -> dict[str, Any]:
+        """Run params beyond the estimator's own."""
+        return {"engine": "estimator", "method": "plrank"}
+
+
+def fit_plrank(train: pd.DataFrame, spec: PLRankSpec, columns: RankingColumns = DEFAULT_COLUMNS, *,
+               progress: bool = False) -> PLRank:
+    """Fit the setting's policy on ``train``."""
+    features = list(spec.features) if spec.features is not None else None
+    return spec.estimator_for(columns).fit(train, features=features, progress=progress)
+
+
+def plrank_outcome(train: pd.DataFrame, test: pd.DataFrame | None, spec: PLRankSpec,
+                   columns: RankingColumns = DEFAULT_COLUMNS, *, k: Sequence[int] = DEFAULT_K,
+                   progress: bool = False, model: PLRank | None = None) -> RankerOutcome:
+    """Fit (unless ``model`` is given), rank ``test`` by the mean scores, compute its metrics."""
+    if model is None:
+        model = fit_plrank(train, spec, columns, progress=progress)
+    if test is None:
+        return RankerOutcome(model, None, None)
+    ranked = model.rank(test, query=columns.query)
+    return RankerOutcome(model, ranked, evaluate_ranked(ranked, columns, k))
+
+
+def default_plrank_run_name(spec: PLRankSpec) -> str:
+    return (f"plrank lambda={spec.lam:g} {spec.disparity}" + (" merit" if spec.merit else "")
+            + (" colorblind" if spec.colorblind else ""))
+
+
+@dataclass(frozen=True)
+class TrainPLRankConfig:
+    """``fairltr train plrank``: train on ``train`` (in memory), evaluate on ``test`` when given,
+    write model + predictions + metrics to ``out_dir``, log to MLflow (and register)."""
+
+    train: RankingSource
+    spec: PLRankSpec = field(default_factory=PLRankSpec)
+    test: RankingSource | None = None
+    out_dir: Path = Path("outputs/plrank")
+    model_format: str = "json"
+    k: tuple[int, ...] = DEFAULT_K
+    tracking: TrackingOptions = field(default_factory=TrackingOptions)
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.model_format not in MODEL_FORMATS:
+            raise ConfigError(f"model format must be one of {MODEL_FORMATS}, got {self.model_format!r}")
+        if self.test is not None and self.test.columns != self.train.columns:
+            raise ConfigError("train and test must use the same column names")
+        object.__setattr__(self, "k", check_k(self.k))
+
+
+def train_plrank(cfg: TrainPLRankConfig, echo: Echo = _quiet) -> TrainRankerResult:
+    """Validate inputs, output folder and tracking server first; then train, write the output set
+    all-or-nothing and log the run (the model files are on disk before any tracking)."""
+    columns = cfg.train.columns
+    train = cfg.train.read()
+    test = cfg.test.read() if cfg.test is not None else None
+    validate_tables(train, test, cfg.spec, columns)  # type: ignore[arg-type]  # reads features/colorblind
+    return publish_ranker(
+        lambda: plrank_outcome(train, test, cfg.spec, columns, k=cfg.k, progress=cfg.progress),
+        out_dir=cfg.out_dir, model_format=cfg.model_format, tracking=cfg.tracking, train_frame=train,
+        train_source=cfg.train, test_source=cfg.test, test=test, params=cfg.spec.model_params(),
+        run_name=cfg.tracking.run_name or default_plrank_run_name(cfg.spec), echo=echo)
