@@ -5,13 +5,15 @@ declared hyper-parameters (``gamma``, ``alpha``).
 """
 
 from lightning_modules.biencoder import BiEncoderModule, pool
+from lightning_modules.biencoder_training import fit_biencoder
+from lightning_modules.loggers import mlflow_logger
 from lightning_modules.deltr_module import OPTIMIZERS, DELTRModule
 from lightning_modules.parallel_datamodule import ParallelQueryDataModule, ParallelQueryDataset, collate_parallel
 from lightning_modules.ranking_datamodule import QueryDataset, RankingDataModule, SelectQueries
 
 __all__ = [
     "DELTRModule", "OPTIMIZERS", "RankingDataModule", "QueryDataset", "SelectQueries",
-    "BiEncoderModule", "pool",
+    "BiEncoderModule", "pool", "fit_biencoder", "mlflow_logger",
     "ParallelQueryDataModule", "ParallelQueryDataset", "collate_parallel",
 ]
 

@@ -52,8 +52,15 @@ PY
 echo "install took $(( $(date +%s) - start )) s"
 
 echo "== core and tracking tests at the lower bounds"
-# the core (tests/fairltr outside cli/) and the MLflow adapter; the CLI, Lightning, Optuna and
-# retrieval-encoder tests need extras this venv does not install
+# the core (tests/fairltr outside cli/) and the MLflow adapter; left out: the tests that need the
+# extras this venv does not install (transformers/tokenizers and bm25s of [retrieval], Lightning,
+# Optuna) and the CLI's
 "$venv/bin/python" -m pytest -q -m "not slow" -p no:cacheprovider \
-  tests/fairltr --ignore=tests/fairltr/cli "$@"
+  tests/fairltr --ignore=tests/fairltr/cli --ignore=tests/fairltr/workflows \
+  --ignore=tests/fairltr/tracking/test_retriever.py \
+  --ignore=tests/fairltr/tracking/test_retrieval_evaluator.py \
+  --ignore=tests/fairltr/tracking/test_promotion_retriever.py \
+  --deselect=tests/fairltr/tracking/test_mlproject_runs.py::test_train_dpr_registers_a_retriever \
+  --deselect=tests/fairltr/tracking/test_mlproject_runs.py::test_sweep_uses_the_mlflow_run_as_parent \
+  --deselect=tests/fairltr/retrieval/test_parallel_data.py::test_bm25_and_evaluate_run "$@"
 echo "lower bounds total $(( $(date +%s) - start )) s"
