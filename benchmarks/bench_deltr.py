@@ -13,7 +13,10 @@
     wall-clock and of this thread's CPU time (the latter is robust to other processes on a shared
     machine), float64 (DELTR's default dtype) and float32.
 
-Usage:  python benchmarks/bench_deltr.py [--skip-reference] [--reference-python PATH] [--json OUT]
+(profile, --profile) every step of (b)'s iteration timed alone against the two passes: where the
+    time above the floor goes (docs/deltr.md).
+
+Usage:  python benchmarks/bench_deltr.py [--skip-reference] [--reference-python PATH] [--profile] [--json OUT]
 """
 
 from __future__ import annotations
@@ -232,6 +235,61 @@ def part_b(args) -> list[dict]:
     return results
 
 
+def profile_b(args) -> list[dict]:
+    """Where the iteration's time goes beyond the two passes: each step of the fused iteration
+    (LinearDELTRObjective, two groups, active hinge) timed alone on the same tensors, interleaved
+    round by round with the two passes; this thread's CPU time, medians, as a share of the passes."""
+    q, n, f = (int(v) for v in args.big.lower().split("x"))
+    rows = []
+    for dtype in (torch.float64, torch.float32):
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(q, n, f, generator=gen, dtype=dtype)
+        y = torch.randn(q, n, generator=gen, dtype=dtype)
+        groups = (torch.rand(q, n, generator=gen) < 0.3).long()
+        obj = LinearDELTRObjective(x, y, groups, torch.ones(q, n, dtype=torch.bool), args.gamma_big)
+        del x
+        w = 0.3 * torch.randn(f, generator=gen, dtype=dtype)
+        xs, a = obj.x, obj.a
+        s = torch.empty(q * n, dtype=dtype)
+        e = torch.empty(q, n, dtype=dtype)
+        t = torch.empty(q, n, dtype=dtype)
+        v = torch.randn(q * n, generator=gen, dtype=dtype)
+        g = torch.empty(f, dtype=dtype)
+        col = torch.rand(q, 1, generator=gen, dtype=dtype)
+        torch.mv(xs, w, out=s)
+        s_qn = s.view(q, n)
+        steps = {
+            "X w (pass 1)": lambda: torch.mv(xs, w, out=s),
+            "X^T v (pass 2)": lambda: torch.mv(xs.T, v, out=g),
+            "exp(s)": lambda: torch.exp(s_qn, out=e),
+            "z = sum_i e": lambda: e.sum(dim=1),
+            "a * e": lambda: torch.mul(a, e, out=t),
+            "sum_i a e": lambda: t.sum(dim=1),
+            "e *= per-query factor": lambda: e.mul_(col),
+            "e += (a e) * per-query factor": lambda: e.addcmul_(t, col),
+            "whole iteration": lambda: obj.value_and_grad(w),
+        }
+        cpu = {k: [] for k in steps}
+        for fn in steps.values():
+            fn()
+        for _ in range(args.rounds):
+            for key, fn in steps.items():
+                c0 = time.thread_time()
+                fn()
+                cpu[key].append(time.thread_time() - c0)
+                if key.startswith("exp"):
+                    torch.exp(s_qn, out=e)  # keep e bounded for the in-place steps
+        med = {k: 1e3 * statistics.median(v) for k, v in cpu.items()}
+        floor = med["X w (pass 1)"] + med["X^T v (pass 2)"]
+        print(f"(profile) {q}x{n}x{f} {str(dtype).replace('torch.', '')}: CPU ms and share of the two passes")
+        for key, ms in med.items():
+            print(f"    {key:<32} {ms:8.2f} ms  {ms / floor:5.2f}")
+        rows.append({"dtype": str(dtype).replace("torch.", ""), "shape": f"{q}x{n}x{f}", "ms": med,
+                     "floor_ms": floor})
+        del obj, xs, a
+    return rows
+
+
 def _unfair_share(obj: LinearDELTRObjective, w: torch.Tensor) -> float:
     """Share of queries whose hinge is active at ``w`` (the fairness gradient path is exercised)."""
     return float((obj.per_query_exposure(w) > 0).to(torch.float64).mean())
@@ -253,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: stable numbers on a shared machine)")
     ap.add_argument("--skip-a", action="store_true")
     ap.add_argument("--skip-b", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="(b) also time each step of the iteration alone")
     ap.add_argument("--json", type=Path, help="write all measurements as JSON")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -262,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         out["a"] = part_a(args)
     if not args.skip_b:
         out["b"] = part_b(args)
+    if args.profile:
+        out["profile"] = profile_b(args)
     print("\nsummary")
     for r in out.get("a", []):
         if "speedup_adam" in r:

@@ -6,6 +6,8 @@ declared hyper-parameters (``gamma``, ``alpha``).
 """
 
 from lightning_modules.biencoder import BiEncoderModule, pool
+from lightning_modules.biencoder_training import fit_biencoder
+from lightning_modules.loggers import mlflow_logger
 from lightning_modules.deltr_module import OPTIMIZERS, DELTRModule
 from lightning_modules.pl_policy_module import PLPolicyModule
 from lightning_modules.parallel_datamodule import ParallelQueryDataModule, ParallelQueryDataset, collate_parallel
@@ -13,7 +15,7 @@ from lightning_modules.ranking_datamodule import QueryDataset, RankingDataModule
 
 __all__ = [
     "DELTRModule", "OPTIMIZERS", "PLPolicyModule", "RankingDataModule", "QueryDataset", "SelectQueries",
-    "BiEncoderModule", "pool",
+    "BiEncoderModule", "pool", "fit_biencoder", "mlflow_logger",
     "ParallelQueryDataModule", "ParallelQueryDataset", "collate_parallel",
 ]
 

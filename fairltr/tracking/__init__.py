@@ -13,7 +13,7 @@ from typing import Any
 _EXPORTS = {
     # config
     "DEFAULT_EXPERIMENT": "config", "default_tracking_uri": "config", "tracking_uri": "config",
-    "configure": "config", "lightning_logger": "config",
+    "configure": "config", "logger_target": "config",
     # logging
     "log_deltr_run": "ranker_logging", "run_params": "ranker_logging", "log_history": "ranker_logging",
     "log_metrics_finite": "ranker_logging", "frame_fingerprint": "ranker_logging", "file_fingerprint": "ranker_logging",

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from fairltr.errors import ConfigError
 
-__all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "lightning_logger",
+__all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "logger_target",
            "redact_uri", "redact_text", "check_tracking_uri", "FAST_FAIL_ENV", "init_store", "sqlite_path",
            "install_redaction", "registry_prints_follow_log_level"]
 
@@ -176,22 +176,16 @@ def configure(experiment: str | None = None) -> str:
     return uri
 
 
-def lightning_logger(experiment: str = DEFAULT_EXPERIMENT, run_name: str | None = None, **kwargs):
-    """A Lightning ``MLFlowLogger`` on the same tracking URI as the rest of fairltr.
-
-    Inside ``mlflow run`` (``MLFLOW_RUN_ID`` set) or an active run, it logs into that run.
-    Extra keyword arguments go to ``MLFlowLogger`` (e.g. ``tags``, ``log_model``).
-    """
+def logger_target() -> tuple[str, str | None]:
+    """(tracking URI, run id) for a Lightning ``MLFlowLogger`` on the same tracking URI as the rest
+    of fairltr (:func:`lightning_modules.mlflow_logger` builds it): the run is the active one or,
+    inside ``mlflow run``, ``MLFLOW_RUN_ID``; None for a new run."""
     import mlflow
-    from lightning.pytorch.loggers import MLFlowLogger
 
     uri = tracking_uri()
     init_store(uri)
     active = mlflow.active_run()
-    run_id = active.info.run_id if active is not None else os.environ.get("MLFLOW_RUN_ID")
-    if run_id:
-        kwargs.setdefault("run_id", run_id)
-    return MLFlowLogger(experiment_name=experiment, run_name=run_name, tracking_uri=uri, **kwargs)
+    return uri, (active.info.run_id if active is not None else os.environ.get("MLFLOW_RUN_ID"))
 
 
 _CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")

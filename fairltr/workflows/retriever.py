@@ -154,24 +154,13 @@ def build_module(spec: RetrieverSpec, *, alpha: float | None = None, encoder: st
 def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train", logger: Any = False,
                callbacks: Sequence[Any] = (), progress: bool = False):
     """Train ``module`` for ``spec.steps`` steps on ``data`` (a folder or ParallelRetrievalData).
-    Returns the Lightning trainer."""
-    import lightning.pytorch as pl
+    Returns the Lightning trainer (built in :func:`lightning_modules.fit_biencoder`)."""
+    from lightning_modules import fit_biencoder
 
-    from lightning_modules import ParallelQueryDataModule
-    from lightning_modules.quiet import quiet_lightning
-
-    pl.seed_everything(spec.seed, verbose=False)
-    dm = ParallelQueryDataModule(data, batch_size=spec.batch_size, train_split=train_split, seed=spec.seed,
-                                 max_train_items=spec.max_train_items)
-    devices = int(spec.devices) if str(spec.devices).isdigit() else spec.devices
-    with quiet_lightning():
-        trainer = pl.Trainer(
-            max_steps=spec.steps, accelerator=spec.accelerator, devices=devices, precision=spec.precision,
-            logger=logger, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
-            log_every_n_steps=1 if spec.steps <= 50 else 10, num_sanity_val_steps=0, callbacks=list(callbacks),
-        )
-        trainer.fit(module, dm)
-    return trainer
+    return fit_biencoder(module, data, steps=spec.steps, seed=spec.seed, batch_size=spec.batch_size,
+                         train_split=train_split, max_train_items=spec.max_train_items,
+                         accelerator=spec.accelerator, devices=spec.devices, precision=spec.precision,
+                         logger=logger, callbacks=callbacks, progress=progress)
 
 
 class CorpusEmbeddingCache:
@@ -373,14 +362,16 @@ class _tracked:
     def __enter__(self):
         if not self.cfg.tracking.enabled:
             return None, False
-        from fairltr.tracking.config import lightning_logger
+        from fairltr.tracking.config import logger_target
         from fairltr.tracking.runs import job_run
+        from lightning_modules import mlflow_logger
 
         spec = self.cfg.spec
         name = self.cfg.tracking.run_name or f"dpr {spec.fairness_loss} alpha={self.module.alpha:g}"
         self._ctx = job_run(self.cfg.tracking.experiment, name, tags=self.cfg.tracking.tags)
         run = self._ctx.__enter__()
-        return run, lightning_logger(self.cfg.tracking.experiment, run_name=name)
+        uri, run_id = logger_target()
+        return run, mlflow_logger(self.cfg.tracking.experiment, run_name=name, tracking_uri=uri, run_id=run_id)
 
     def __exit__(self, *exc):
         if self._ctx is not None:

@@ -19,6 +19,7 @@ from fairltr.metrics import (
     ranks_from_order,
     recall_at_k,
 )
+from fairltr.metrics.relevance import _kendall_tau_pairwise
 
 
 def _batch(q=12, n=15, seed=0, levels=4):
@@ -61,12 +62,48 @@ def test_kendall_tau_matches_scipy_tau_b():
         assert got[qi] == pytest.approx(want, rel=1e-12, abs=1e-12), qi
 
 
-def test_kendall_tau_chunked_equals_unchunked():
+def test_kendall_tau_pairwise_reference_chunked_equals_unchunked():
     scores, judg, mask = _batch(q=9, n=31, seed=2)
     pred = ranks_by(_t(scores), _t(mask))
-    full = kendall_tau(pred, _t(judg), _t(mask))
+    full = _kendall_tau_pairwise(pred, _t(judg), _t(mask))
     for block in (1, 37, 9 * 31 * 5):
-        torch.testing.assert_close(kendall_tau(pred, _t(judg), _t(mask), block=block), full, equal_nan=True)
+        torch.testing.assert_close(_kendall_tau_pairwise(pred, _t(judg), _t(mask), block=block), full, equal_nan=True)
+    torch.testing.assert_close(kendall_tau(pred, _t(judg), _t(mask), block=37), full, equal_nan=True)  # still accepted
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kendall_tau_n_log_n_matches_scipy_with_ties_and_ragged_masks(seed):
+    """Ties in both predicted ranks and judgments, masks with holes, sizes up to 700 (10 radix bits)."""
+    rng = np.random.default_rng(100 + seed)
+    q, n = int(rng.integers(1, 6)), int(rng.integers(2, 700))
+    pred = rng.integers(0, int(rng.integers(1, 50)), size=(q, n)).astype(np.float64)
+    judg = rng.integers(0, int(rng.integers(1, 8)), size=(q, n)).astype(np.float64)
+    mask = rng.random((q, n)) < rng.uniform(0.2, 1.0)
+    mask[0] = rng.random(n) < 0.99
+    got = kendall_tau(_t(pred), _t(judg), _t(mask)).numpy()
+    reference = _kendall_tau_pairwise(_t(pred), _t(judg), _t(mask)).numpy()
+    for qi in range(q):
+        x, y = -pred[qi][mask[qi]], judg[qi][mask[qi]]
+        if len(x) < 2 or np.all(y == y[0]) or np.all(x == x[0]):
+            assert np.isnan(got[qi]) and np.isnan(reference[qi]), qi
+            continue
+        want = kendalltau(x, y, variant="b").statistic
+        assert abs(got[qi] - want) <= 1e-12 and abs(reference[qi] - want) <= 1e-12, (qi, got[qi], want)
+
+
+def test_kendall_tau_nan_policy_as_the_pairwise_version():
+    """NaN for all-equal judgments, one real item or no slots, as before; a NaN judgment gives NaN."""
+    pred = torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 0.0, 0.0],
+                         [1.0, 2.0, 3.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    judg = torch.tensor([[2.0, 2.0, 2.0, 2.0], [3.0, float("nan"), 1.0, 0.0], [1.0, 0.0, 5.0, 5.0],
+                         [0.0, 1.0, 2.0, 9.0], [1.0, 0.0, 0.0, 0.0]])
+    mask = torch.tensor([[True] * 4, [True] * 4, [True, True, False, False], [True, True, True, False],
+                         [True, False, False, False]])
+    got = kendall_tau(pred, judg, mask)
+    keep = [0, 2, 3, 4]  # row 1: inputs are validated finite upstream; the pairwise version read NaN as a tie
+    torch.testing.assert_close(got[keep], _kendall_tau_pairwise(pred, judg, mask)[keep], equal_nan=True)
+    assert got[[0, 1, 4]].isnan().all() and got[2] == pytest.approx(1.0) and got[3] == pytest.approx(-1.0)
+    assert kendall_tau(pred[:, :0], judg[:, :0], mask[:, :0]).isnan().all()  # no slots at all
 
 
 def test_kendall_tau_perfect_and_reversed():
