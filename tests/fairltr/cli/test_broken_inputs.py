@@ -22,6 +22,7 @@ from fairltr.synthetic import make_biased_rankings
 from mlflow_fixtures import running_runs
 
 UNREACHABLE = {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}
+NO_POSTGRES = {"MLFLOW_TRACKING_URI": "postgresql+psycopg2://fairltr:s3cret@127.0.0.1:9/fairltr_mlflow"}
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +189,7 @@ CASES = [
     case("train-out-is-file", [*TRAIN[:-1], "{ws}/afile", *NT], "afile"),
     case("train-register-without-tracking", [*TRAIN, *NT, "--register", "m"], "--no-track"),
     case("train-tracking-unreachable", TRAIN, "127.0.0.1:9", env=UNREACHABLE),
+    case("train-tracking-postgres-unreachable", TRAIN, "fairltr:***@127.0.0.1:9", "Connection refused", env=NO_POSTGRES),
     case("train-tracking-bad-sqlite-folder", TRAIN, "not writable", env={"MLFLOW_TRACKING_URI": "sqlite:////nonexistent/dir/m.db"}),
     # ---- evaluate
     case("evaluate-model-missing", ["evaluate", "--model", "{ws}/none.json", "--data", S], "none.json"),
@@ -214,6 +216,9 @@ CASES = [
     case("quickstart-gamma-zero", [*QS, *NT, "--gamma", "0"], "gamma"),
     case("quickstart-out-under-file", [*QS[:-1], "{ws}/afile/qs", *NT], "afile"),
     case("quickstart-tracking-unreachable", QS, "127.0.0.1:9", env=UNREACHABLE),
+    case("quickstart-tracking-postgres-unreachable", QS, "127.0.0.1:9", "Connection refused", env=NO_POSTGRES),
+    case("dpr-tracking-postgres-unreachable", [*DPR[:-3], "--steps", "1"], "127.0.0.1:9", "Connection refused",
+         env=NO_POSTGRES),
     # ---- reproduce
     case("reproduce-data-missing", ["reproduce", "deltr", "--data", "{ws}/nope", "--out", "{ws}/out/rep"], "nope"),
     case("reproduce-data-layout", ["reproduce", "deltr", "--data", "{ws}/adir", "--out", "{ws}/out/rep"], "layout"),
@@ -303,6 +308,10 @@ CASES = [
     case("sweep-p-range-one-number", [*SWEEP[:2], "fair-post", *SWEEP[3:], "--fair-p-range", "0.5"], "LOW,HIGH"),
     case("sweep-heartbeat-zero", [*SWEEP, "--heartbeat-interval", "0"], "heartbeat"),
     case("sweep-tracking-unreachable", [*SWEEP[:-2], "--no-progress"], "127.0.0.1:9", env=UNREACHABLE),
+    case("sweep-tracking-postgres-unreachable", [*SWEEP[:-2], "--no-progress"], "127.0.0.1:9", "Connection refused",
+         env=NO_POSTGRES),
+    case("sweep-storage-postgres-unreachable", [*SWEEP, "--storage", NO_POSTGRES["MLFLOW_TRACKING_URI"]],
+         "127.0.0.1:9", "fairltr:***@"),
     case("sweep-study-name-empty", [*SWEEP[:10], "", *SWEEP[11:]], "study"),
 ]
 
