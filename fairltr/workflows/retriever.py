@@ -158,6 +158,7 @@ def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train",
     import lightning.pytorch as pl
 
     from lightning_modules import ParallelQueryDataModule
+    from lightning_modules.interrupt import fit
     from lightning_modules.quiet import quiet_lightning
 
     pl.seed_everything(spec.seed, verbose=False)
@@ -170,7 +171,7 @@ def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train",
             logger=logger, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
             log_every_n_steps=1 if spec.steps <= 50 else 10, num_sanity_val_steps=0, callbacks=list(callbacks),
         )
-        trainer.fit(module, dm)
+        fit(trainer, module, dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
     return trainer
 
 
