@@ -1,18 +1,19 @@
-"""fairltr: fair learning to rank — DELTR, Plackett-Luce policies (PLRank), FA*IR, LaKDA/MRC@k — with MLOps adapters.
+"""fairltr: fair learning to rank — DELTR, FA*IR, LaKDA/MRC@k — with MLOps adapters.
 
 The core imports torch, numpy, pandas and scipy only; MLflow, Lightning, Optuna and
 transformers are imported by the adapters (``fairltr.tracking``, ``lightning_modules``,
-``tuning``) when used.
+``tuning``) when used. The exports below are lazy (:mod:`fairltr.lazy`): ``import fairltr``
+loads no torch until ``fairltr.DELTR`` (or another name that needs it) is used.
 """
 
-from fairltr.buckets import BucketedBatch, length_buckets, to_buckets
-from fairltr.columns import DEFAULT_COLUMNS, RankingColumns, resolve_columns
-from fairltr.data import RankingBatch, to_batch
-from fairltr.deltr import DELTR, rank_frame
-from fairltr.errors import ConfigError, DataError, FairltrError, NotFittedError
-from fairltr.metrics import evaluate_ranking
-from fairltr.plrank import PLRank
-from fairltr.rankers import load_ranker
+from fairltr import startup as _startup
+
+if _startup.is_console_script():  # Ctrl-C while the CLI imports: one line, exit 130
+    _startup.guard_startup()
+
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns, resolve_columns  # noqa: E402
+from fairltr.errors import ConfigError, DataError, FairltrError, NotFittedError  # noqa: E402
+from fairltr.lazy import lazy_exports  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -21,3 +22,11 @@ __all__ = [
     "DEFAULT_COLUMNS", "resolve_columns", "rank_frame", "evaluate_ranking", "FairltrError", "DataError", "ConfigError",
     "NotFittedError", "__version__",
 ]
+
+lazy_exports(__name__, {
+    "BucketedBatch": "fairltr.buckets", "length_buckets": "fairltr.buckets", "to_buckets": "fairltr.buckets",
+    "RankingBatch": "fairltr.data", "to_batch": "fairltr.data",
+    "DELTR": "fairltr.deltr", "rank_frame": "fairltr.deltr", "PLRank": "fairltr.plrank",
+    "load_ranker": "fairltr.rankers",
+    "evaluate_ranking": "fairltr.metrics",
+})

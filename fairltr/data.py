@@ -373,6 +373,20 @@ def category_codes(values: pd.Series | np.ndarray, reference: object = None) -> 
     order = [reference] + [c for c in found if c != reference]
     codes = pd.Categorical(text, categories=order).codes.astype(np.int64)
     return codes, order
+INT64_MIN, INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+
+
+def _beyond_int64(ids: pd.Series) -> int | None:
+    """Position of the first integer id outside int64 (pandas reads such ids as uint64 or as
+    Python ints in an object column), or None."""
+    if ids.dtype == np.uint64:
+        bad = ids.to_numpy() > np.uint64(INT64_MAX)
+    elif ids.dtype == object:
+        bad = np.fromiter((isinstance(v, int) and not isinstance(v, bool) and not INT64_MIN <= v <= INT64_MAX
+                           for v in ids), dtype=bool, count=len(ids))
+    else:
+        return None
+    return int(np.flatnonzero(bad)[0]) if bad.any() else None
 
 
 def check_table(
@@ -401,6 +415,11 @@ def check_table(
     if qna.any():
         pos = int(np.flatnonzero(qna)[0])
         raise DataError(f"{locate_row(df, pos, source)}: missing query id in column {query!r}")
+    big = _beyond_int64(df[query])
+    if big is not None:
+        raise DataError(f"{locate_row(df, big, source)}: query id {show_value(df[query].iloc[big])} in column "
+                        f"{query!r} is outside the 64-bit integer range [{INT64_MIN}, {INT64_MAX}] (MLflow, "
+                        f"Parquet and the model signature store query ids as int64)")
     for col in checked:
         if col not in columns.groups:
             numeric_column(df, col, query=query, source=source)

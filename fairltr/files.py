@@ -18,7 +18,16 @@ from typing import Iterator
 
 from fairltr.errors import ConfigError
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "check_writable", "file_lock"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "check_writable", "file_lock", "state_dir"]
+
+
+def state_dir() -> Path:
+    """fairltr's state folder: ``$FAIRLTR_STATE_DIR``, else ``$XDG_STATE_HOME/fairltr``, else
+    ``~/.local/state/fairltr`` (pending run ends, the corpus-embedding cache)."""
+    base = os.environ.get("FAIRLTR_STATE_DIR")
+    if base:
+        return Path(base)
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "fairltr"
 
 PathLike = str | os.PathLike
 

@@ -150,6 +150,7 @@ def _nonblank_lines(data: bytes) -> np.ndarray:
 
 
 _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+_EOF_IN_STRING = re.compile(r"EOF inside string starting at row (\d+)")
 
 
 def _read_csv(p: Path, header: bool) -> pd.DataFrame:
@@ -167,6 +168,10 @@ def _read_csv(p: Path, header: bool) -> pd.DataFrame:
             expected, line, saw = m.groups()
             raise DataError(f"{p}:{line}: cannot parse as CSV: {saw} fields where the "
                             f"{'header' if header else 'first line'} has {expected}") from None
+        m = _EOF_IN_STRING.search(str(exc))
+        if m:  # pandas counts lines from 0
+            raise DataError(f"{p}:{int(m.group(1)) + 1}: cannot parse as CSV: a quoted field starting on this "
+                            f"line is never closed (unterminated quote)") from None
         raise DataError(f"{p}: cannot parse as CSV: {one_line(exc)}") from None
     except Exception as exc:  # OSError, ValueError, codec errors of compressed files ...
         raise DataError(f"{p}: cannot read as CSV: {one_line(exc)}") from None

@@ -18,6 +18,7 @@ def fit_biencoder(module, data, *, steps: int, seed: int, batch_size: int, train
     the Lightning trainer."""
     import lightning.pytorch as pl
 
+    from lightning_modules.interrupt import fit
     from lightning_modules.parallel_datamodule import ParallelQueryDataModule
     from lightning_modules.quiet import quiet_lightning
 
@@ -31,5 +32,5 @@ def fit_biencoder(module, data, *, steps: int, seed: int, batch_size: int, train
             logger=logger, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
             log_every_n_steps=1 if steps <= 50 else 10, num_sanity_val_steps=0, callbacks=list(callbacks),
         )
-        trainer.fit(module, dm)
+        fit(trainer, module, dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
     return trainer

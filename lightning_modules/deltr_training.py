@@ -50,6 +50,7 @@ from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError, DataError
 from fairltr.parquet_stream import DEFAULT_CHUNK_ROWS, iter_query_batches, scan_parquet
 from lightning_modules.deltr_module import DELTRModule
+from lightning_modules.interrupt import fit
 from lightning_modules.quiet import quiet_lightning
 
 __all__ = [
@@ -339,7 +340,7 @@ def train_deltr_lightning(
     options.update(trainer_options or {})
     with quiet_lightning(not progress):
         trainer = pl.Trainer(**options)
-        trainer.fit(module, datamodule=dm)
+        fit(trainer, module, datamodule=dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
     module.epoch_callback = None
     module = module.cpu()
 

@@ -1,5 +1,5 @@
 """Service fixtures: a real ``mlflow server`` (SQLite backend, one per test session) and a
-PostgreSQL-backed variant (``FAIRLTR_TEST_POSTGRES_URI``; skipped when unset; a fresh database
+PostgreSQL-backed variant (``FAIRLTR_TEST_POSTGRES_URI``; skipped when unset; a fresh schema in the service's database
 per session). Imported by ``tests/conftest.py`` with ``from mlflow_fixtures import *``.
 
 Each server runs in its own process group (``start_new_session=True``) and is stopped by
@@ -141,13 +141,19 @@ def mlflow_server(tmp_path_factory) -> Iterator[MlflowServer]:
         server.stop()
 
 
+SERVICE_DATABASES = {"mlflow": "fairltr_mlflow", "optuna": "fairltr_optuna"}
+
+
 @contextmanager
 def fresh_postgres_database(prefix: str = "fairltr_test") -> Iterator[str]:
-    """Create an empty database on the server named by ``FAIRLTR_TEST_POSTGRES_URI``, yield its
-    SQLAlchemy URI, drop it afterwards; skip the test when that variable is unset.
+    """A fresh, empty schema in the service's own database on the server named by
+    ``FAIRLTR_TEST_POSTGRES_URI`` (``fairltr_mlflow`` for a prefix naming mlflow,
+    ``fairltr_optuna`` for optuna, else the URI's database): yield a SQLAlchemy URI whose
+    ``search_path`` is that schema, drop the schema afterwards; skip when the variable is unset.
 
-    One database per service: MLflow and Optuna both keep their schema revision in an
-    ``alembic_version`` table, so they must never share a database."""
+    scripts/start_postgres.sh's role owns the three databases but may not create databases, so a
+    test gets a schema, not a database. One schema per service and test: MLflow and Optuna both
+    keep their schema revision in an ``alembic_version`` table, so they must never share one."""
     base = os.environ.get("FAIRLTR_TEST_POSTGRES_URI")
     if not base:
         pytest.skip("FAIRLTR_TEST_POSTGRES_URI is not set (CI sets it; see scripts/start_postgres.sh)")
@@ -155,9 +161,11 @@ def fresh_postgres_database(prefix: str = "fairltr_test") -> Iterator[str]:
 
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     parts = urlsplit(base)
+    database = next((db for service, db in SERVICE_DATABASES.items() if service in prefix), parts.path.lstrip("/"))
+    target = urlunsplit((parts.scheme, parts.netloc, f"/{database}", "", ""))
 
     def admin(sql: str) -> None:
-        conn = psycopg2.connect(base)
+        conn = psycopg2.connect(target)
         conn.autocommit = True
         try:
             with conn.cursor() as cur:
@@ -165,25 +173,26 @@ def fresh_postgres_database(prefix: str = "fairltr_test") -> Iterator[str]:
         finally:
             conn.close()
 
-    admin(f'CREATE DATABASE "{name}"')
+    admin(f'CREATE SCHEMA "{name}"')
     # SQLAlchemy 2.1 maps a bare "postgresql://" to psycopg 3; the stack ships psycopg2
     scheme = "postgresql+psycopg2" if parts.scheme in ("postgresql", "postgres") else parts.scheme
+    query = f"options=-csearch_path%3D{name}"
     try:
-        yield urlunsplit((scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+        yield urlunsplit((scheme, parts.netloc, f"/{database}", query, ""))
     finally:
-        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
 @pytest.fixture(scope="session")
 def postgres_uri() -> Iterator[str]:
-    """A fresh PostgreSQL database for the session's MLflow server (dropped afterwards)."""
+    """A fresh PostgreSQL schema in fairltr_mlflow for the session's MLflow server (dropped afterwards)."""
     with fresh_postgres_database("fairltr_mlflow_test") as uri:
         yield uri
 
 
 @pytest.fixture
 def optuna_postgres_uri() -> Iterator[str]:
-    """A fresh PostgreSQL database for one Optuna study test (never MLflow's: see above)."""
+    """A fresh PostgreSQL schema in fairltr_optuna for one Optuna study test (never MLflow's: see above)."""
     with fresh_postgres_database("fairltr_optuna_test") as uri:
         yield uri
 

@@ -39,6 +39,9 @@ def _leave_quickly(code: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``fairltr`` console script (exit 130 on Ctrl-C, never hangs)."""
     try:
+        from fairltr.startup import end_startup
+
+        end_startup()  # from here a Ctrl-C is a KeyboardInterrupt the commands handle
         run(argv)
     except SystemExit as exc:
         if exc.code == 130:

@@ -63,12 +63,14 @@ def _languages(text: str | None) -> tuple[str, ...] | None:
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="writes encoder(s) under OUT/encoder and metrics to OUT/metrics.json")
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
-              help="with --freeze-documents: cache the corpus embeddings here (reused across runs)")
+              help="corpus-embedding cache (keyed by the document tower's weights, the corpus, pooling and "
+                   "length) [default: corpus-embeddings in fairltr's state folder]")
+@click.option("--no-cache", is_flag=True, help="encode the corpus without reading or writing the cache")
 @tracking_options("fairltr-dpr", register=True)
 def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr, warmup_steps, temperature, pooling,
               normalize, shared, freeze_documents, max_query_length, max_doc_length, train_split, eval_split,
               max_eval_items, languages, accelerator, devices, precision, threads, seed, out_dir, cache_dir,
-              experiment, no_track, register):
+              no_cache, experiment, no_track, register):
     """Fine-tune a DPR bi-encoder on parallel queries, with LaKDA (lakda_kl), MSE or no fairness loss;
     --register NAME logs and registers the retriever (query/document towers + the corpus index)."""
     from fairltr.workflows import RetrievalEvalData, RetrieverSpec, TrainRetrieverConfig, train_retriever
@@ -84,7 +86,8 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
         if eval_split else None
     cfg = TrainRetrieverConfig(Path(data_dir), spec, Path(out_dir), train_split=train_split, evaluation=evaluation,
                                tracking=tracking_from(experiment, no_track, register), threads=threads,
-                               progress=sys.stderr.isatty(), cache_dir=Path(cache_dir) if cache_dir else None)
+                               progress=sys.stderr.isatty(), cache_dir=Path(cache_dir) if cache_dir else None,
+                               use_cache=not no_cache)
     res = train_retriever(cfg, echo=_echo_err)
     if res.evaluation is not None:
         _print_report(res.evaluation, evaluation.k, evaluation.mrc_k)
@@ -112,8 +115,12 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
 @click.option("--threads", type=int, default=None)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False), help="write the metrics JSON here")
+@click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
+              help="corpus-embedding cache [default: corpus-embeddings in fairltr's state folder]")
+@click.option("--no-cache", is_flag=True, help="encode the corpus without reading or writing the cache")
 def evaluate_retrieval_cmd(data_dir, model_path, doc_model, bm25, pooling, normalize, max_query_length,
-                           max_doc_length, split, max_items, languages, k, mrc_k, threads, seed, out_file):
+                           max_doc_length, split, max_items, languages, k, mrc_k, threads, seed, out_file, cache_dir,
+                           no_cache):
     """MRR@k, Recall@k per query language, MRC@k (union and intersection), overlap@k and RBO."""
     from fairltr.workflows import EvaluateRetrievalConfig, RetrievalEvalData, evaluate_retrieval
 
@@ -121,6 +128,7 @@ def evaluate_retrieval_cmd(data_dir, model_path, doc_model, bm25, pooling, norma
     cfg = EvaluateRetrievalConfig(ev, encoder=model_path, doc_encoder=doc_model, bm25=bm25, pooling=pooling,
                                   normalize=normalize, max_query_length=max_query_length,
                                   max_doc_length=max_doc_length, threads=threads,
-                                  out_file=Path(out_file) if out_file else None)
+                                  out_file=Path(out_file) if out_file else None,
+                                  cache_dir=Path(cache_dir) if cache_dir else None, use_cache=not no_cache)
     res = evaluate_retrieval(cfg, echo=_echo_err)
     _print_report(res, k, mrc_k)

@@ -52,9 +52,11 @@ def quiet_third_party(verbose: bool = False) -> None:
         sys.modules["huggingface_hub"].utils.disable_progress_bars()
     if "transformers" in sys.modules:
         sys.modules["transformers"].utils.logging.disable_progress_bar()
-    try:  # Pandas4Warning (pandas >= 3) raised from inside MLflow
-        from pandas.errors import Pandas4Warning
+    if "pandas" in sys.modules:  # Pandas4Warning (pandas >= 3) anywhere; raised from MLflow it is a
+        # DeprecationWarning of a noisy module (above) anyway, so pandas is not imported for it (start-up time)
+        try:
+            from pandas.errors import Pandas4Warning
 
-        warnings.filterwarnings("ignore", category=Pandas4Warning)
-    except ImportError:
-        pass
+            warnings.filterwarnings("ignore", category=Pandas4Warning)
+        except ImportError:
+            pass

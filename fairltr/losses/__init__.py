@@ -1,30 +1,12 @@
 """Losses: ListNet, DELTR's exposure penalty, merit-proportional exposure, Plackett-Luce policies, LaKDA,
-and the fairness-loss registry."""
+and the fairness-loss registry.
 
+The registry and the built-in entries load without torch; the torch functions are lazy exports
+(:mod:`fairltr.lazy`).
+"""
+
+from fairltr.lazy import lazy_exports
 from fairltr.losses.builtin import ALPHA, GAMMA, LAMBDA
-from fairltr.losses.exposure import (
-    V1,
-    exposure_disparity,
-    exposure_hinge,
-    exposure_symmetric,
-    group_exposure,
-)
-from fairltr.losses.linear import LinearDELTRObjective, fused_variant
-from fairltr.losses.merit import disparate_treatment_hinge
-from fairltr.losses.plackett_luce import (
-    DISPARITIES,
-    ESTIMATORS,
-    PLObjectiveTerms,
-    expected_dcg,
-    pl_policy_objective,
-    plrank_gradient,
-    policy_disparity,
-    reinforce_surrogate,
-    sample_rankings,
-    sampled_exposure,
-)
-from fairltr.losses.listnet import listnet_loss, masked_log_softmax, top_one_probability
-from fairltr.losses.objective import ObjectiveTerms, deltr_objective
 from fairltr.losses.registry import (
     ENTRY_POINT_GROUP,
     FUSED_VARIANTS,
@@ -38,7 +20,6 @@ from fairltr.losses.registry import (
     temporary_loss,
     unregister_loss,
 )
-from fairltr.losses.retrieval import lakda_kl, mse_align
 
 __all__ = [
     "ObjectiveTerms", "deltr_objective", "LinearDELTRObjective", "fused_variant",
@@ -51,3 +32,16 @@ __all__ = [
     "exposure_disparity", "exposure_hinge", "exposure_symmetric", "group_exposure",
     "lakda_kl", "mse_align",
 ]
+
+lazy_exports(__name__, {
+    **dict.fromkeys(["V1", "exposure_disparity", "exposure_hinge", "exposure_symmetric", "group_exposure"],
+                    "fairltr.losses.exposure"),
+    **dict.fromkeys(["LinearDELTRObjective", "fused_variant"], "fairltr.losses.linear"),
+    **dict.fromkeys(["listnet_loss", "masked_log_softmax", "top_one_probability"], "fairltr.losses.listnet"),
+    **dict.fromkeys(["ObjectiveTerms", "deltr_objective"], "fairltr.losses.objective"),
+    **dict.fromkeys(["lakda_kl", "mse_align"], "fairltr.losses.retrieval"),
+    "disparate_treatment_hinge": "fairltr.losses.merit",
+    **dict.fromkeys(["DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "expected_dcg", "pl_policy_objective",
+                     "plrank_gradient", "policy_disparity", "reinforce_surrogate", "sample_rankings",
+                     "sampled_exposure"], "fairltr.losses.plackett_luce"),
+})

@@ -2,17 +2,41 @@
 
 ``GAMMA`` weighs DELTR's exposure penalty (every check of a gamma calls ``GAMMA.validate``);
 ``ALPHA`` weighs the bi-encoders' language-alignment losses.
+
+The entries name their torch functions through :func:`torch_loss`, so the registry (the CLI's
+``--fairness-loss`` choices, the sweep spaces) is read without importing torch.
 """
 
 from __future__ import annotations
 
-from fairltr.losses.exposure import exposure_hinge, exposure_symmetric
-from fairltr.losses.merit import disparate_treatment_hinge
-from fairltr.losses.plackett_luce import policy_disparity
-from fairltr.losses.registry import FairnessLoss, HyperParam, register_loss
-from fairltr.losses.retrieval import lakda_kl, mse_align
+import importlib
+from typing import Any, Callable
 
-__all__ = ["GAMMA", "ALPHA", "LAMBDA"]
+from fairltr.losses.registry import FairnessLoss, HyperParam, register_loss
+
+__all__ = ["GAMMA", "ALPHA", "LAMBDA", "torch_loss"]
+
+
+class torch_loss:  # noqa: N801 - used like a function reference
+    """The loss function ``module.name``, imported (with torch) at the first call; picklable
+    (its state is the two names)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.__name__ = module, name
+        self.__qualname__ = name
+        self._fn: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fn is None:
+            self._fn = getattr(importlib.import_module(self.module), self.__name__)
+        return self._fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return torch_loss, (self.module, self.__name__)
+
+    def __repr__(self) -> str:
+        return f"<loss {self.module}.{self.__name__}>"
+
 
 GAMMA = HyperParam(
     "gamma", default=1e5, low=1e2, high=1e7, log=True, include_zero=True,
@@ -32,33 +56,33 @@ register_loss(FairnessLoss(
     "none", "ranking", None, (), "no fairness term (plain ListNet / DPR)",
 ))
 register_loss(FairnessLoss(
-    "exposure_hinge", "ranking", exposure_hinge, (GAMMA,),
+    "exposure_hinge", "ranking", torch_loss("fairltr.losses.exposure", "exposure_hinge"), (GAMMA,),
     "DELTR: squared hinge on Exp(G0) - Exp(Gp); 0 when the protected group has at least equal exposure",
     {"reduce": "max"}, fused="hinge",
 ))
 register_loss(FairnessLoss(
-    "exposure_symmetric", "ranking", exposure_symmetric, (GAMMA,),
+    "exposure_symmetric", "ranking", torch_loss("fairltr.losses.exposure", "exposure_symmetric"), (GAMMA,),
     "squared exposure difference in both directions (the DELTR authors' Octave code)",
     {"reduce": "max"}, fused="symmetric",
 ))
 register_loss(FairnessLoss(
-    "disparate_treatment_hinge", "ranking", disparate_treatment_hinge, (GAMMA,),
+    "disparate_treatment_hinge", "ranking", torch_loss("fairltr.losses.merit", "disparate_treatment_hinge"), (GAMMA,),
     "merit-proportional exposure (Singh & Joachims 2018): squared hinge on Exp(G0)/U(G0) - Exp(Gp)/U(Gp), "
     "U = mean judgment",
     {"reduce": "max"}, needs_judgments=True,
 ))
 register_loss(FairnessLoss(
-    "plrank", "policy", policy_disparity, (LAMBDA,),
+    "plrank", "policy", torch_loss("fairltr.losses.plackett_luce", "policy_disparity"), (LAMBDA,),
     "Plackett-Luce policy (Fair-PG-Rank / PL-Rank): E[DCG] - lambda * disparity of expected group exposure "
     "(squared or hinge, optionally per unit of merit)",
     {"disparity": "squared", "merit": False, "reduce": "max"}, needs_judgments=True,
 ))
 register_loss(FairnessLoss(
-    "lakda_kl", "retrieval", lakda_kl, (ALPHA,),
+    "lakda_kl", "retrieval", torch_loss("fairltr.losses.retrieval", "lakda_kl"), (ALPHA,),
     "LaKDA: KL between the document distributions of a query and its parallel translation",
     {"temperature": 1.0, "symmetric": False},
 ))
 register_loss(FairnessLoss(
-    "mse_align", "retrieval", mse_align, (ALPHA,),
+    "mse_align", "retrieval", torch_loss("fairltr.losses.retrieval", "mse_align"), (ALPHA,),
     "MSE between the embeddings of parallel queries",
 ))

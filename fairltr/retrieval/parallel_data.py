@@ -32,14 +32,22 @@ QUERY_COLUMNS = ("_id", "parallel_id", "lang", "split", "text")
 QREL_COLUMNS = ("parallel_id", "corpus_id", "score")
 
 
-def read_jsonl(path: PathLike, columns: tuple[str, ...]) -> pd.DataFrame:
-    """Read a JSON-lines file into a DataFrame with string ``columns``; errors name file and line."""
+def read_jsonl(path: PathLike, columns: tuple[str, ...], *, text: tuple[str, ...] = ("text",)) -> pd.DataFrame:
+    """Read a JSON-lines file into a DataFrame with string ``columns``; errors name file, line and field.
+
+    Every line is UTF-8 JSON object holding ``columns``; a field is a string or an integer
+    (ids), never null; the fields of ``text`` are strings."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"file not found: {p}")
     rows: list[dict] = []
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    with open(p, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{p}, line {lineno}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                                f"{exc.start + 1}); save the file as UTF-8") from None
             if not line.strip():
                 continue
             try:
@@ -51,6 +59,13 @@ def read_jsonl(path: PathLike, columns: tuple[str, ...]) -> pd.DataFrame:
             missing = [c for c in columns if c not in obj]
             if missing:
                 raise DataError(f"{p}, line {lineno}: missing field(s) {missing}; required: {list(columns)}")
+            for c in columns:
+                value = obj[c]
+                wanted = (str,) if c in text else (str, int)
+                if not isinstance(value, wanted) or isinstance(value, bool):
+                    kind = "null" if value is None else type(value).__name__
+                    raise DataError(f"{p}, line {lineno}: field {c!r} is {kind}; expected "
+                                    f"{'a string' if c in text else 'a string or an integer'}")
             rows.append({c: obj[c] for c in columns})
     if not rows:
         raise DataError(f"empty file: {p}")
@@ -102,7 +117,7 @@ class ParallelRetrievalData:
 def read_parallel_data(folder: PathLike) -> ParallelRetrievalData:
     """Read ``corpus.jsonl``, ``queries.jsonl`` and ``qrels.tsv`` from ``folder`` and check them.
 
-    Checks: unique corpus and query ids, qrels pointing at known documents and items,
+    Checks: unique corpus and query ids, qrels rows pointing at known documents and query items,
     every query item with at least one relevant document.
     """
     root = Path(folder)
@@ -120,19 +135,23 @@ def read_parallel_data(folder: PathLike) -> ParallelRetrievalData:
     score = pd.to_numeric(qrels["score"], errors="coerce")
     if score.isna().any():
         row = int(np.flatnonzero(score.isna().to_numpy())[0])
-        raise DataError(f"{qrels_path}: non-numeric score {qrels['score'].iloc[row]!r} at data row {row}")
-    qrels = qrels.assign(score=score)
-    qrels = qrels[qrels["score"] > 0][["parallel_id", "corpus_id", "score"]].reset_index(drop=True)
+        raise DataError(f"{qrels_path}, line {row + 2}: non-numeric score {qrels['score'].iloc[row]!r}")
+    qrels = qrels.assign(score=score, line=np.arange(len(qrels)) + 2)  # file line of each row (header = 1)
+    qrels = qrels[qrels["score"] > 0].reset_index(drop=True)
 
     for name, df in (("corpus.jsonl", corpus), ("queries.jsonl", queries)):
         dup = df["_id"].duplicated()
         if dup.any():
             row = int(np.flatnonzero(dup.to_numpy())[0])
             raise DataError(f"{root / name}: duplicate _id {df['_id'].iloc[row]!r} (record {row + 1})")
-    unknown = ~qrels["corpus_id"].isin(set(corpus["_id"]))
-    if unknown.any():
-        row = int(np.flatnonzero(unknown.to_numpy())[0])
-        raise DataError(f"{qrels_path}: corpus_id {qrels['corpus_id'].iloc[row]!r} (row {row}) is not in corpus.jsonl")
+    for field, known, where in (("corpus_id", corpus["_id"], "corpus.jsonl"),
+                                ("parallel_id", queries["parallel_id"], "queries.jsonl")):
+        unknown = ~qrels[field].isin(set(known))
+        if unknown.any():
+            row = int(np.flatnonzero(unknown.to_numpy())[0])
+            raise DataError(f"{qrels_path}, line {int(qrels['line'].iloc[row])}: {field} {qrels[field].iloc[row]!r} "
+                            f"is not in {where}")
+    qrels = qrels[["parallel_id", "corpus_id", "score"]]
     no_rel = ~queries["parallel_id"].isin(set(qrels["parallel_id"]))
     if no_rel.any():
         row = int(np.flatnonzero(no_rel.to_numpy())[0])

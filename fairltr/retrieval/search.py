@@ -22,24 +22,35 @@ def encode_chunked(
     batch_size: int = 128,
     *,
     progress: Callable[[int, int], None] | None = None,
+    sort_by_length: bool = True,
 ) -> torch.Tensor:
     """Embed ``texts`` with ``encode`` (a list of strings -> (n, dim) tensor) ``batch_size`` at a time.
 
-    Runs under ``torch.inference_mode``; returns a float32 CPU tensor (len(texts), dim).
+    Runs under ``torch.inference_mode``; returns a float32 CPU tensor (len(texts), dim) in the
+    order of ``texts``. ``sort_by_length``: batches hold texts of similar length (longest first),
+    so a tokenizer padding to its batch's longest text pads little; each row is the same
+    embedding as in any other batch up to float rounding (padding is masked).
+    ``progress(done, total)`` is called after every batch.
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     texts = list(texts)
+    if not texts:
+        raise ConfigError("encode_chunked got no texts")
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i])) if sort_by_length else list(range(len(texts)))
     parts: list[torch.Tensor] = []
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):
-            emb = encode(texts[start : start + batch_size])
+            emb = encode([texts[i] for i in order[start : start + batch_size]])
             parts.append(emb.detach().to("cpu", torch.float32))
             if progress is not None:
                 progress(min(start + batch_size, len(texts)), len(texts))
-    if not parts:
-        raise ConfigError("encode_chunked got no texts")
-    return torch.cat(parts)
+    stacked = torch.cat(parts)
+    if not sort_by_length:
+        return stacked
+    out = torch.empty_like(stacked)
+    out[torch.as_tensor(order)] = stacked
+    return out
 
 
 def topk_search(

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 from fairltr.errors import ConfigError
 
 __all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "logger_target",
-           "redact_uri", "redact_text", "check_tracking_uri", "FAST_FAIL_ENV", "init_store", "sqlite_path",
+           "redact_uri", "redact_text", "check_tracking_uri", "check_database", "FAST_FAIL_ENV", "init_store", "sqlite_path",
            "install_redaction", "registry_prints_follow_log_level"]
 
 # MLflow's HTTP client defaults (120 s timeout, 7 retries with exponential backoff) make an
@@ -212,8 +212,8 @@ def redact_text(text: str) -> str:
 
 def check_tracking_uri(uri: str | None = None, timeout: float = 5.0) -> str:
     """Fail fast, before any work, when the tracking store cannot be used: an HTTP server that
-    does not answer ``/health`` within ``timeout`` seconds, or a local SQLite file whose folder
-    cannot be written. Returns the URI. Raises :class:`ConfigError` naming the (redacted) URI."""
+    does not answer ``/health`` within ``timeout`` seconds, a local SQLite file whose folder
+    cannot be written, or a database server (PostgreSQL, MySQL) that refuses a connection. Returns the URI. Raises :class:`ConfigError` naming the (redacted) URI."""
     import urllib.error
     import urllib.request
 
@@ -248,7 +248,43 @@ def check_tracking_uri(uri: str | None = None, timeout: float = 5.0) -> str:
         folder = Path(uri[len("sqlite:///"):]).parent
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             raise ConfigError(f"MLflow tracking store {shown}: folder {folder} does not exist or is not writable")
+    elif uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES:
+        check_database(uri, timeout)
     return uri
+
+
+DATABASE_SCHEMES = ("postgresql", "postgres", "mysql", "mssql")
+
+
+def check_database(uri: str, timeout: float = 5.0, what: str = "MLflow tracking store") -> None:
+    """Connect once to the database of ``uri`` (SQLAlchemy, ``connect_timeout`` seconds) or raise
+    :class:`ConfigError` with the server's first line of reason, the URI's password redacted."""
+    import sqlalchemy
+
+    shown = redact_uri(uri)
+    scheme = uri.split(":", 1)[0].split("+", 1)[0]
+    args = {"connect_timeout": max(1, int(timeout))} if scheme in ("postgresql", "postgres", "mysql") else {}
+    try:
+        engine = sqlalchemy.create_engine(uri.replace("postgres://", "postgresql://", 1), connect_args=args)
+    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
+        raise ConfigError(f"{what} {shown}: not a database URI ({redact_text(' '.join(str(exc).split()))})") from None
+    except ModuleNotFoundError as exc:  # SQLAlchemy 2.1 maps a bare postgresql:// to psycopg 3
+        driver = uri.split(":", 1)[0]
+        hint = (f"; write {driver}+psycopg2://... to use psycopg2 (pip install 'fairltr[postgres]')"
+                if "+" not in driver and exc.name == "psycopg" else "")
+        raise ConfigError(f"{what} {shown}: SQLAlchemy's driver for {driver}:// ({exc.name}) is not "
+                          f"installed{hint}") from None
+    try:
+        with engine.connect():
+            pass
+    except sqlalchemy.exc.DBAPIError as exc:
+        reason = next((line.strip() for line in str(exc.orig).splitlines() if line.strip()), type(exc.orig).__name__)
+        reason = redact_text(reason.removeprefix("FATAL:").strip())
+        hint = "check the user and password" if "authentication" in reason or "password" in reason else \
+            "start the database server, fix MLFLOW_TRACKING_URI, or use --no-track"
+        raise ConfigError(f"{what} {shown} is not usable ({reason}); {hint}") from None
+    finally:
+        engine.dispose()
 
 
 @contextlib.contextmanager

@@ -124,11 +124,9 @@ def _short_reason(text: str) -> str:
 def pending_ends_file() -> Path:
     """``pending_run_ends.json`` in ``$FAIRLTR_STATE_DIR`` / ``$XDG_STATE_HOME/fairltr`` /
     ``~/.local/state/fairltr``."""
-    base = os.environ.get("FAIRLTR_STATE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        base = str(Path(xdg) / "fairltr")
-    return Path(base) / "pending_run_ends.json"
+    from fairltr.files import state_dir
+
+    return state_dir() / "pending_run_ends.json"
 
 
 def _store_key(uri: str) -> str:

@@ -20,29 +20,7 @@ inside them, so ``import fairltr.workflows`` stays as cheap as the core.
 | a sweep (any method) | ``tuning.SweepConfig`` -> :func:`run_sweep_job`; trials: :func:`ranking_trial`, :func:`dpr_trial` |
 """
 
-from fairltr.workflows.fair import RerankConfig, RerankResult, mtable_report, rerank_file
-from fairltr.workflows.options import RankingSource, TrackingOptions, read_source
-from fairltr.workflows.outputs import OutputSet, check_output_dir, check_output_file
-from fairltr.workflows.quickstart import QuickstartConfig, QuickstartResult, quickstart
-from fairltr.workflows.ranking import (
-    FairParams, LightningOptions, RankerOutcome, RankerSpec, evaluate_ranked, fit_ranker, rank_with, train_and_evaluate,
-)
-from fairltr.workflows.registry import (
-    CompareRunsConfig, EvaluateModelConfig, EvaluateModelResult, PromoteConfig, RetrievalEvalData, compare_runs,
-    evaluate_model, promote_model, split_gates,
-)
-from fairltr.workflows.reproduce import ReproduceConfig, ReproduceResult, reproduce_deltr
-from fairltr.workflows.retriever import (
-    EvaluateRetrievalConfig, RetrieverSpec, TrainRetrieverConfig, TrainRetrieverResult, evaluate_retrieval,
-    train_retriever,
-)
-from fairltr.workflows.sweep import DprTrial, RankingTrial, dpr_trial, ranking_trial, run_sweep_job
-from fairltr.workflows.train_plrank import (
-    PLRankSpec, TrainPLRankConfig, fit_plrank, plrank_outcome, train_plrank,
-)
-from fairltr.workflows.train_ranker import (
-    EvaluateRankerConfig, EvaluateRankerResult, TrainRankerConfig, TrainRankerResult, evaluate_ranker, train_ranker,
-)
+from fairltr.lazy import lazy_exports
 
 __all__ = [
     "RankingSource", "TrackingOptions", "read_source", "OutputSet", "check_output_dir", "check_output_file",
@@ -57,3 +35,24 @@ __all__ = [
     "ranking_trial", "dpr_trial", "run_sweep_job",
     "PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank",
 ]
+
+lazy_exports(__name__, {
+    **dict.fromkeys(["RerankConfig", "RerankResult", "mtable_report", "rerank_file"], "fairltr.workflows.fair"),
+    **dict.fromkeys(["RankingSource", "TrackingOptions", "read_source"], "fairltr.workflows.options"),
+    **dict.fromkeys(["OutputSet", "check_output_dir", "check_output_file"], "fairltr.workflows.outputs"),
+    **dict.fromkeys(["QuickstartConfig", "QuickstartResult", "quickstart"], "fairltr.workflows.quickstart"),
+    **dict.fromkeys(["FairParams", "LightningOptions", "RankerOutcome", "RankerSpec", "evaluate_ranked", "fit_ranker",
+                     "rank_with", "train_and_evaluate"], "fairltr.workflows.ranking"),
+    **dict.fromkeys(["CompareRunsConfig", "EvaluateModelConfig", "EvaluateModelResult", "PromoteConfig",
+                     "RetrievalEvalData", "compare_runs", "evaluate_model", "promote_model", "split_gates"],
+                    "fairltr.workflows.registry"),
+    **dict.fromkeys(["ReproduceConfig", "ReproduceResult", "reproduce_deltr"], "fairltr.workflows.reproduce"),
+    **dict.fromkeys(["EvaluateRetrievalConfig", "RetrieverSpec", "TrainRetrieverConfig", "TrainRetrieverResult",
+                     "evaluate_retrieval", "train_retriever"], "fairltr.workflows.retriever"),
+    **dict.fromkeys(["DprTrial", "RankingTrial", "dpr_trial", "ranking_trial", "run_sweep_job"],
+                    "fairltr.workflows.sweep"),
+    **dict.fromkeys(["EvaluateRankerConfig", "EvaluateRankerResult", "TrainRankerConfig", "TrainRankerResult",
+                     "evaluate_ranker", "train_ranker"], "fairltr.workflows.train_ranker"),
+    **dict.fromkeys(["PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank"],
+                    "fairltr.workflows.train_plrank"),
+})

@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from fairltr.columns import RankingColumns
 from fairltr.errors import DataError
+
+if TYPE_CHECKING:  # pandas loads with the table readers; the mtable needs numpy and scipy only
+    import pandas as pd
 
 __all__ = ["RerankConfig", "RerankResult", "rerank_file", "mtable_report", "EXPOSURE_KEYS", "RERANK_METHODS"]
 

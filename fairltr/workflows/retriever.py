@@ -26,7 +26,8 @@ from fairltr.workflows.registry import RetrievalEvalData
 
 __all__ = ["RetrieverSpec", "TrainRetrieverConfig", "TrainRetrieverResult", "train_retriever",
            "EvaluateRetrievalConfig", "evaluate_retrieval", "build_module", "fit_module", "evaluate_module",
-           "CorpusEmbeddingCache", "summary_of", "SUMMARY_KEYS", "default_encoder", "setup_torch"]
+           "CorpusEmbeddingCache", "encode_corpus", "default_cache_dir", "summary_of", "SUMMARY_KEYS",
+           "default_encoder", "setup_torch"]
 
 Echo = Callable[[str], None]
 
@@ -168,8 +169,33 @@ class CorpusEmbeddingCache:
     the encoder's weights and the settings that change the embeddings (pooling, normalisation,
     document length, the corpus ids and texts). One sweep (or benchmark) encodes the corpus once."""
 
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
+    def __init__(self, folder: str | Path | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else default_cache_dir()
+
+    @staticmethod
+    def tower_key(tower, corpus, *, pooling: str, normalize: bool, max_doc_length: int) -> str:
+        """sha256 of the document tower's weights (every tensor's name, dtype, shape and bytes),
+        the settings that change an embedding, and the corpus ids and texts. Any tower (a
+        checkpoint on disk, a fine-tuned module in memory) keys by what it computes with."""
+        import torch
+
+        h = hashlib.sha256()
+        with torch.no_grad():
+            for name, tensor in tower.state_dict().items():
+                t = tensor.detach().to("cpu").contiguous()
+                h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+                h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(json.dumps({"pooling": pooling, "normalize": normalize, "max_doc_length": max_doc_length}).encode())
+        for col in ("_id", "text"):
+            h.update("\x1f".join(corpus[col].tolist()).encode("utf-8"))
+        return h.hexdigest()[:32]
+
+    @classmethod
+    def module_key(cls, module, corpus) -> str:
+        """:meth:`tower_key` of a :class:`~lightning_modules.BiEncoderModule`'s document tower."""
+        hp = module.hparams
+        return cls.tower_key(module.doc_encoder, corpus, pooling=hp.pooling, normalize=hp.normalize,
+                             max_doc_length=hp.max_doc_length)
 
     @staticmethod
     def key(encoder: str, corpus, *, pooling: str, normalize: bool, max_doc_length: int) -> str:
@@ -210,36 +236,58 @@ class CorpusEmbeddingCache:
         return emb
 
 
-def corpus_embeddings(module, corpus, spec: RetrieverSpec, *, cache: CorpusEmbeddingCache | None = None,
-                      batch_size: int = 128, echo: Echo = lambda _: None):
-    """E_D of every corpus document with ``module``'s document tower (cached when given and the
-    tower is frozen)."""
+def default_cache_dir() -> Path:
+    """``corpus-embeddings`` in fairltr's state folder (:func:`fairltr.files.state_dir`)."""
+    from fairltr.files import state_dir
+
+    return state_dir() / "corpus-embeddings"
+
+
+def encode_corpus(module, corpus, *, cache: CorpusEmbeddingCache | None = None, batch_size: int = 128,
+                  echo: Echo = lambda _: None):
+    """E_D of every corpus document with ``module``'s document tower (eval mode, then back to
+    the mode it was in), read from ``cache`` when that tower has encoded this corpus before.
+    Progress goes to ``echo`` (a line every 10 s or 10% off a TTY, a bar on one)."""
+    from fairltr.progress import Progress
     from fairltr.retrieval import encode_chunked
 
     def compute():
+        was_training = module.training
         module.eval()
         t0 = time.perf_counter()
-        emb = encode_chunked(module.encode_documents, corpus["text"].tolist(), batch_size)
+        progress = Progress(f"encoding {len(corpus)} documents", len(corpus), echo)
+        try:
+            emb = encode_chunked(module.encode_documents, corpus["text"].tolist(), batch_size, progress=progress)
+        finally:
+            progress.close()
+            module.train(was_training)
         echo(f"encoded {len(corpus)} documents in {time.perf_counter() - t0:.0f} s")
-        module.train()
         return emb
 
-    if cache is None or not spec.freeze_documents:
+    if cache is None:
         return compute()
-    key = cache.key(spec.encoder, corpus, pooling=spec.pooling, normalize=spec.normalize,
-                    max_doc_length=spec.max_doc_length)
-    return cache.get_or_compute(key, compute, echo)
+    return cache.get_or_compute(cache.module_key(module, corpus), compute, echo)
 
 
-def evaluate_module(module, data, *, k: int = 100, mrc_k: int = 5, batch_size: int = 128, doc_embeddings=None):
-    """Retrieve ``data``'s queries over its whole corpus with ``module`` and evaluate. Returns
+def corpus_embeddings(module, corpus, spec: RetrieverSpec, *, cache: CorpusEmbeddingCache | None = None,
+                      batch_size: int = 128, echo: Echo = lambda _: None):
+    """E_D of every corpus document with ``module``'s document tower, cached when given
+    (:func:`encode_corpus`; ``spec`` is kept for callers, the key comes from the tower itself)."""
+    return encode_corpus(module, corpus, cache=cache, batch_size=batch_size, echo=echo)
+
+
+def evaluate_module(module, data, *, k: int = 100, mrc_k: int = 5, batch_size: int = 128, doc_embeddings=None,
+                    cache: CorpusEmbeddingCache | None = None, echo: Echo = lambda _: None):
+    """Retrieve ``data``'s queries over its whole corpus with ``module`` and evaluate (the corpus
+    embeddings from ``doc_embeddings``, else ``cache``, else encoded). Returns
     (:func:`fairltr.retrieval.evaluate_run` result, timings, document embeddings)."""
-    from fairltr.retrieval import dense_run, encode_chunked, evaluate_run
+    from fairltr.retrieval import dense_run, evaluate_run
 
     module.eval()
     if doc_embeddings is None:
         t0 = time.perf_counter()
-        doc_embeddings = encode_chunked(module.encode_documents, data.corpus["text"].tolist(), batch_size)
+        doc_embeddings = encode_corpus(module, data.corpus, cache=cache, batch_size=batch_size, echo=echo)
+        module.eval()
         corpus_s = time.perf_counter() - t0
     else:
         corpus_s = 0.0
@@ -285,7 +333,8 @@ class TrainRetrieverConfig:
     tracking: TrackingOptions = field(default_factory=lambda: TrackingOptions(experiment="fairltr-dpr"))
     threads: int | None = None
     progress: bool = False
-    cache_dir: Path | None = None
+    cache_dir: Path | None = None  # None: fairltr's state folder (default_cache_dir)
+    use_cache: bool = True  # False: --no-cache
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", Path(self.data))
@@ -322,7 +371,7 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
     module = build_module(spec)
 
     with _tracked(cfg, module) as (run, logger):
-        cache = CorpusEmbeddingCache(cfg.cache_dir) if cfg.cache_dir is not None else None
+        cache = CorpusEmbeddingCache(cfg.cache_dir) if cfg.use_cache else None
         doc_emb = None
         if spec.freeze_documents:  # frozen tower: encode the corpus once, train against the cache
             doc_emb = corpus_embeddings(module, data.corpus, spec, cache=cache, echo=echo)
@@ -337,7 +386,8 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
         evaluation = None
         if test is not None:
             ev = cfg.evaluation
-            evaluation, timing, doc_emb = evaluate_module(module, test, k=ev.k, mrc_k=ev.mrc_k, doc_embeddings=doc_emb)
+            evaluation, timing, doc_emb = evaluate_module(module, test, k=ev.k, mrc_k=ev.mrc_k, doc_embeddings=doc_emb,
+                                                        cache=cache, echo=echo)
             echo(f"evaluated {len(test.queries)} queries in {timing['encode_queries_s'] + timing['search_s']:.0f} s")
             report["metrics"] = report_of(evaluation, ev.k, ev.mrc_k)
         with out:
@@ -428,6 +478,8 @@ class EvaluateRetrievalConfig:
     max_doc_length: int = 64
     threads: int | None = None
     out_file: Path | None = None
+    cache_dir: Path | None = None  # None: fairltr's state folder (default_cache_dir)
+    use_cache: bool = True  # False: --no-cache
 
     def __post_init__(self) -> None:
         if self.bm25 == (self.encoder is not None):
@@ -460,7 +512,8 @@ def evaluate_retrieval(cfg: EvaluateRetrievalConfig, echo: Echo = lambda _: None
             from transformers import AutoModel
 
             module.doc_encoder = AutoModel.from_pretrained(cfg.doc_encoder, local_files_only=True)
-        res, timing, _ = evaluate_module(module, data, k=ev.k, mrc_k=ev.mrc_k)
+        cache = CorpusEmbeddingCache(cfg.cache_dir) if cfg.use_cache else None
+        res, timing, _ = evaluate_module(module, data, k=ev.k, mrc_k=ev.mrc_k, cache=cache, echo=echo)
         echo(f"encoded corpus in {timing['encode_corpus_s']:.0f} s, queries in {timing['encode_queries_s']:.0f} s")
     if cfg.out_file is not None:
         from fairltr.files import atomic_write_text

@@ -229,7 +229,8 @@ class DprTrial:
     """One DPR sweep trial: fine-tune the query tower with the retrieval loss weighted by the
     trial's ``alpha`` for ``spec.steps`` steps, retrieve the test split over the whole corpus,
     evaluate (MRR@100, Recall@100, MRC@5 ...). The document tower is frozen, so the corpus
-    embeddings are computed once (and cached on disk under ``cache_dir``)."""
+    embeddings are computed once (and cached on disk under ``cache_dir``, default fairltr's state
+    folder, shared with ``train dpr`` and ``evaluate-retrieval``)."""
 
     data: Any
     test: Any
@@ -247,7 +248,7 @@ class DprTrial:
         weight = self.space.params[0].param.name
         module = build_module(self.spec, alpha=float(values[weight]))
         if self._doc_emb is None:
-            cache = CorpusEmbeddingCache(self.cache_dir) if self.cache_dir is not None else None
+            cache = CorpusEmbeddingCache(self.cache_dir)  # None: fairltr's state folder, shared with train dpr
             self._doc_emb = corpus_embeddings(module, self.data.corpus, self.spec, cache=cache)
         module.set_document_cache(self.data.corpus["_id"].tolist(), self._doc_emb)
         fit_module(module, self.data, self.spec)

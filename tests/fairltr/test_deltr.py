@@ -527,7 +527,7 @@ def test_columns_parameter_protected_and_fit_keywords_agree():
 
 
 # A model file written by the previous release (before the estimator contract): it must keep
-# loading into the same model, and a fit of the same data must write the same bytes.
+# loading into the same model, and a fit of the same data must write the same fields and values.
 OLD_MODEL = {
     "format": "fairltr.DELTR", "format_version": 1,
     "params": {"gamma": 10.0, "protected": "sex", "colorblind": False, "standardize": True, "l2": 0.0,
@@ -549,17 +549,40 @@ OLD_SCORES = [0.23244308771179015, 0.9068089722069271, -0.8939147580372645, 0.03
               0.6610047523438369, -0.9407329213762271]
 
 
-def test_a_model_file_of_the_previous_release_loads_and_is_rewritten_identically(tmp_path):
+def test_a_model_file_of_the_previous_release_loads_and_a_refit_writes_the_same_fields(tmp_path):
     df = pd.DataFrame({"qid": [1, 1, 1, 2, 2, 2], "sex": [1, 0, 0, 0, 1, 1],
                        "x1": [0.5, 1.5, -0.2, 0.3, 0.9, -1.0], "x2": [1.0, 0.0, 2.0, -1.0, 0.5, 0.25],
                        "label": [2.0, 3.0, 1.0, 1.0, 2.0, 0.0]})
     old = tmp_path / "old.json"
     old.write_text(json.dumps(OLD_MODEL, indent=1))
     model = DELTR.load(old)
-    np.testing.assert_allclose(model.predict(df), OLD_SCORES, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(model.predict(df), OLD_SCORES, rtol=1e-13, atol=1e-15)  # a standardised dot product of 3 features
     assert model.columns_ == RankingColumns("qid", "sex", "label") and model.protected == "sex"
     assert (model.max_iter_, model.lr_, model.n_iter_) == (3, 1.0, 3) and model.history == OLD_MODEL["history"]
     assert model.effective_params() == OLD_MODEL["params"]
     refit = DELTR(10.0, max_iter=3, columns=RankingColumns("qid", "sex", "label")).fit(df)
-    assert refit.save(tmp_path / "new.json").read_text() == old.read_text()
+    assert_same_model_file(json.loads(refit.save(tmp_path / "new.json").read_text()), OLD_MODEL)
+    # loading and saving does no arithmetic: the floats round-trip through JSON exactly
     assert model.save(tmp_path / "again.json").read_text() == old.read_text()
+
+
+# a refit does float64 arithmetic whose last digits depend on the CPU (FMA, BLAS kernels: relative
+# 2e-15 measured on an AMD EPYC host); 1e-12 is far below any change of the optimiser's path
+REFIT_RTOL = 1e-12
+
+
+def assert_same_model_file(new: dict, reference: dict) -> None:
+    """``new`` holds the fields of ``reference``: strings, ints and flags equal, floats within
+    ``REFIT_RTOL`` (relative, plus 1e-15 absolute for values near 0)."""
+    assert new.keys() == reference.keys()
+    for key, ref in reference.items():
+        if key == "history":
+            assert [row.keys() for row in new[key]] == [row.keys() for row in ref]
+            for got, want in zip(new[key], ref):
+                assert got["iteration"] == want["iteration"]
+                np.testing.assert_allclose([got[c] for c in want if c != "iteration"],
+                                           [want[c] for c in want if c != "iteration"], rtol=REFIT_RTOL, atol=1e-15)
+        elif key in ("weights", "mean", "scale"):
+            np.testing.assert_allclose(new[key], ref, rtol=REFIT_RTOL, atol=1e-15, err_msg=key)
+        else:
+            assert new[key] == ref, key

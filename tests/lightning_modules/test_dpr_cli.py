@@ -51,3 +51,54 @@ def test_train_dpr_then_evaluate(tiny_bert, parallel_dir, tmp_path, mlflow_track
     res = runner.invoke(cli, ["train", "dpr", "--data", str(parallel_dir), "--model", tiny_bert, "--out",
                               str(tmp_path / "x"), "--alpha", "-1", "--no-track"])
     assert res.exit_code != 0 and "alpha must be >= 0" in res.output
+
+
+def test_a_second_evaluate_retrieval_reads_the_corpus_embeddings_from_the_cache(tiny_bert, parallel_dir, tmp_path,
+                                                                                monkeypatch):
+    """Keyed by the document tower's weights, the corpus, pooling and length: the second run of
+    the same encoder and corpus encodes no document, and gives the same metrics; --no-cache and
+    another pooling encode again."""
+    import fairltr.retrieval
+    import fairltr.retrieval.search as search
+
+    calls: list[int] = []
+    real = search.encode_chunked
+
+    def counting(encode, texts, *args, **kwargs):  # document encodings only
+        if getattr(encode, "__name__", "") == "encode_documents":
+            calls.append(len(list(texts)))
+        return real(encode, texts, *args, **kwargs)
+
+    monkeypatch.setattr(search, "encode_chunked", counting)
+    monkeypatch.setattr(fairltr.retrieval, "encode_chunked", counting)
+    base = ["evaluate-retrieval", "--data", str(parallel_dir), "--model", tiny_bert, "--threads", "1",
+            "--cache-dir", str(tmp_path / "cache")]
+    runs = {}
+    for name, extra in (("first", []), ("second", []), ("no-cache", ["--no-cache"]), ("cls", ["--pooling", "cls"])):
+        calls.clear()
+        res = CliRunner().invoke(cli, [*base, *extra, "--out", str(tmp_path / f"{name}.json")])
+        assert res.exit_code == 0, res.output
+        runs[name] = (list(calls), res.output, json.loads((tmp_path / f"{name}.json").read_text()))
+    n_docs = 12  # the tiny layout
+    assert runs["first"][0] == [n_docs] and "read from the cache" not in runs["first"][1]
+    assert runs["second"][0] == [] and "read from the cache" in runs["second"][1]
+    assert runs["no-cache"][0] == [n_docs] and runs["cls"][0] == [n_docs]
+    assert runs["second"][2] == runs["first"][2] == runs["no-cache"][2]
+    assert len(list((tmp_path / "cache").glob("corpus-*.safetensors"))) == 2  # mean and cls pooling
+
+
+def test_encoding_progress_is_written_off_a_tty(tiny_bert, parallel_dir, tmp_path):
+    """Output sent to a file: a progress line with done/total, rate and time left (10% steps)."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "log.txt"
+    with open(log, "w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "fairltr.cli", "evaluate-retrieval", "--data", str(parallel_dir),
+                               "--model", tiny_bert, "--threads", "1", "--no-cache"], stdout=fh, stderr=subprocess.STDOUT,
+                              timeout=300)
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    lines = [line for line in text.splitlines() if line.startswith("encoding 12 documents: ")]
+    assert lines and lines[-1].startswith("encoding 12 documents: 12/12 (100%),") and lines[-1].endswith("done"), text
+    assert all("/s, " in line for line in lines)

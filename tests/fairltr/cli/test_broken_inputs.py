@@ -22,6 +22,7 @@ from fairltr.synthetic import make_biased_rankings
 from mlflow_fixtures import running_runs
 
 UNREACHABLE = {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}
+NO_POSTGRES = {"MLFLOW_TRACKING_URI": "postgresql+psycopg2://fairltr:s3cret@127.0.0.1:9/fairltr_mlflow"}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,44 @@ def ws(tmp_path_factory):
     write_parallel_layout(root / "parallel")
     (root / "emptyfolder").mkdir()
     (root / "notamodel").mkdir()
+    _broken_parallel_layouts(root)
+    # a query id beyond int64 (pandas reads it as uint64), and an unterminated quote on file line 52
+    big = train.astype({"query_id": object})
+    big.loc[big["query_id"] == big["query_id"].iloc[-1], "query_id"] = 2**63 + 5
+    big.to_csv(root / "bigqid.csv", index=False)
+    longer = pd.concat([train, train.assign(query_id=train["query_id"] + 100)])
+    lines = longer.to_csv(index=False).splitlines()
+    assert len(lines) > 60
+    head, rest = lines[51].split(",", 1)
+    lines[51] = f'{head},"{rest}'
+    (root / "openquote.csv").write_text("\n".join(lines) + "\n")
     return root
+
+
+def _broken_parallel_layouts(root: Path) -> None:
+    """Copies of the parallel folder, each with one broken line."""
+    import shutil
+
+    def variant(name: str, file: str, edit) -> None:
+        shutil.copytree(root / "parallel", root / name)
+        path = root / name / file
+        lines = path.read_bytes().splitlines(keepends=True)
+        edit(lines)
+        path.write_bytes(b"".join(lines))
+
+    def latin1(lines):
+        obj = json.loads(lines[2])
+        lines[2] = json.dumps({**obj, "text": "caf\u00e9"}, ensure_ascii=False).encode("latin-1") + b"\n"
+
+    def null_text(lines):
+        lines[3] = json.dumps({**json.loads(lines[3]), "text": None}).encode() + b"\n"
+
+    def orphan_qrel(lines):
+        lines.append(b"p999\td0\t1\ttest\n")
+
+    variant("par_latin1", "queries.jsonl", latin1)
+    variant("par_nulltext", "corpus.jsonl", null_text)
+    variant("par_orphanqrel", "qrels.tsv", orphan_qrel)
 
 
 def case(id_, args, *expect, env=None):
@@ -122,6 +160,10 @@ CASES = [
     case("train-test-missing-feature", [*TRAIN, *NT, "--test", "{ws}/missing_x2.csv"], "x2"),
     case("train-features-unknown", [*TRAIN, *NT, "--features", "x1,nope"], "nope"),
     case("train-features-empty", [*TRAIN, *NT, "--features", ","], "feature"),
+    case("train-query-id-beyond-int64", [*TRAIN[:3], "{ws}/bigqid.csv", *TRAIN[4:], *NT], "bigqid.csv:", "'query_id'",
+         "9223372036854775813", "64-bit"),
+    case("train-unterminated-quote", [*TRAIN[:3], "{ws}/openquote.csv", *TRAIN[4:], *NT], "openquote.csv:52:",
+         "unterminated quote"),
     # ---- train deltr: options
     case("train-gamma-negative", [*TRAIN[:5], "-1", *TRAIN[6:], *NT], "gamma"),
     case("train-gamma-nan", [*TRAIN[:5], "nan", *TRAIN[6:], *NT], "gamma"),
@@ -147,6 +189,7 @@ CASES = [
     case("train-out-is-file", [*TRAIN[:-1], "{ws}/afile", *NT], "afile"),
     case("train-register-without-tracking", [*TRAIN, *NT, "--register", "m"], "--no-track"),
     case("train-tracking-unreachable", TRAIN, "127.0.0.1:9", env=UNREACHABLE),
+    case("train-tracking-postgres-unreachable", TRAIN, "fairltr:***@127.0.0.1:9", "Connection refused", env=NO_POSTGRES),
     case("train-tracking-bad-sqlite-folder", TRAIN, "not writable", env={"MLFLOW_TRACKING_URI": "sqlite:////nonexistent/dir/m.db"}),
     # ---- evaluate
     case("evaluate-model-missing", ["evaluate", "--model", "{ws}/none.json", "--data", S], "none.json"),
@@ -173,6 +216,9 @@ CASES = [
     case("quickstart-gamma-zero", [*QS, *NT, "--gamma", "0"], "gamma"),
     case("quickstart-out-under-file", [*QS[:-1], "{ws}/afile/qs", *NT], "afile"),
     case("quickstart-tracking-unreachable", QS, "127.0.0.1:9", env=UNREACHABLE),
+    case("quickstart-tracking-postgres-unreachable", QS, "127.0.0.1:9", "Connection refused", env=NO_POSTGRES),
+    case("dpr-tracking-postgres-unreachable", [*DPR[:-3], "--steps", "1"], "127.0.0.1:9", "Connection refused",
+         env=NO_POSTGRES),
     # ---- reproduce
     case("reproduce-data-missing", ["reproduce", "deltr", "--data", "{ws}/nope", "--out", "{ws}/out/rep"], "nope"),
     case("reproduce-data-layout", ["reproduce", "deltr", "--data", "{ws}/adir", "--out", "{ws}/out/rep"], "layout"),
@@ -206,6 +252,12 @@ CASES = [
     case("dpr-alpha-negative", [*DPR, "--alpha", "-1", "--model", "{ws}/notamodel"], "alpha"),
     case("dpr-loss-ranking", [*DPR, "--fairness-loss", "exposure_hinge"], "--fairness-loss"),
     case("dpr-threads-zero", [*DPR, "--threads", "0", "--model", "{ws}/notamodel"], "threads"),
+    case("dpr-queries-not-utf8", [*DPR[:3], "{ws}/par_latin1", *DPR[4:]], "par_latin1/queries.jsonl, line 3",
+         "not UTF-8", "0xe9"),
+    case("dpr-corpus-null-text", [*DPR[:3], "{ws}/par_nulltext", *DPR[4:]], "par_nulltext/corpus.jsonl, line 4",
+         "'text' is null"),
+    case("dpr-qrel-without-query", [*DPR[:3], "{ws}/par_orphanqrel", *DPR[4:]], "par_orphanqrel/qrels.tsv, line 14",
+         "parallel_id 'p999'", "queries.jsonl"),
     case("dpr-out-under-file", [*DPR[:5], "{ws}/afile/dpr", *DPR[6:], "--model", "{ws}/notamodel"], "afile"),
     # ---- evaluate-retrieval
     case("retrieval-k-zero", [*ER, "--bm25", "--k", "0"], "k"),
@@ -217,6 +269,12 @@ CASES = [
     case("retrieval-split-unknown", [*ER, "--bm25", "--split", "nope"], "nope"),
     case("retrieval-language-unknown", [*ER, "--bm25", "--languages", "zz"], "zz"),
     case("retrieval-data-missing", ["evaluate-retrieval", "--data", "{ws}/nope", "--bm25"], "nope"),
+    case("retrieval-queries-not-utf8", ["evaluate-retrieval", "--data", "{ws}/par_latin1", "--bm25"],
+         "par_latin1/queries.jsonl, line 3", "not UTF-8"),
+    case("retrieval-corpus-null-text", ["evaluate-retrieval", "--data", "{ws}/par_nulltext", "--bm25"],
+         "par_nulltext/corpus.jsonl, line 4", "'text' is null"),
+    case("retrieval-qrel-without-query", ["evaluate-retrieval", "--data", "{ws}/par_orphanqrel", "--bm25"],
+         "par_orphanqrel/qrels.tsv, line 14", "'p999'"),
     case("retrieval-out-under-file", [*ER, "--bm25", "--out", "{ws}/afile/e.json"], "afile"),
     # ---- MLflow commands
     case("promote-bad-gate", ["promote", "--model", "m", "--version", "1", "--gate", "exposure_ratio=>0.9"], "gate"),
@@ -250,6 +308,10 @@ CASES = [
     case("sweep-p-range-one-number", [*SWEEP[:2], "fair-post", *SWEEP[3:], "--fair-p-range", "0.5"], "LOW,HIGH"),
     case("sweep-heartbeat-zero", [*SWEEP, "--heartbeat-interval", "0"], "heartbeat"),
     case("sweep-tracking-unreachable", [*SWEEP[:-2], "--no-progress"], "127.0.0.1:9", env=UNREACHABLE),
+    case("sweep-tracking-postgres-unreachable", [*SWEEP[:-2], "--no-progress"], "127.0.0.1:9", "Connection refused",
+         env=NO_POSTGRES),
+    case("sweep-storage-postgres-unreachable", [*SWEEP, "--storage", NO_POSTGRES["MLFLOW_TRACKING_URI"]],
+         "127.0.0.1:9", "fairltr:***@"),
     case("sweep-study-name-empty", [*SWEEP[:10], "", *SWEEP[11:]], "study"),
 ]
 

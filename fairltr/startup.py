@@ -1,0 +1,47 @@
+"""Ctrl-C while the ``fairltr`` console script starts: one line and exit 130, no traceback.
+
+The console script imports :mod:`fairltr.cli` (click and the command modules) before its
+``main`` can catch anything; :func:`guard_startup` (called by ``fairltr/__init__`` only when the
+process is that script) makes SIGINT print ``interrupted`` and leave at once (nothing is open
+yet), and :func:`end_startup` (``fairltr.cli.main``) restores Python's KeyboardInterrupt, which
+the commands handle (runs KILLED, exit 130). A library import never changes signal handling.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+__all__ = ["guard_startup", "end_startup", "is_console_script"]
+
+_guarded = False
+
+
+def is_console_script() -> bool:
+    """True in the ``fairltr`` console script's process (``sys.argv[0]`` is it)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    return os.path.basename(argv0).removesuffix(".exe") == "fairltr" and not argv0.endswith(".py")
+
+
+def _leave(signum: int, frame: object) -> None:
+    os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+def guard_startup() -> None:
+    """SIGINT = ``interrupted`` + exit 130 until :func:`end_startup` (main thread only)."""
+    global _guarded
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is \
+            signal.default_int_handler:
+        signal.signal(signal.SIGINT, _leave)
+        _guarded = True
+
+
+def end_startup() -> None:
+    """Back to Python's KeyboardInterrupt on SIGINT (if :func:`guard_startup` changed it)."""
+    global _guarded
+    if _guarded:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _guarded = False
