@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -226,13 +227,15 @@ class PrivatePostgres:
 
     def stop(self) -> None:
         stop_group(self.process)
+        shutil.rmtree(self.datadir, ignore_errors=True)
 
 
-def start_postgres(host: NetnsHost, workdir: Path, port: int = 5432, timeout: float = 60) -> PrivatePostgres:
-    """initdb into ``workdir`` (owned by the ``postgres`` user: the server refuses root) and start
-    ``postgres -D ... -k <sockdir> -c listen_addresses=<host address>`` inside ``host``. Trust
-    authentication for the role ``fairltr``: the server is reachable only on the private bridge."""
-    workdir.mkdir(parents=True, exist_ok=True)
+def start_postgres(host: NetnsHost, port: int = 5432, timeout: float = 60) -> PrivatePostgres:
+    """initdb into a fresh temp dir (owned by the ``postgres`` user: the server refuses root; not
+    under pytest's root-only tmp dirs, which it cannot enter) and start ``postgres -D ... -k
+    <sockdir> -c listen_addresses=<host address>`` inside ``host``. Trust authentication for the
+    role ``fairltr``: the server is reachable only on the private bridge. ``stop`` removes it."""
+    workdir = Path(tempfile.mkdtemp(prefix="fairltr-netns-pg-"))
     data, sock = workdir / "data", workdir / "sock"
     sock.mkdir(exist_ok=True)
     shutil.chown(workdir, "postgres", "postgres")
@@ -241,6 +244,9 @@ def start_postgres(host: NetnsHost, workdir: Path, port: int = 5432, timeout: fl
                           "-A", "trust", "-E", "UTF8", "--no-sync"], capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"initdb failed: {res.stderr.strip()[-500:]}")
+    subnet = host.address.rsplit(".", 1)[0] + ".0/24"  # the cluster's bridge, nothing else
+    with open(data / "pg_hba.conf", "a") as hba:
+        hba.write(f"host all fairltr {subnet} trust\n")
     log = workdir / "postgres.log"
     proc = host.popen(["runuser", "-u", "postgres", "--", _pg_bin("postgres"), "-D", str(data), "-k", str(sock),
                        "-p", str(port), "-c", f"listen_addresses={host.address}", "-c", "fsync=off",
