@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["FairltrError", "DataError", "ConfigError", "NotFittedError", "one_line"]
+__all__ = ["FairltrError", "DataError", "ConfigError", "NotFittedError", "ClusterError", "one_line"]
 
 
 class FairltrError(Exception):
@@ -15,6 +15,11 @@ class DataError(FairltrError, ValueError):
 
 class ConfigError(FairltrError, ValueError):
     """A parameter outside its domain; the message states the allowed range."""
+
+
+class ClusterError(FairltrError, RuntimeError):
+    """A multi-node run lost a node: one never joined the rendezvous, or one went away during
+    training; the message names the node."""
 
 
 class NotFittedError(ConfigError, AttributeError):

@@ -206,6 +206,30 @@ def _device_name(accelerator: str) -> str:
     return {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}.get(str(accelerator), "auto")
 
 
+def _fit_on_nodes(trainer: Any, module: DELTRTrainingModule, dm: Any, rdv: Any) -> None:
+    """``trainer.fit`` on one node of a multi-node run: rendezvous and transport failures become
+    one :class:`~fairltr.errors.ClusterError` line naming the node; the process group is torn
+    down either way, so the process can exit (and its caller report) at once."""
+    import torch.distributed as dist
+
+    from lightning_modules.multinode import cluster_error
+
+    try:
+        fit(trainer, module, datamodule=dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
+    except Exception as exc:
+        joined = dist.is_available() and dist.is_initialized()
+        err = cluster_error(exc, rdv, joined)
+        if err is None:
+            raise
+        raise err from None
+    finally:
+        if dist.is_available() and dist.is_initialized():
+            try:
+                dist.destroy_process_group()
+            except Exception:  # a lost peer can make the tear-down fail too: the error above is the news
+                pass
+
+
 def train_deltr_lightning(
     train: pd.DataFrame | str | os.PathLike,
     *,
@@ -227,6 +251,8 @@ def train_deltr_lightning(
     shuffle: bool = True,
     accelerator: str = "auto",
     devices: int = 1,
+    num_nodes: int = 1,
+    ddp_timeout: float | None = None,
     seed: int = 0,
     dtype: torch.dtype = torch.float64,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
@@ -251,6 +277,13 @@ def train_deltr_lightning(
     processes). With several processes only this (the calling) process returns the model.
     ``trainer_options``: extra ``lightning.pytorch.Trainer`` arguments (a logger, callbacks,
     ``limit_train_batches``...); the epoch count, devices and strategy are this function's.
+    ``num_nodes > 1``: one process per host with Lightning's standard rendezvous
+    (``MASTER_ADDR`` / ``MASTER_PORT`` / ``NODE_RANK``, :mod:`lightning_modules.multinode`); every
+    node runs this call, streams its own share of row groups, and returns the same model
+    (``training_["node_rank"]`` says which node it is). ``ddp_timeout`` (seconds, default
+    :data:`~lightning_modules.multinode.DEFAULT_DDP_TIMEOUT`) bounds the wait for the other nodes
+    and each collective; a node that never joins or is lost is a one-line
+    :class:`~fairltr.errors.ClusterError` naming it.
     A Parquet table must be grouped by query id; it is read twice per epoch at most (once to
     train, once at the end for the final objective) plus one scan for validation and statistics.
     """
@@ -274,6 +307,14 @@ def train_deltr_lightning(
     if lr is not None and not lr > 0:
         raise ConfigError(f"lr must be > 0, got {lr}")
     devices = int(devices)
+    rendezvous = None
+    if num_nodes != 1:
+        from lightning_modules.multinode import rendezvous_from_env
+
+        rendezvous = rendezvous_from_env(num_nodes, ddp_timeout)
+        if devices != 1:
+            raise ConfigError(f"num_nodes > 1 runs one process per node: devices must be 1, got {devices}")
+    world = devices * (rendezvous.num_nodes if rendezvous else 1)
 
     # ---- data ------------------------------------------------------------------------------
     streamed = _is_parquet(train)
@@ -325,22 +366,33 @@ def train_deltr_lightning(
         fairness_loss=fairness_loss, gamma=gamma,
         reduce=reduce, n_groups=n_groups, lr=lr, optimizer=optimizer, l2=l2, seed=seed, dtype=dtype,
     )
-    if devices == 1:
+    if world == 1:
         module.epoch_callback = callback
+    strategy: Any = "ddp_spawn" if devices > 1 else "auto"
+    if rendezvous is not None:
+        from datetime import timedelta
+
+        from lightning.pytorch.strategies import DDPStrategy
+
+        strategy = DDPStrategy(timeout=timedelta(seconds=rendezvous.timeout))
     options = dict(
-        max_epochs=epochs, accelerator=accelerator, devices=devices,
-        strategy="ddp_spawn" if devices > 1 else "auto", use_distributed_sampler=False,
+        max_epochs=epochs, accelerator=accelerator, devices=devices, num_nodes=rendezvous.num_nodes if rendezvous else 1,
+        strategy=strategy, use_distributed_sampler=False,
         logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
         num_sanity_val_steps=0, limit_val_batches=0,
     )
-    fixed = {"max_epochs", "accelerator", "devices", "strategy", "use_distributed_sampler"}
+    fixed = {"max_epochs", "accelerator", "devices", "num_nodes", "strategy", "use_distributed_sampler"}
     clash = fixed & set(trainer_options or {})
     if clash:
         raise ConfigError(f"trainer_options may not set {sorted(clash)}: use the function's own arguments")
     options.update(trainer_options or {})
     with quiet_lightning(not progress):
         trainer = pl.Trainer(**options)
-        fit(trainer, module, datamodule=dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
+        if rendezvous is None:
+            fit(trainer, module, datamodule=dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
+        else:
+            _fit_on_nodes(trainer, module, dm, rendezvous)
+    node_rank = rendezvous.node_rank if rendezvous else 0
     module.epoch_callback = None
     module = module.cpu()
 
@@ -356,7 +408,7 @@ def train_deltr_lightning(
         raise FloatingPointError(f"DELTR objective became {final['total']} after {done} epochs; try a smaller lr")
     history.append(final)
     if callback is not None:
-        for rec in history if devices > 1 else history[-1:]:
+        for rec in history if world > 1 else history[-1:]:
             callback(rec["iteration"], rec)
 
     # protected= as well as columns=: model.protected keeps naming the group for its older readers
@@ -367,6 +419,7 @@ def train_deltr_lightning(
                            mean=mean, scale=scale, n_iter=done, history=history)
     model.training_ = {
         "engine": "lightning", "streamed": streamed, "batch_queries": size, "devices": devices,
+        **({"num_nodes": rendezvous.num_nodes, "node_rank": node_rank} if rendezvous else {}),
         "accelerator": str(accelerator), "shuffle": bool(shuffle and not full_batch), "n_queries": n_queries,
         "lr_decay": lr_decay,
         "source": str(Path(train)) if streamed else None,

@@ -55,6 +55,7 @@ def loss_registry():
 
 
 from mlflow_fixtures import *  # noqa: E402,F401,F403  (service fixtures: mlflow_server, postgres_uri, ...)
+from netns import netns_cluster  # noqa: E402,F401  (slow tests: hosts in network namespaces)
 
 
 @pytest.fixture(scope="session")

@@ -65,6 +65,12 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @click.option("--batch-queries", type=int, default=None, help="lightning: queries per mini-batch (default: all)")
 @click.option("--accelerator", default="auto", show_default=True, help="lightning: cpu, gpu, auto")
 @click.option("--devices", type=int, default=1, show_default=True, help="lightning: processes (DDP when > 1)")
+@click.option("--num-nodes", type=int, default=1, show_default=True,
+              help="lightning: hosts of one DDP run, one process each; every host runs this command with "
+                   "MASTER_ADDR, MASTER_PORT and NODE_RANK set")
+@click.option("--ddp-timeout", type=float, default=None,
+              help="lightning, --num-nodes > 1: seconds to wait for the other nodes (to join, or in one "
+                   "all-reduce) before exiting with an error naming the node  [default: 600]")
 @click.option("--fair-preprocess", "fair_p", type=float, default=None,
               help="FA*IR pre-processing: re-rank every training list with target proportion P first")
 @click.option("--fair-alpha", type=float, default=0.1, show_default=True, help="FA*IR significance for --fair-preprocess")
@@ -75,9 +81,9 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @tracking_options("fairltr", register=True)
 @data_options()
 def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_loss, optimizer, max_iter, lr, l2, seed,
-                device, engine, epochs, batch_queries, accelerator, devices, fair_p, fair_alpha, out_dir,
-                model_format, ci, min_category_share, n_boot, ci_seed, wide, experiment, no_track, register, fmt,
-                query, group, judgment, item):
+                device, engine, epochs, batch_queries, accelerator, devices, num_nodes, ddp_timeout, fair_p,
+                fair_alpha, out_dir, model_format, ci, min_category_share, n_boot, ci_seed, wide, experiment, no_track,
+                register, fmt, query, group, judgment, item):
     """Train a DELTR ranker; print test metrics; write model, ranked predictions and metrics to --out."""
     from pathlib import Path
 
@@ -89,7 +95,7 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         optimizer=optimizer, max_iter=max_iter, lr=lr, l2=l2, seed=seed, device=device,
         fair_pre=FairParams(fair_p, fair_alpha) if fair_p is not None else None, engine=engine,
         lightning=LightningOptions(epochs=epochs, batch_queries=batch_queries, accelerator=accelerator,
-                                   devices=devices),
+                                   devices=devices, num_nodes=num_nodes, ddp_timeout=ddp_timeout),
     )
     from fairltr.metrics import DEFAULT_K
     from fairltr.workflows.audit import audit_cutoff
@@ -103,6 +109,8 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         tracking=tracking_from(experiment, no_track, register), progress=sys.stderr.isatty(), audit=audit,
     )
     res = train_ranker(cfg, echo=_echo_err)
+    if res.node_rank:
+        return
     if res.metrics is not None:
         click.echo(metrics_table({"test": res.metrics}, audit_columns(res.metrics, audit_k), wide=wide))
     model = res.model

@@ -84,7 +84,9 @@ class GeyikParams:
 @dataclass(frozen=True)
 class LightningOptions:
     """The Lightning engine's knobs (``--engine lightning``): epochs, queries per batch,
-    optimizer (None = the engine's default for the batch shape), accelerator, devices."""
+    optimizer (None = the engine's default for the batch shape), accelerator, devices; ``num_nodes``
+    hosts of one DDP run (one process each, rendezvous from MASTER_ADDR / MASTER_PORT / NODE_RANK)
+    and ``ddp_timeout`` (seconds) for the wait on the other nodes."""
 
     epochs: int | None = None
     batch_queries: int | None = None
@@ -92,6 +94,8 @@ class LightningOptions:
     lr: float | None = None
     accelerator: str = "auto"
     devices: int = 1
+    num_nodes: int = 1
+    ddp_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.epochs is not None and self.epochs < 1:
@@ -100,6 +104,12 @@ class LightningOptions:
             raise ConfigError(f"batch_queries must be >= 1, got {self.batch_queries}")
         if self.devices < 1:
             raise ConfigError(f"devices must be >= 1, got {self.devices}")
+        if self.num_nodes < 1:
+            raise ConfigError(f"num_nodes must be >= 1, got {self.num_nodes}")
+        if self.num_nodes > 1 and self.devices != 1:
+            raise ConfigError(f"--num-nodes runs one process per node: --devices must be 1, got {self.devices}")
+        if self.ddp_timeout is not None and not self.ddp_timeout > 0:
+            raise ConfigError(f"ddp timeout must be > 0 seconds, got {self.ddp_timeout:g}")
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,8 @@ class RankerSpec:
                               "engine 'estimator'")
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.engine != "lightning" and self.lightning.num_nodes > 1:
+            raise ConfigError("--num-nodes needs --engine lightning (the estimator runs in one process)")
         GAMMA.validate(self.gamma)
         if isinstance(self.l2, bool) or not isinstance(self.l2, (int, float)) or not math.isfinite(self.l2) or self.l2 < 0:
             raise ConfigError(f"l2 must be a finite number >= 0, got {self.l2!r}")
@@ -165,6 +177,8 @@ class RankerSpec:
             lo = self.lightning
             out.update(epochs=lo.epochs, batch_queries=lo.batch_queries, accelerator=lo.accelerator,
                        devices=lo.devices)
+            if lo.num_nodes > 1:
+                out.update(num_nodes=lo.num_nodes)
         return out
 
 
@@ -236,6 +250,8 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
         columns=columns, l2=spec.l2,
         accelerator=lo.accelerator, devices=lo.devices, seed=spec.seed, progress=progress,
     )
+    if lo.num_nodes > 1:
+        kwargs.update(num_nodes=lo.num_nodes, ddp_timeout=lo.ddp_timeout)
     for key, value in (("epochs", lo.epochs), ("batch_queries", lo.batch_queries),
                        ("optimizer", lo.optimizer), ("lr", lo.lr)):
         if value is not None:

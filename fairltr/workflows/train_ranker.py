@@ -75,6 +75,7 @@ class TrainRankerResult:
     run_id: str | None = None
     registered_version: str | None = None
     tracking_uri: str | None = None
+    node_rank: int = 0  # a multi-node run: only node 0 writes files and logs to MLflow
 
     @property
     def model_path(self) -> Path:
@@ -100,8 +101,18 @@ def default_run_name(spec: RankerSpec) -> str:
 
 def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResult:
     """Validate everything first (inputs, output folder, tracking server), then train, write the
-    output set all-or-nothing, and log the run (model files are on disk before any tracking)."""
+    output set all-or-nothing, and log the run (model files are on disk before any tracking).
+
+    A multi-node run (``spec.lightning.num_nodes > 1``) trains on every node; only node 0
+    (``NODE_RANK=0``) evaluates, writes the output set and logs to MLflow, the others return
+    the trained model with no files."""
     columns = cfg.train.columns
+    rank = _node_rank(cfg)
+    if rank:
+        train = cfg.train.path if _streamed(cfg) else cfg.train.read()
+        outcome = train_and_evaluate(train, None, cfg.spec, columns, k=cfg.k, progress=cfg.progress)
+        echo(f"node {rank} of {cfg.spec.lightning.num_nodes}: trained; node 0 writes the model and logs the run")
+        return TrainRankerResult(outcome.model, None, {}, node_rank=rank)
     train = cfg.train.path if _streamed(cfg) else cfg.train.read()
     test = cfg.test.read() if cfg.test is not None else None
     if isinstance(train, pd.DataFrame):
@@ -159,6 +170,16 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
     if tracking.register:
         result.registered_version = str(info.registered_model_version)
     return result
+
+
+def _node_rank(cfg: TrainRankerConfig) -> int:
+    """This node's rank in a multi-node run (checked from the environment before any work); 0
+    otherwise."""
+    if cfg.spec.engine != "lightning" or cfg.spec.lightning.num_nodes <= 1:
+        return 0
+    from lightning_modules.multinode import rendezvous_from_env
+
+    return rendezvous_from_env(cfg.spec.lightning.num_nodes, cfg.spec.lightning.ddp_timeout).node_rank
 
 
 def _sample(source: RankingSource, n: int = 1000) -> pd.DataFrame:
