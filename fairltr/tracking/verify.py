@@ -335,7 +335,8 @@ def load_verified(vm: VerifiedModel):
             from fairltr.deltr import DELTR
             from fairltr.tracking.pyfunc import FairltrRanker
 
-            python_model = FairltrRanker.from_model(DELTR.load(_artifact(vm, "weights")), config.get("query"))
+            python_model = FairltrRanker.from_model(DELTR.load(_artifact(vm, "weights")), config.get("query"),
+                                                    policy=config.get("serve_rerank"), group=config.get("group"))
         else:
             from fairltr.tracking.retriever import FairltrRetriever
 
