@@ -53,11 +53,11 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @click.option("--fair-alpha", type=float, default=0.1, show_default=True, help="FA*IR significance for --fair-preprocess")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/deltr", show_default=True)
 @click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json", show_default=True)
-@tracking_options("fairltr", register=True)
+@tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
 def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_loss, optimizer, max_iter, lr, l2, seed,
                 device, engine, epochs, batch_queries, accelerator, devices, fair_p, fair_alpha, out_dir,
-                model_format, experiment, no_track, register, fmt, query, group, judgment, item):
+                model_format, experiment, no_track, register, serve_rerank, fmt, query, group, judgment, item):
     """Train a DELTR ranker; print test metrics; write model, ranked predictions and metrics to --out."""
     from pathlib import Path
 
@@ -75,7 +75,8 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         train=ranking_source(train_path, fmt, query, group, judgment, item), spec=spec,
         test=ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None,
         out_dir=Path(out_dir), model_format=model_format,
-        tracking=tracking_from(experiment, no_track, register), progress=sys.stderr.isatty(),
+        tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank),
+        progress=sys.stderr.isatty(),
     )
     res = train_ranker(cfg, echo=_echo_err)
     if res.metrics is not None:

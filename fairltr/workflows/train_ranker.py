@@ -125,7 +125,8 @@ def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResu
             run.info.run_id, model, train_df=train_frame if train_frame is not None else _sample(cfg.train),
             test_df=test, test_metrics=outcome.metrics, params=cfg.spec.model_params(),
             data_paths={"train": cfg.train.path, **({"test": cfg.test.path} if cfg.test else {})},
-            register=cfg.tracking.register, title=run_name, rename=True, train_sample=train_frame is None)
+            register=cfg.tracking.register, title=run_name, rename=True, train_sample=train_frame is None,
+            serve_rerank=cfg.tracking.serve_rerank)
         result.run_id = run.info.run_id
     if cfg.tracking.register:
         result.registered_version = str(info.registered_model_version)
