@@ -10,7 +10,7 @@ the object's name), and everything below that call takes the object only.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fairltr.errors import ConfigError
@@ -59,27 +59,62 @@ def check_column_roles(
 class RankingColumns:
     """Names of the special columns of a ranking table.
 
-    ``query``: query id (rows of one query form one list); ``group``: integer group, 0 =
-    non-protected, >= 1 protected (None: the table has no group column, every candidate is in
-    group 0); ``judgment``: training/evaluation judgment, higher is better (None: no judgments,
-    e.g. a table to score); ``item``: optional item (document) id, unique within a query when
-    given. The names must be distinct: one column cannot be both the group and the label.
+    ``query``: query id (rows of one query form one list); ``group``: the group attribute, or
+    several (``group=("race", "sex")``; None: the table has no group column, every candidate is
+    in group 0). Categories are integers >= 0 (0 = non-protected / the reference, >= 1
+    protected: docs/spec.md section 1) or strings, as written in the file. After construction
+    ``group`` is the FIRST attribute (what training and the binary section-3 metrics use) and
+    :attr:`groups` every attribute, in the order given (the audit of docs/spec.md section 3b
+    covers each and their intersection). ``judgment``: training/evaluation judgment, higher is
+    better (None: no judgments, e.g. a table to score); ``item``: optional item (document) id,
+    unique within a query when given. The names must be distinct: one column cannot be both a
+    group and the label.
     """
 
     query: str = "query_id"
     group: str | None = "protected"
     judgment: str | None = "judgment"
     item: str | None = None
+    more_groups: tuple[str, ...] = field(default=(), repr=False)
+    """The attributes after the first (set from a tuple ``group``; read :attr:`groups`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
             raise ConfigError(f"the query column name must be a non-empty string, got {self.query!r}")
+        group, more = self.group, tuple(self.more_groups or ())
+        if isinstance(group, (tuple, list)):
+            if more:
+                raise ConfigError("give the group attributes once: group=(first, second, ...)")
+            names = tuple(group)
+            group, more = (names[0], names[1:]) if names else (None, ())
+        elif group is None and more:
+            raise ConfigError(f"more_groups={more!r} without a first group attribute")
+        object.__setattr__(self, "group", group)
+        object.__setattr__(self, "more_groups", more)
         for role in ("group", "judgment", "item"):
             name = getattr(self, role)
             if name is not None and (not isinstance(name, str) or not name.strip()):
                 raise ConfigError(f"the {role} column name must be a non-empty string (or None: no {role} "
                                   f"column), got {name!r}")
+        for name in more:
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigError(f"a group column name must be a non-empty string, got {name!r}")
+        dup = [g for g in dict.fromkeys(self.groups) if self.groups.count(g) > 1]
+        if dup:
+            raise ConfigError(f"group attribute(s) {dup} given more than once")
         check_column_roles(query=self.query, group=self.group, judgment=self.judgment, item=self.item)
+        for name in more:
+            check_column_roles(query=self.query, group=name, judgment=self.judgment, item=self.item)
+
+    def __repr__(self) -> str:
+        group = self.groups if self.more_groups else self.group
+        return (f"RankingColumns(query={self.query!r}, group={group!r}, judgment={self.judgment!r}, "
+                f"item={self.item!r})")
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """Every group attribute, in the order given (``()`` when there is none)."""
+        return () if self.group is None else (self.group, *self.more_groups)
 
     @property
     def special(self) -> tuple[str, ...]:
@@ -89,11 +124,14 @@ class RankingColumns:
 
     @property
     def named(self) -> tuple[str, ...]:
-        """Every column the contract names (query, group, judgment, item; None skipped)."""
-        return tuple(c for c in (self.query, self.group, self.judgment, self.item) if c is not None)
+        """Every column the contract names (query, the groups, judgment, item; None skipped)."""
+        return tuple(c for c in (self.query, *self.groups, self.judgment, self.item) if c is not None)
 
-    def replace(self, **changes: str | None) -> "RankingColumns":
-        """A copy with some names changed (validated again)."""
+    def replace(self, **changes: Any) -> "RankingColumns":
+        """A copy with some names changed (validated again). A new ``group`` (a name or a tuple
+        of names) replaces every group attribute."""
+        if "group" in changes and "more_groups" not in changes:
+            changes["more_groups"] = ()
         return replace(self, **changes)
 
     def require(self, *roles: str, purpose: str = "this") -> "RankingColumns":
@@ -104,8 +142,11 @@ class RankingColumns:
             raise ConfigError(f"{purpose} needs a {' and a '.join(missing)} column; the column contract names none")
         return self
 
-    def as_dict(self) -> dict[str, str | None]:
-        return asdict(self)
+    def as_dict(self) -> dict[str, Any]:
+        """``{"query", "group", "judgment", "item"}``; ``group`` is the list of attributes when
+        there are several (``RankingColumns(**d)`` reads either form back)."""
+        return {"query": self.query, "group": list(self.groups) if self.more_groups else self.group,
+                "judgment": self.judgment, "item": self.item}
 
 
 DEFAULT_COLUMNS = RankingColumns()
@@ -124,6 +165,10 @@ class ColumnNames:
     @property
     def group(self) -> str | None:
         return self.columns.group
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return self.columns.groups
 
     @property
     def judgment(self) -> str | None:
@@ -147,6 +192,12 @@ def resolve_columns(
         raise ConfigError(f"columns must be a fairltr.RankingColumns, got {type(base).__name__}")
     changes = {role: name for role, name in (("query", query), ("group", group), ("judgment", judgment),
                                              ("item", item)) if name is not UNSET}
-    if not changes or all(getattr(base, role) == name for role, name in changes.items()):
+    if not changes or all(_same(base, role, name) for role, name in changes.items()):
         return base
-    return replace(base, **changes)
+    return base.replace(**changes)
+
+
+def _same(base: RankingColumns, role: str, name: Any) -> bool:
+    if role == "group" and isinstance(name, (tuple, list)):
+        return base.groups == tuple(name)
+    return getattr(base, role) == name

@@ -1,8 +1,8 @@
 """Ranking tables <-> padded tensors.
 
 A *ranking table* is a pandas DataFrame with one row per candidate and named columns:
-a query id, a group (int, 0 = non-protected, >= 1 protected), feature columns and a
-judgment (higher is better). :func:`to_batch` turns it into a :class:`RankingBatch` of
+a query id, one or more group attributes (integer categories, 0 = non-protected, >= 1
+protected, or string categories: :func:`category_codes`), feature columns and a judgment (higher is better). :func:`to_batch` turns it into a :class:`RankingBatch` of
 padded ``(Q, N, ...)`` tensors plus a boolean mask; queries keep the order of their first
 appearance in the table, and candidates keep their row order inside each query.
 
@@ -29,7 +29,8 @@ __all__ = [
     "RankingBatch", "to_batch", "check_table", "validate_ranking_frame", "select_features", "check_column_roles",
     "numeric_column", "numeric_matrix", "query_codes", "positions_in_query", "score_order", "rank_within_query",
     "scatter_back", "show_value", "ORIGIN_KEY", "set_origin", "frame_source", "row_place", "locate_row",
-    "RankingRows", "ranking_rows", "pad_queries", "NAMES_ONLY",
+    "RankingRows", "ranking_rows", "pad_queries", "NAMES_ONLY", "check_group_column", "category_codes",
+    "is_string_categories",
 ]
 
 NAMES_ONLY = DEFAULT_COLUMNS.replace(group=None, judgment=None)
@@ -258,8 +259,9 @@ def select_features(
     ``query`` / ``judgment`` / ``item`` / ``group`` keywords override its names; without
     ``columns`` only the columns named are special: :data:`NAMES_ONLY`).
 
-    ``features=None`` (automatic): every column except query, judgment and item, in table order.
-    The group column stays a feature (DELTR's "standard" ranker sees the protected attribute; a
+    ``features=None`` (automatic): every column except query, judgment and item, in table order,
+    and except group attributes with string categories (a text category is not a number).
+    An integer group column stays a feature (DELTR's "standard" ranker sees the protected attribute; a
     colorblind ranker drops it). Every selected column must be numeric: a cell that is not a
     number is a :class:`DataError` naming the file, 1-based line, column, query and value, never
     a silently dropped feature. Explicit ``features`` must exist, be distinct and not be the
@@ -269,7 +271,7 @@ def select_features(
     c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item, defaults=NAMES_ONLY)
     prefix = _prefix(df, source)
     if features is None:
-        special = set(c.special)
+        special = set(c.special) | {g for g in c.groups if g in df.columns and is_string_categories(df[g])}
         chosen = [col for col in df.columns if col not in special]
         if not chosen:
             raise DataError(f"{prefix}no feature columns: the table has only {list(df.columns)} "
@@ -302,6 +304,68 @@ def select_features(
     return chosen
 
 
+def is_string_categories(values: pd.Series) -> bool:
+    """Whether a group column holds string categories (some present cell is not a number),
+    rather than integer categories (0 = non-protected / the reference, >= 1 protected)."""
+    if pd.api.types.is_bool_dtype(values) or (pd.api.types.is_numeric_dtype(values)
+                                              and not pd.api.types.is_complex_dtype(values)):
+        return False
+    present = values.dropna()
+    return bool(len(present)) and bool(pd.to_numeric(present, errors="coerce").isna().any())
+
+
+def check_group_column(df: pd.DataFrame, col: str, *, query: str | None = None, source: str | None = None) -> None:
+    """A :class:`DataError` naming the file, line, column, query and value of the first bad cell
+    of group attribute ``col``: a missing cell, or, for integer categories, a value that is not an
+    integer >= 0. String categories (any text, as written in the file) are legal."""
+    values = df[col]
+    missing = values.isna().to_numpy()
+    if missing.any():
+        pos = int(np.flatnonzero(missing)[0])
+        raise DataError(_cell_problem(df, pos, col, query, source, "missing group category")
+                        + f"; {int(missing.sum())} missing value(s) in that column")
+    if is_string_categories(values):
+        return
+    arr = numeric_column(df, col, query=query, source=source)
+    for bad, rule in ((arr != np.round(arr), "must hold integers"), (arr < 0, "must be >= 0")):
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            q = f" (query {show_value(df[query].iloc[pos])})" if query is not None and query in df.columns else ""
+            raise DataError(
+                f"{locate_row(df, pos, source)}: group column {col!r} {rule} (0 = non-protected, "
+                f">= 1 protected), got {show_value(values.iloc[pos])}{q}"
+            )
+
+
+def category_codes(values: pd.Series | np.ndarray, reference: object = None) -> tuple[np.ndarray, list]:
+    """Integer code per row of a (checked) group attribute, and the categories in code order.
+
+    Integer categories keep their values as codes (0 = non-protected, >= 1 protected: today's
+    coding; ``reference`` must then be None or 0). String categories: the ``reference`` category
+    (default: the most frequent one, ties to the first in sorted order) gets code 0, the others
+    1, 2, ... in sorted order; so the binary section-3 metrics and DELTR's hinge compare every
+    other category with the reference (docs/audit.md, "Training with several categories")."""
+    s = pd.Series(values) if not isinstance(values, pd.Series) else values
+    if not is_string_categories(s):
+        codes = pd.to_numeric(s).to_numpy(dtype=np.float64).astype(np.int64)
+        if reference is not None and reference != 0:
+            raise ConfigError(f"integer group categories use 0 as the reference (non-protected) category; "
+                              f"got reference {reference!r}: recode the column, or write its categories as strings")
+        return codes, sorted(np.unique(codes).tolist())
+    text = s.astype(str)
+    counts = text.value_counts()
+    found = sorted(counts.index.tolist())
+    if reference is None:
+        top = counts.max()
+        reference = next(c for c in found if counts[c] == top)
+    elif str(reference) not in counts.index:
+        raise ConfigError(f"reference category {reference!r} does not occur; categories: {found}")
+    reference = str(reference)
+    order = [reference] + [c for c in found if c != reference]
+    codes = pd.Categorical(text, categories=order).codes.astype(np.int64)
+    return codes, order
+
+
 def check_table(
     df: pd.DataFrame, columns: RankingColumns, *, numeric: Sequence[str] = (), source: str | None = None
 ) -> None:
@@ -310,8 +374,9 @@ def check_table(
     how rows are named).
 
     Checks: the table is non-empty, the named columns are present, no query id is missing,
-    ``numeric`` and the judgment column (when the contract names one) hold finite numbers, the
-    group column (when named) holds integers >= 0, and no (query, item) pair occurs twice when
+    ``numeric`` and the judgment column (when the contract names one) hold finite numbers, every
+    group attribute (when named) has no missing cell and holds integers >= 0 or string categories
+    (:func:`check_group_column`), and no (query, item) pair occurs twice when
     the contract names an item column. ``source`` names a frame without a recorded origin.
     """
     query, group, judgment, item = columns.query, columns.group, columns.judgment, columns.item
@@ -319,7 +384,7 @@ def check_table(
     if len(df) == 0:
         raise DataError(f"{prefix}empty ranking table: no rows")
     checked = list(dict.fromkeys([*numeric, *([judgment] if judgment else [])]))
-    needed = [query, *checked] + ([group] if group else []) + ([item] if item else [])
+    needed = [query, *checked] + list(columns.groups) + ([item] if item else [])
     missing = [col for col in dict.fromkeys(needed) if col not in df.columns]
     if missing:
         raise DataError(f"{prefix}missing column(s) {missing}; available columns: {list(df.columns)}")
@@ -328,17 +393,10 @@ def check_table(
         pos = int(np.flatnonzero(qna)[0])
         raise DataError(f"{locate_row(df, pos, source)}: missing query id in column {query!r}")
     for col in checked:
-        if col != group:
+        if col not in columns.groups:
             numeric_column(df, col, query=query, source=source)
-    if group:
-        arr = numeric_column(df, group, query=query, source=source)
-        for bad, rule in ((arr != np.round(arr), "must hold integers"), (arr < 0, "must be >= 0")):
-            if bad.any():
-                pos = int(np.flatnonzero(bad)[0])
-                raise DataError(
-                    f"{locate_row(df, pos, source)}: group column {group!r} {rule} (0 = non-protected, "
-                    f">= 1 protected), got {show_value(df[group].iloc[pos])} (query {show_value(df[query].iloc[pos])})"
-                )
+    for name in columns.groups:
+        check_group_column(df, name, query=query, source=source)
     if item is not None:
         ina = df[item].isna().to_numpy()
         if ina.any():
@@ -465,8 +523,7 @@ def ranking_rows(
     slots, sizes = positions_in_query(codes, len(qids))
     feat = numeric_matrix(df, features, query=c.query, source=source)
     jud = numeric_column(df, c.judgment, query=c.query, source=source) if c.judgment else np.zeros(len(df))
-    grp = (numeric_column(df, c.group, query=c.query, source=source).astype(np.int64) if c.group
-           else np.zeros(len(df), np.int64))
+    grp = category_codes(df[c.group])[0] if c.group else np.zeros(len(df), np.int64)
     return RankingRows(features=feat, judgments=jud, groups=grp, codes=codes, slots=slots, sizes=sizes,
                        query_ids=qids, feature_names=list(features))
 

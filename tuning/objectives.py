@@ -10,8 +10,11 @@
   selectable (it rewards over-exposing the protected group).
 * constraints: ``"kendall_tau>=0.2"`` -> Optuna constraint value ``0.2 - kendall_tau``;
   ``"exposure_gap<=0.01"`` -> ``exposure_gap - 0.01``; two-sided ``"0.8<=exposure_ratio<=1.25"``
-  -> ``max(0.8 - R, R - 1.25)``; a gate preset such as ``"four_fifths"`` (``selection_ratio_at_10>=0.8``)
-  or ``"four_fifths@5"``. A trial is feasible when every value is <= 0. An undefined (NaN)
+  -> ``max(0.8 - R, R - 1.25)``; a gate preset such as ``"four_fifths"`` (``impact_ratio_at_10>=0.8``, every
+  audited category's pooled selection rate at least 80% of the highest) or ``"four_fifths@5"``.
+  The worst-case audit metrics (``impact_ratio_at_10:max``, ``exposure_ratio_worst:max``,
+  ``impact_ratio_at_10.race:max``, ``ndkl_at_10:min``) are objectives too: the trials are then
+  audited (:func:`fairltr.workflows.ranking_trial`). A trial is feasible when every value is <= 0. An undefined (NaN)
   metric counts as infeasible (:data:`INFEASIBLE`).
 """
 
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from fairltr.errors import ConfigError
-from fairltr.metrics import metric_info, optimisation_direction
+from fairltr.metrics import is_metric_key, metric_info, optimisation_direction
 from fairltr.tracking.gates import expand_preset
 
 __all__ = [
@@ -66,7 +69,9 @@ def parse_objectives(text: str | Sequence[str] = DEFAULT_OBJECTIVES) -> list[Obj
     items = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
     specs: list[ObjectiveSpec] = []
     for item in items:
-        name, _, d = item.partition(":")
+        # the direction is the LAST ':'-part (an intersection key holds one: impact_ratio_at_10.sex:race:max)
+        head, _, tail = item.rpartition(":")
+        name, d = (head, tail) if head and (tail.strip().lower() in _DIR or is_metric_key(head.strip())) else (item, "")
         name = name.strip()
         _check_metric(name)
         try:
@@ -90,8 +95,8 @@ def parse_objectives(text: str | Sequence[str] = DEFAULT_OBJECTIVES) -> list[Obj
     return specs
 
 
-_CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
-_BETWEEN_RE = re.compile(r"^\s*([-+0-9.eE]+)\s*(<=|<)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|<)\s*([-+0-9.eE]+)\s*$")
+_CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.:]*)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
+_BETWEEN_RE = re.compile(r"^\s*([-+0-9.eE]+)\s*(<=|<)\s*([A-Za-z_][A-Za-z0-9_.:]*)\s*(<=|<)\s*([-+0-9.eE]+)\s*$")
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,27 @@ import click
 
 from fairltr.cli.app import cli, reproduce, train
 from fairltr.cli.formatting import metrics_table
-from fairltr.cli.options import data_options, parse_ks, ranking_source, tracking_from, tracking_options
+from fairltr.cli.options import (
+    audit_config, audit_options, data_options, parse_ks, ranking_source, tracking_from, tracking_options, wide_option,
+)
 
 KEY_METRICS = ["exposure_ratio", "exposure_disparity", "selection_ratio_at_10", "kendall_tau", "ndcg_at_10",
                "precision_at_10"]
+
+
+def audit_columns(metrics, k: int, rest: list[str] | None = None) -> list[str]:
+    """Table columns, the reader's order: the audit's worst cases (impact ratio at the audit's
+    cut-off, worst exposure ratio), then exposure parity and relevance (``rest``, default
+    :data:`KEY_METRICS`), then the per-attribute impact ratios (with several attributes), the
+    disparate-treatment ratio and NDKL. Present keys only."""
+    rest = KEY_METRICS if rest is None else rest
+    per_attr = sorted(key for key in metrics if key.startswith(f"impact_ratio_at_{k}.")
+                      and not key.endswith(("_ci_low", "_ci_high", "_n_queries")))
+    if len(per_attr) < 2:  # one attribute: its figure is the headline's
+        per_attr = []
+    cols = [f"impact_ratio_at_{k}", "exposure_ratio_worst", *rest, *per_attr, "disparate_treatment_ratio",
+            f"ndkl_at_{k}"]
+    return [c for c in dict.fromkeys(cols) if c in metrics]
 
 
 def _echo_err(msg: str) -> None:
@@ -53,11 +70,14 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @click.option("--fair-alpha", type=float, default=0.1, show_default=True, help="FA*IR significance for --fair-preprocess")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/deltr", show_default=True)
 @click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json", show_default=True)
+@audit_options(what="the test metrics")
+@wide_option()
 @tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
 def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_loss, optimizer, max_iter, lr, l2, seed,
                 device, engine, epochs, batch_queries, accelerator, devices, fair_p, fair_alpha, out_dir,
-                model_format, experiment, no_track, register, serve_rerank, fmt, query, group, judgment, item):
+                model_format, ci, min_category_share, n_boot, ci_seed, wide, experiment, no_track, register,
+                serve_rerank, fmt, query, group, judgment, item):
     """Train a DELTR ranker; print test metrics; write model, ranked predictions and metrics to --out."""
     from pathlib import Path
 
@@ -71,16 +91,21 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         lightning=LightningOptions(epochs=epochs, batch_queries=batch_queries, accelerator=accelerator,
                                    devices=devices),
     )
+    from fairltr.metrics import DEFAULT_K
+    from fairltr.workflows.audit import audit_cutoff
+
+    audit_k = audit_cutoff(DEFAULT_K)
+    audit = audit_config(audit_k, ci, min_category_share, n_boot, ci_seed)
     cfg = TrainRankerConfig(
         train=ranking_source(train_path, fmt, query, group, judgment, item), spec=spec,
         test=ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None,
         out_dir=Path(out_dir), model_format=model_format,
         tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank),
-        progress=sys.stderr.isatty(),
+        progress=sys.stderr.isatty(), audit=audit,
     )
     res = train_ranker(cfg, echo=_echo_err)
     if res.metrics is not None:
-        click.echo(metrics_table({"test": res.metrics}, KEY_METRICS))
+        click.echo(metrics_table({"test": res.metrics}, audit_columns(res.metrics, audit_k), wide=wide))
     model = res.model
     click.echo(f"model: {res.model_path}  ({model.n_iter_} iterations, objective {model.history[-1]['total']:.6g})")
     _tracked_line(res.run_id, res.tracking_uri, register, res.registered_version)
@@ -91,19 +116,37 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
 @click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False), help="ranking file to evaluate on")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="write metrics JSON here")
 @click.option("--predictions", type=click.Path(dir_okay=False), help="write the ranked data here (.csv/.parquet)")
-@click.option("--k", "ks", default="1,5,10,20,100", show_default=True, help="cut-offs for ndcg/precision")
+@click.option("--k", "ks", default="1,5,10,20,100", show_default=True,
+              help="cut-offs for ndcg/precision; the audit's selection cut-off is 10 when listed, else the first")
+@click.option("--audit", "audit_path", type=click.Path(dir_okay=False),
+              help="write the audit table here (CSV): per attribute, category and intersection the counts, pooled "
+                   "selection rates, impact ratios, exposure, merit, exclusions and their intervals")
+@audit_options()
+@wide_option()
 @data_options()
-def evaluate_cmd(model_path, data_path, out_path, predictions, ks, fmt, query, group, judgment, item):
-    """Score a ranking file with a saved DELTR model and print the metrics."""
+def evaluate_cmd(model_path, data_path, out_path, predictions, ks, audit_path, ci, min_category_share, n_boot, ci_seed,
+                 wide, fmt, query, group, judgment, item):
+    """Score a ranking file with a saved DELTR model and print the metrics (with the group
+    columns, SPEC 3b's audit too: impact ratios, worst-case exposure ratio, NDKL)."""
     from pathlib import Path
 
     from fairltr.workflows import EvaluateRankerConfig, evaluate_ranker
+    from fairltr.workflows.audit import audit_cutoff
 
     k = parse_ks(ks)
+    audit = audit_config(audit_cutoff(k), ci, min_category_share, n_boot, ci_seed)
     res = evaluate_ranker(EvaluateRankerConfig(
         Path(model_path), ranking_source(data_path, fmt, query, group, judgment, item), k=k,
-        metrics_out=Path(out_path) if out_path else None, predictions_out=Path(predictions) if predictions else None))
-    click.echo(metrics_table({Path(data_path).name: res.metrics}, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10]))
+        metrics_out=Path(out_path) if out_path else None, predictions_out=Path(predictions) if predictions else None,
+        audit=audit, audit_out=Path(audit_path) if audit_path else None))
+    cols = audit_columns(res.metrics, audit.k, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10])
+    click.echo(metrics_table({Path(data_path).name: res.metrics}, cols, wide=wide))
+    if res.audit is not None and res.audit.interval:
+        iv = res.audit.interval
+        click.echo(f"intervals: {iv['level']:.0%} {iv.get('method', 'percentile')} bootstrap, {iv['n_boot']} resamples "
+                   f"of {iv['unit']}, seed {iv['seed']}")
+    if "audit" in res.files:
+        click.echo(f"audit table: {res.files['audit']}")
 
 
 @cli.command("quickstart")

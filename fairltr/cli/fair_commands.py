@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from fairltr.cli.app import FairltrGroup, cli
+from fairltr.cli.options import group_option, ranking_columns
 from fairltr.columns import DEFAULT_COLUMNS
 
 
@@ -24,7 +25,8 @@ def _fmt(x: float) -> str:
 @click.option("--alpha", type=float, default=0.1, show_default=True, help="significance of the fairness test, in (0, 1)")
 @click.option("--k", type=int, default=None, help="re-rank each query's top k (default: the whole list)")
 @click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="query id column")
-@click.option("--group", default=DEFAULT_COLUMNS.group, show_default=True, help="group column (>= 1 = protected)")
+@group_option("group column (>= 1 = protected); FA*IR is binary: one --group (repeatable for the commands "
+              "that audit several attributes)")
 @click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True,
               help="judgment column (only for the summary's metrics; optional)")
 @click.option("--item", default=None, help="item id column (duplicates per query are an error)")
@@ -35,11 +37,10 @@ def _fmt(x: float) -> str:
               help="output table (.csv or .parquet): every row, re-ranked, with score, rank, fair_feasible")
 def rerank_command(input_path, scores_col, p, alpha, k, query, group, judgment, item, fmt, no_adjust, out_path) -> None:
     """FA*IR re-ranking of every query of a scored table."""
-    from fairltr.columns import RankingColumns
     from fairltr.workflows import RerankConfig, rerank_file
 
     res = rerank_file(RerankConfig(Path(input_path), Path(out_path), p, alpha, k, scores_col, fmt,
-                                   RankingColumns(query, group, judgment, item or None), adjust=not no_adjust))
+                                   ranking_columns(query, group, judgment, item), adjust=not no_adjust))
     click.echo(f"queries: {res.n_queries}  infeasible (protected ran out): {res.n_infeasible}")
     click.echo(f"{'':24s}{'before':>10s}{'after':>10s}")
     for key in res.before:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import click
 
 from fairltr.columns import DEFAULT_COLUMNS
 
-__all__ = ["data_options", "ranking_source", "parse_ks", "tracking_options", "tracking_from"]
+__all__ = ["data_options", "ranking_source", "ranking_columns", "group_option", "parse_ks", "tracking_options",
+           "tracking_from", "audit_options", "audit_config", "wide_option", "ci_option"]
 
 
 def data_options(format_help: str = "input format (auto: by suffix / first line)", item: bool = True) -> Callable:
@@ -18,8 +19,7 @@ def data_options(format_help: str = "input format (auto: by suffix / first line)
         click.option("--format", "fmt", type=click.Choice(["auto", "deltr", "letor", "csv", "parquet"]),
                      default="auto", show_default=True, help=format_help),
         click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="query id column"),
-        click.option("--group", default=DEFAULT_COLUMNS.group, show_default=True,
-                     help="group column (0 = non-protected)"),
+        group_option(),
         click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True,
                      help="judgment column (higher is better)"),
     ]
@@ -35,12 +35,37 @@ def data_options(format_help: str = "input format (auto: by suffix / first line)
     return decorate
 
 
-def ranking_source(path: str | Path, fmt: str, query: str, group: str, judgment: str, item: str | None = None):
-    """A :class:`~fairltr.workflows.options.RankingSource` from the data options."""
+def group_option(help_text: str = "group attribute column, repeatable: --group race --group sex (integer or "
+                                   "string categories; the first one is the group training and the binary "
+                                   "metrics use, 0 = non-protected)") -> Callable:
+    """``--group COL``, repeatable; the value is a tuple of column names (default: ``protected``)."""
+    return click.option("--group", "group", multiple=True, default=(DEFAULT_COLUMNS.group,), show_default=True,
+                        help=help_text)
+
+
+def ranking_columns(query: str, group: str | Sequence[str] | None, judgment: str | None, item: str | None = None):
+    """THE place where the CLI's column options become a :class:`~fairltr.columns.RankingColumns`:
+    ``--group`` given once is that column, given several times a tuple of attributes (in the
+    order given; duplicates are an error)."""
     from fairltr.columns import RankingColumns
+
+    if group is None or isinstance(group, str):
+        groups: tuple[str, ...] = () if group is None else (group,)
+    else:
+        groups = tuple(group)
+    dupes = sorted({g for g in groups if groups.count(g) > 1})
+    if dupes:
+        raise click.BadParameter(f"group column {dupes[0]!r} given twice", param_hint="--group")
+    value: str | tuple[str, ...] | None = None if not groups else groups[0] if len(groups) == 1 else groups
+    return RankingColumns(query, value, judgment, item or None)
+
+
+def ranking_source(path: str | Path, fmt: str, query: str, group: str | Sequence[str], judgment: str,
+                   item: str | None = None):
+    """A :class:`~fairltr.workflows.options.RankingSource` from the data options."""
     from fairltr.workflows.options import RankingSource
 
-    return RankingSource(Path(path), fmt, RankingColumns(query, group, judgment, item or None))
+    return RankingSource(Path(path), fmt, ranking_columns(query, group, judgment, item))
 
 
 def parse_ks(text: str, option: str = "--k") -> tuple[int, ...]:
@@ -84,3 +109,41 @@ def tracking_from(experiment: str, no_track: bool, register: str | None = None, 
 
     return TrackingOptions(enabled=not no_track, experiment=experiment, register=register or None, run_name=run_name,
                            serve_rerank=serve_rerank)
+
+
+def ci_option(default: float = 0.0, what: str = "the metrics") -> Callable:
+    """``--ci LEVEL``: confidence level of the bootstrap intervals (0 = no intervals)."""
+    return click.option("--ci", "ci", type=float, default=default, show_default=True,
+                        help=f"confidence level of bootstrap intervals on {what}, e.g. 0.95 (0 = none); a cluster "
+                             "bootstrap over queries (over candidates below 30 queries)")
+
+
+def audit_options(ci_default: float = 0.0, what: str = "the metrics") -> Callable:
+    """Decorator adding ``--ci``, ``--min-category-share``, ``--n-boot`` and ``--ci-seed``."""
+    options = [
+        ci_option(ci_default, what),
+        click.option("--min-category-share", type=float, default=0.02, show_default=True,
+                     help="categories with a smaller share of the candidates are reported, marked excluded and "
+                          "left out of the worst-case figures"),
+        click.option("--n-boot", type=int, default=2000, show_default=True, help="bootstrap resamples (with --ci)"),
+        click.option("--ci-seed", type=int, default=0, show_default=True, help="bootstrap seed (with --ci)"),
+    ]
+
+    def decorate(f: Callable) -> Callable:
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return decorate
+
+
+def audit_config(k: int, ci: float, min_category_share: float, n_boot: int, ci_seed: int):
+    """The :class:`~fairltr.metrics.AuditConfig` of the audit options (checked: one-line errors)."""
+    from fairltr.workflows.audit import make_audit_config
+
+    return make_audit_config(k=k, ci=ci, min_category_share=min_category_share, n_boot=n_boot, seed=ci_seed)
+
+
+def wide_option() -> Callable:
+    """``--wide``: print every column of the table (default: what fits in 120 characters)."""
+    return click.option("--wide", is_flag=True, help="print every column (default: the table fits 120 characters)")

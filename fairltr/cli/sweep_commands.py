@@ -7,6 +7,8 @@ from __future__ import annotations
 import click
 
 from fairltr.cli.app import cli
+from fairltr.cli.options import group_option, ranking_columns
+from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
 
 
@@ -61,10 +63,14 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
 @click.option("--max-train-items", default=None, type=int, help="dpr: seeded sample of training items")
 @click.option("--max-test-items", default=None, type=int, help="dpr: seeded sample of test items")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
+@click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="ranking methods: query id column")
+@group_option("ranking methods: group attribute column, repeatable (--group race --group sex); the first one "
+              "trains DELTR, all of them are audited (objectives impact_ratio_at_10:max, exposure_ratio_worst:max)")
+@click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True, help="ranking methods: judgment column")
 def sweep(method, train, test, n_trials, study, storage, objectives, constraints, sampler, seed, out,
           compare_with, reference, tracking_uri, experiment, no_mlflow, loss, fair_p_range, fair_alpha_range,
           max_iter, population_size, heartbeat_interval, grace_period, encoder, dpr_loss, steps, batch_size,
-          max_train_items, max_test_items, no_progress) -> None:
+          max_train_items, max_test_items, no_progress, query, group, judgment) -> None:
     """Multi-objective Pareto sweep (Optuna) logged to MLflow; N workers may share one study."""
     import torch
 
@@ -85,6 +91,7 @@ def sweep(method, train, test, n_trials, study, storage, objectives, constraints
         population_size=population_size, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
         progress=not no_progress, method_options=options,
     )
-    result = run_sweep_job(cfg, echo=click.echo)
+    columns = ranking_columns(query, group, judgment)
+    result = run_sweep_job(cfg, echo=click.echo, columns=columns)
     for f in result.files:
         click.echo(f"wrote {f}")

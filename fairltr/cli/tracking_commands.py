@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from fairltr.cli.app import cli
-from fairltr.cli.options import data_options, parse_ks, ranking_source
+from fairltr.cli.options import audit_config, audit_options, data_options, parse_ks, ranking_source, wide_option
 
 
 def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str | None = None,
@@ -51,10 +51,15 @@ def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str
               help="seconds to wait for the registered model's promotion lock (then exit 3)")
 @click.option("--lock-lease", type=float, default=60.0, show_default=True,
               help="seconds after which a crashed holder's lock may be taken over")
+@click.option("--confidence", type=float, default=None,
+              help="check every gate on the conservative end of its bootstrap interval at this level (e.g. 0.95): "
+                   "absolute gates on the metric's interval, champion-relative gates on the paired interval of "
+                   "(candidate - champion) over the same resampled queries; needs --data (rankers)")
+@audit_options(what="the evaluations (--confidence sets it)")
 @data_options("format of --data")
 def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_champion, experiment, languages, split,
-                max_items, unloadable_champion, allow_unverified, lock_timeout, lock_lease, fmt, query, group,
-                judgment, item):
+                max_items, unloadable_champion, allow_unverified, lock_timeout, lock_lease, confidence, ci,
+                min_category_share, n_boot, ci_seed, fmt, query, group, judgment, item):
     """Open a model version (download, verify its digest, load it with fairltr's loaders), check
     fairness/relevance gates against the current champion and move the alias only if all pass.
 
@@ -63,8 +68,10 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
       0  promoted (the alias now points to the version)
       1  rejected: a gate failed, or the model does not load / verify (alias untouched)
       3  lost to contention: the promotion lock stayed held or the alias kept moving; retry
-    The decision (gates, values, verdict, reason, UTC time) is recorded as tags on the model
-    version and the registered model either way.
+    The decision (gates, values, intervals, verdict, reason, UTC time) is recorded on the model
+    version (a few fairltr.promotion.* tags, the verdict appended to its description) and the
+    registered model either way; with --data the full record is the promotion run's
+    promotion_decision.json.
     """
     from fairltr.workflows import PromoteConfig, promote_model, split_gates
 
@@ -72,19 +79,19 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
     if not texts:
         raise click.UsageError("give at least one --gate (or --gates 'a;b')")
     data = _eval_data(data_path, fmt, query, group, judgment, item, languages, split, max_items) if data_path else None
+    audit = audit_config(10, confidence if confidence else ci, min_category_share, n_boot, ci_seed)
     decision = promote_model(PromoteConfig(model_name, str(version), texts, data=data, alias=alias,
                                            no_champion=no_champion, experiment=experiment,
                                            unloadable_champion=unloadable_champion, allow_unverified=allow_unverified,
-                                           lock_timeout=lock_timeout, lock_lease=lock_lease))
-    click.echo(decision.summary())
+                                           lock_timeout=lock_timeout, lock_lease=lock_lease, confidence=confidence,
+                                           audit=audit))
+    click.echo(decision.summary())  # every gate's PASS/FAIL line, once
     if decision.verdict == "contention":
         click.echo(f"lost to contention (exit 3): {decision.reason}", err=True)
     elif not decision.promoted:
-        if decision.reason:
-            click.echo(f"rejected: {decision.reason}", err=True)
-        for r in decision.results:
-            if not r.passed:
-                click.echo(f"gate failed: {r.describe()}", err=True)
+        n_failed = sum(not r.passed for r in decision.results)
+        why = decision.reason or f"{n_failed} of {len(decision.results)} gates failed (FAIL lines above)"
+        click.echo(f"rejected: {why}", err=True)
     sys.exit(decision.exit_code)
 
 
@@ -100,28 +107,57 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
 @click.option("--run-name", default=None, help="name of the evaluation run")
 @click.option("--allow-unverified", is_flag=True,
               help="evaluate a model logged without a recorded digest (loaded by fairltr's loaders only)")
+@click.option("--compare-with", "compare_with", default=None,
+              help="rankers: a second model URI scored on the same table; prints the paired difference "
+                   "(this model - that one) of the headline metrics with its bootstrap interval (--ci, default 0.95)")
+@audit_options(what="the metrics")
+@wide_option()
 @data_options("format of --data")
 def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, experiment, run_name, allow_unverified,
-                       fmt, query, group, judgment, item):
+                       compare_with, ci, min_category_share, n_boot, ci_seed, wide, fmt, query, group, judgment,
+                       item):
     """Evaluate a logged/registered model with MLflow's evaluate and fairltr's evaluator plugins
     (fair_ranking for rankers, fair_retrieval for retrievers): metrics, charts and an HTML report
     logged to a new run. The model is verified against the digest recorded when it was logged and
     built by fairltr's own loaders: code stored with the model never runs."""
+    from fairltr.cli.deltr_commands import audit_columns
     from fairltr.cli.formatting import metrics_table
     from fairltr.workflows import EvaluateModelConfig, evaluate_model
+    from fairltr.workflows.audit import audit_cutoff
 
     k = parse_ks(ks)
+    if compare_with and not ci:
+        ci = 0.95
+    audit = audit_config(audit_cutoff(k), ci, min_category_share, n_boot, ci_seed)
     data = _eval_data(data_path, fmt, query, group, judgment, item, languages, split, max_items)
     res = evaluate_model(EvaluateModelConfig(model_uri, data, k=k, experiment=experiment, run_name=run_name,
-                                             allow_unverified=allow_unverified))
+                                             allow_unverified=allow_unverified, audit=audit,
+                                             compare_with=compare_with))
     if res.kind == "retriever":
         cols = [c for c in res.metrics if "/" not in c]
     else:
-        cols = ["exposure_ratio", "exposure_disparity", *(f"selection_ratio_at_{x}" for x in k if x == 10),
-                "exposure_gap", "kendall_tau"]
-        cols += [f"ndcg_at_{x}" for x in k] + [f"precision_at_{x}" for x in k]
-    click.echo(metrics_table({model_uri: res.metrics}, cols))
+        rest = ["exposure_ratio", "exposure_disparity", *(f"ndcg_at_{x}" for x in k if x == 10), "kendall_tau",
+                *(f"selection_ratio_at_{x}" for x in k if x == 10), "exposure_gap"]
+        rest += [f"ndcg_at_{x}" for x in k] + [f"precision_at_{x}" for x in k]
+        cols = audit_columns(res.metrics, audit.k, rest)
+    label = model_uri if not res.resolved_version else f"{model_uri} (v{res.resolved_version})"
+    click.echo(metrics_table({label: res.metrics}, [c for c in cols if not c.endswith("_n_queries")], wide=wide))
+    if res.differences:
+        click.echo(f"\npaired difference {model_uri} - {compare_with} on the same resampled queries:")
+        click.echo(differences_table(res.differences))
+    if res.resolved_version:
+        click.echo(f"{model_uri} -> version {res.resolved_version}", err=True)
     click.echo(f"MLflow run {res.run_id}", err=True)
+
+
+def differences_table(differences) -> str:
+    """One line per metric: the paired difference and its interval (level, resamples, unit)."""
+    lines = [f"{'metric':32s}  {'difference':>11s}  {'interval':>22s}  level"]
+    for metric, d in differences.items():
+        iv = f"[{d['ci_low']:.4f}, {d['ci_high']:.4f}]"
+        lines.append(f"{metric:32s}  {d['difference']:11.4f}  {iv:>22s}  {d['level']:.0%} ({d['n_boot']} resamples of "
+                     f"{d['unit']})")
+    return "\n".join(lines)
 
 
 @cli.command("mark-run")

@@ -7,7 +7,7 @@ pad every other to its length) and averaged over queries in table order.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,14 +17,23 @@ from fairltr.buckets import BucketedBatch, to_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, show_value
 from fairltr.errors import DataError
+from fairltr.metrics.audit import (
+    AuditConfig, AuditPlan, AuditResult, PerQueryValues, attach_table_bounds, interval_bounds, prepare_audit,
+)
 from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import ranks_by
 from fairltr.metrics.parity import (
     RATIO_DERIVED, derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k,
 )
+from fairltr.metrics.registry import CI_SUFFIXES, headline_metrics
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
-__all__ = ["per_query_metrics", "aggregate", "evaluate_batch", "evaluate_ranking", "per_query_table", "score_buckets"]
+__all__ = ["per_query_metrics", "aggregate", "evaluate_batch", "evaluate_ranking", "per_query_table", "score_buckets",
+           "evaluate_with_table", "evaluate_ranking_audit", "CI_METADATA_KEYS", "per_query_extra"]
+
+CI_METADATA_KEYS = ("ci_level", "ci_n_boot", "ci_seed", "ci_unit", "ci_method")
+"""Keys of the interval metadata in an evaluation dictionary (values: level, resamples, seed,
+unit ``"queries"`` / ``"candidates"``, method)."""
 
 DEFAULT_K = (1, 5, 10, 20, 100)
 
@@ -116,7 +125,8 @@ def score_buckets(
     keywords) with them in length buckets; returns the buckets and the per-bucket (Q_b, N_b)
     score tensors. Errors name the column, row and query."""
     c = _metric_columns(columns, query, group, judgment)
-    missing = [col for col in dict.fromkeys([c.query, c.group, c.judgment]) if col not in df.columns]
+    named = list(dict.fromkeys([c.query, *c.groups, c.judgment]))
+    missing = [col for col in named if col not in df.columns]
     if missing:
         raise DataError(f"missing column(s) {missing}; available columns: {list(df.columns)}")
     if isinstance(scores, str):
@@ -130,7 +140,7 @@ def score_buckets(
         row = int(np.flatnonzero(~np.isfinite(s))[0])
         raise DataError(f"score at row {row} is {s[row]} (query {show_value(df[c.query].iloc[row])}); "
                         "scores must be finite")
-    frame = df[list(dict.fromkeys([c.query, c.group, c.judgment]))].copy()
+    frame = df[named].copy()
     frame["__score__"] = s
     buckets = to_buckets(frame, columns=c, features=["__score__"])
     return buckets, [b.features[..., 0] for b in buckets.batches]
@@ -147,6 +157,7 @@ def evaluate_ranking(
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
+    audit: AuditConfig | None = None,
 ) -> dict[str, float]:
     """Metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries;
     ``columns`` names the query, group and judgment columns (default
@@ -158,9 +169,89 @@ def evaluate_ranking(
     the per-query ratio), ``exposure_gap``, ``exposure_disparity`` and ``exposure_shortfall``
     (from that reported ``exposure_ratio`` R: 1 - min(R, 1/R) and max(0, 1 - R)); each with a
     ``<metric>_n_queries`` companion. Memory is proportional to the rows (length buckets).
+
+    ``audit`` (docs/spec.md section 3b, :func:`evaluate_ranking_audit`): also the worst-case
+    figures over every group attribute of ``columns`` and their intersection, and, when
+    ``audit.ci > 0``, ``<metric>_ci_low`` / ``<metric>_ci_high`` for them and for every headline
+    metric (:func:`~fairltr.metrics.registry.headline_metrics` at ``audit.k``) plus the interval
+    metadata :data:`CI_METADATA_KEYS`. Today's keys keep their values (``audit.k`` is added to ``k``).
     """
+    if audit is not None:
+        return evaluate_ranking_audit(df, scores, columns=_metric_columns(columns, query, group, judgment), k=k,
+                                      exposure_k=exposure_k, retrieval=retrieval, audit=audit)[0]
     buckets, s = score_buckets(df, scores, columns=_metric_columns(columns, query, group, judgment))
     return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+
+
+def per_query_extra(per_q: dict[str, torch.Tensor], keys: Iterable[str]) -> PerQueryValues | None:
+    """The per-query values of ``keys`` (those :func:`per_query_metrics` computed) for the
+    bootstrap; ``exposure_disparity`` / ``exposure_shortfall`` are re-derived from the
+    resampled average ``exposure_ratio``, as :func:`aggregate` derives them."""
+    wanted = [key for key in keys if key in per_q and key not in RATIO_DERIVED]
+    if any(key in RATIO_DERIVED for key in keys) and "exposure_ratio" in per_q and "exposure_ratio" not in wanted:
+        wanted.append("exposure_ratio")
+    if not wanted:
+        return None
+    values = np.stack([per_q[key].detach().cpu().to(torch.float64).numpy() for key in wanted], axis=1)
+
+    def derive(means: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if "exposure_ratio" not in means:
+            return {}
+        r = means["exposure_ratio"]
+        return {"exposure_disparity": np.where(r >= 1, 1 - 1 / np.maximum(r, 1), 1 - r),
+                "exposure_shortfall": np.maximum(0.0, 1 - r)}
+    return PerQueryValues(values=values, names=wanted, derive=derive)
+
+
+def _audited(
+    df: pd.DataFrame, scores, c: RankingColumns, k: tuple[int, ...], exposure_k: int | None, retrieval: bool,
+    audit: AuditConfig,
+) -> tuple[dict[str, float], dict[str, torch.Tensor], BucketedBatch, AuditResult, AuditPlan]:
+    """One pass: today's per-query metrics and averages, the audit, and the intervals."""
+    if audit.k not in k:
+        k = (*k, audit.k)
+    buckets, s = score_buckets(df, scores, columns=c)
+    per_q = per_query_metrics(s, buckets, k=k, exposure_k=exposure_k, retrieval=retrieval)
+    metrics = aggregate(per_q)
+    plan = prepare_audit(df, scores, columns=c, config=audit)
+    table, audit_metrics = plan.point()
+    metrics.update(audit_metrics)
+    interval = audit.interval(plan.n_queries)
+    if interval is not None:
+        headline = [key for key in headline_metrics(audit.k) if key in metrics]
+        extra = per_query_extra(per_q, headline) if interval["unit"] == "queries" else None
+        bounds, lows, highs = interval_bounds(plan, extra)
+        if interval["unit"] == "candidates" and exposure_k is not None:  # the plan's exposure has no cut-off
+            bounds = {key: b for key, b in bounds.items() if not key.startswith("exposure_")
+                      or key == "exposure_ratio_worst" or key.startswith("exposure_ratio_worst.")}
+        for key in [*headline, *audit_metrics]:
+            if key in bounds and key in metrics:
+                metrics[f"{key}{CI_SUFFIXES[0]}"], metrics[f"{key}{CI_SUFFIXES[1]}"] = bounds[key]
+        table = attach_table_bounds(plan, table, lows, highs)
+        for meta, value in zip(CI_METADATA_KEYS, (interval["level"], interval["n_boot"], interval["seed"],
+                                                  interval["unit"], interval["method"])):
+            metrics[meta] = value
+    result = AuditResult(table=table, metrics={key: metrics[key] for key in metrics
+                                               if key.split("_ci_")[0] in audit_metrics}, interval=interval)
+    return metrics, per_q, buckets, result, plan
+
+
+def evaluate_ranking_audit(
+    df: pd.DataFrame,
+    scores: Sequence[float] | np.ndarray | pd.Series | str,
+    *,
+    columns: RankingColumns | None = None,
+    k: Iterable[int] = DEFAULT_K,
+    exposure_k: int | None = None,
+    retrieval: bool = False,
+    audit: AuditConfig = AuditConfig(),
+) -> tuple[dict[str, Any], AuditResult]:
+    """:func:`evaluate_ranking`'s dictionary with the audit (see there) and the
+    :class:`~fairltr.metrics.audit.AuditResult` (per-category table, worst cases, interval
+    metadata), from ONE pass; the same resampled queries give every interval."""
+    c = _metric_columns(columns, UNSET, UNSET, UNSET)
+    metrics, _, _, result, _ = _audited(df, scores, c, tuple(k), exposure_k, retrieval, audit)
+    return metrics, result
 
 
 def evaluate_with_table(
@@ -174,15 +265,21 @@ def evaluate_with_table(
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
+    audit: AuditConfig | None = None,
 ) -> tuple[dict[str, float], pd.DataFrame]:
     """:func:`evaluate_ranking`'s dictionary and :func:`per_query_table`'s table from ONE pass of
-    the per-query metrics (the averages are aggregated from the table's values)."""
+    the per-query metrics (the averages are aggregated from the table's values); with ``audit``
+    the dictionary holds the audit's keys too (as :func:`evaluate_ranking` with ``audit``)."""
     c = _metric_columns(columns, query, group, judgment)
-    buckets, s = score_buckets(df, scores, columns=c)
-    per_q = per_query_metrics(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+    if audit is not None:
+        metrics, per_q, buckets, _, _ = _audited(df, scores, c, tuple(k), exposure_k, retrieval, audit)
+    else:
+        buckets, s = score_buckets(df, scores, columns=c)
+        per_q = per_query_metrics(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+        metrics = aggregate(per_q)
     table = pd.DataFrame({name: v.detach().cpu().to(torch.float64).numpy() for name, v in per_q.items()})
     table.insert(0, c.query, buckets.query_ids)
-    return aggregate(per_q), table
+    return metrics, table
 
 
 def per_query_table(

@@ -3,9 +3,10 @@
 A metric's direction is one of
 
 * ``"higher"``: larger values are better (``ndcg_at_10``, ``kendall_tau``);
-* ``"lower"``: smaller values are better (``exposure_disparity``, ``exposure_gap``);
+* ``"lower"``: smaller values are better (``exposure_disparity``, ``ndkl_at_<k>``);
 * ``"target"``: the metric has an ideal value and both sides of it are worse
-  (``exposure_ratio`` and ``selection_ratio_at_<k>``: 1.0 = parity). A target metric has no
+  (``exposure_ratio`` and ``selection_ratio_at_<k>``: 1.0 = parity; ``exposure_gap``: signed,
+  0 = parity, a negative gap over-exposes the protected group). A target metric has no
   "better" direction to optimise: optimise its lower-is-better distance instead
   (``exposure_disparity``) or bound it from both sides (``0.8<=exposure_ratio<=1.25``);
 * ``"none"``: a descriptive quantity with no better side (``exposure_protected``, one group's
@@ -14,7 +15,13 @@ A metric's direction is one of
 
 Metric keys are ``<name>``, ``<name>_at_<k>`` (k part of the name), optionally followed by a
 declared variant (``mrc_at_5_intersection``), a per-language suffix ``/<lang>``
-(``mrr_at_100/de``) or the ``_n_queries`` companion (the number of queries an average is over).
+(``mrr_at_100/de``), a per-attribute suffix ``.<attribute>`` for the audit's worst-case figures
+(``impact_ratio_at_10.race``, ``impact_ratio_at_10.sex:race`` for the intersection: legal
+MLflow metric keys), the ``_n_queries`` companion (the number of queries an average is over)
+or a confidence bound ``_ci_low`` / ``_ci_high`` (docs/spec.md section 3b).
+
+:data:`HEADLINE_METRICS` is THE short list a reader looks for first (CLI tables, reports,
+confidence intervals); :func:`headline_metrics` gives it for another cut-off k.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from fairltr.errors import ConfigError
 __all__ = [
     "DIRECTIONS", "MetricInfo", "METRICS", "metric_info", "is_metric_key", "higher_is_better", "direction",
     "ideal", "distance_from_ideal", "is_better", "optimisation_direction", "direction_label",
+    "HEADLINE_METRICS", "headline_metrics", "CI_SUFFIXES", "AUDIT_METRICS",
 ]
 
 DIRECTIONS = ("higher", "lower", "target", "none")
@@ -52,6 +60,7 @@ class MetricInfo:
     ideal: float | None = None
     distance: str = "absolute"
     variants: tuple[str, ...] = ()
+    per_attribute: bool = False  # also reported per group attribute: <key>.<attribute>
 
     def __post_init__(self) -> None:
         if isinstance(self.direction, bool):
@@ -83,7 +92,8 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("exposure_nonprotected", "none", "query left out without a non-protected item", kind="fairness"),
     MetricInfo("exposure_ratio", "target", "query left out unless both groups are present", kind="fairness",
                ideal=1.0, distance="ratio"),
-    MetricInfo("exposure_gap", "lower", "query left out unless both groups are present", kind="fairness"),
+    MetricInfo("exposure_gap", "target", "query left out unless both groups are present", kind="fairness",
+               ideal=0.0),
     MetricInfo("exposure_disparity", "lower", "computed from exposure_ratio (same queries); NaN when it is",
                kind="fairness", ideal=0.0),
     MetricInfo("exposure_shortfall", "lower", "computed from exposure_ratio (same queries); NaN when it is",
@@ -94,7 +104,37 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
                variants=("intersection",)),
     MetricInfo("overlap", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness"),
     MetricInfo("rbo", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness"),
+    # the audit of docs/spec.md section 3b: worst cases over every non-excluded category
+    MetricInfo("impact_ratio", "higher", "pooled over the table; categories below min_category_share "
+               "excluded; NaN when no category is selected", True, kind="fairness", per_attribute=True),
+    MetricInfo("exposure_ratio_worst", "higher", "pooled over the table; categories below "
+               "min_category_share excluded", kind="fairness", per_attribute=True),
+    MetricInfo("disparate_treatment_ratio", "higher", "pooled over the table; categories below "
+               "min_category_share or of merit 0 excluded", kind="fairness", per_attribute=True),
+    MetricInfo("ndkl", "lower", "averaged over queries; never undefined for a non-empty query", True,
+               kind="fairness", ideal=0.0, per_attribute=True),
 ]}
+
+AUDIT_METRICS = ("impact_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl")
+"""Base names of the audit's worst-case figures (:func:`fairltr.metrics.audit_ranking`)."""
+
+CI_SUFFIXES = ("_ci_low", "_ci_high")
+"""Suffixes of a metric's confidence bounds (``impact_ratio_at_10_ci_low``)."""
+
+_HEADLINE = ("impact_ratio_at_{k}", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl_at_{k}",
+             "exposure_ratio", "exposure_disparity", "exposure_shortfall", "selection_ratio_at_{k}",
+             "ndcg_at_{k}", "kendall_tau", "mrc_at_5", "mrr_at_100")
+
+
+def headline_metrics(k: int = 10) -> tuple[str, ...]:
+    """:data:`HEADLINE_METRICS` with the selection cut-off ``k`` (audit and relevance at k)."""
+    return tuple(name.format(k=k) for name in _HEADLINE)
+
+
+HEADLINE_METRICS: tuple[str, ...] = headline_metrics(10)
+"""The short set a reader looks for first, in this order (present keys only): the audit's
+worst cases, the binary exposure parity of section 3, relevance. Every one of them gets a
+confidence interval when evaluate_ranking is asked for one (docs/audit.md)."""
 
 _LANG = re.compile(r"^[A-Za-z][\w-]*$")
 
@@ -117,8 +157,21 @@ def _base_info(base: str) -> MetricInfo | None:
 
 def metric_info(key: str) -> MetricInfo:
     """Info for a full metric key such as ``ndcg_at_10``, ``exposure_ratio``, ``mrr_at_100/de``,
-    ``mrc_at_5_intersection`` or ``kendall_tau_n_queries``; :class:`KeyError` for an unknown key."""
-    base = key[: -len("_n_queries")] if key.endswith("_n_queries") else key
+    ``mrc_at_5_intersection``, ``kendall_tau_n_queries``, ``impact_ratio_at_10.sex:race`` or
+    ``ndcg_at_10_ci_low``; :class:`KeyError` for an unknown key."""
+    base = key
+    for suffix in CI_SUFFIXES:
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    base = base[: -len("_n_queries")] if base.endswith("_n_queries") else base
+    if "." in base:  # a per-attribute figure: impact_ratio_at_10.race
+        head, _, attribute = base.partition(".")
+        info = _base_info(head)
+        if info is not None and info.per_attribute and attribute.strip() and "/" not in head:
+            return info
+        raise KeyError(f"unknown metric {key!r}; per-attribute keys (<metric>.<attribute>) exist for "
+                       f"{[m for m in METRICS if METRICS[m].per_attribute]}")
     info = _base_info(base)
     if info is None and "/" in base:  # per-language value: mrr_at_100/de
         head, _, lang = base.partition("/")
@@ -143,6 +196,10 @@ def _no_direction_message(key: str, info: MetricInfo) -> str:
         return (f"{key} describes one group's exposure and has no better side (more protected exposure is "
                 "not fairer): compare the groups with exposure_disparity (minimise) or bound "
                 "exposure_ratio from both sides, e.g. '0.8<=exposure_ratio<=1.25'")
+    if info.name == "exposure_gap":
+        return (f"{key} is signed (Exp(non-protected) - Exp(protected); 0 = parity, below 0 over-exposes the "
+                "protected group), a target, not a better direction: optimise exposure_disparity or "
+                f"exposure_shortfall, or bound it from both sides, e.g. '-0.01<={key}<=0.01'")
     if info.name == "exposure_ratio":
         hint = ("optimise exposure_disparity (1 - min(R, 1/R), 0 at parity) or exposure_shortfall "
                 f"(max(0, 1 - R)), or bound it from both sides, e.g. '0.8<={key}<=1.25'")
@@ -221,5 +278,5 @@ def direction_label(key: str) -> str:
     if info.direction == "none":
         return "descriptive (no better side)"
     if info.direction == "target":
-        return f"target {info.ideal:.1f} (parity)" if info.distance == "ratio" else f"target {info.ideal:g}"
+        return f"target {info.ideal:.1f} (parity)" if info.distance == "ratio" else f"target {info.ideal:g} (parity)"
     return f"{info.direction} is better"

@@ -41,12 +41,43 @@ from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError, DataError
 
 __all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_output", "evaluate_frame", "report_title",
-           "metrics_with_counts", "COUNTS_KEY"]
+           "metrics_with_counts", "COUNTS_KEY", "config_columns", "model_scores", "audit_frame", "AUDIT_ARTIFACT"]
 
 MODEL_TYPE = "fair_ranking"
 COUNTS_KEY = "metric_counts"  # the result's artifact holding the number of queries behind each metric
 CONFIG_KEYS = ("query", "group", "judgment")
 _DEFAULTS = {"query": DEFAULT_COLUMNS.query, "group": DEFAULT_COLUMNS.group, "judgment": DEFAULT_COLUMNS.judgment}
+AUDIT_ARTIFACT = "audit_table.csv"
+
+
+def config_columns(config: Mapping[str, Any]):
+    """The column contract of an evaluator config: ``group`` one column name or a list of
+    attributes (``["race", "sex"]``: the audit covers each and their intersection)."""
+    from fairltr.columns import RankingColumns
+
+    q, g, j = (config.get(key, _DEFAULTS[key]) for key in CONFIG_KEYS)
+    if isinstance(g, (list, tuple)):
+        g = tuple(g) if len(g) > 1 else (g[0] if g else None)
+    return RankingColumns(q, g, j)
+
+
+def model_scores(model, df: pd.DataFrame, column: str = "score") -> np.ndarray:
+    """A loaded pyfunc model's scores of ``df`` (its signature columns), one per row."""
+    return scores_from_output(model.predict(signature_columns(model, df)), len(df), column)
+
+
+def audit_frame(df: pd.DataFrame, scores: np.ndarray, config: Mapping[str, Any]):
+    """SPEC 3b's audit of the config's ``audit`` settings (None without them or without a group):
+    (metrics incl. ``_ci_low`` / ``_ci_high`` and the ``ci_*`` metadata, {k: AuditResult})."""
+    from fairltr.workflows.audit import audit_cutoffs_in, audit_evaluation, audit_from_config
+
+    audit = audit_from_config(config.get("audit"))
+    columns = config_columns(config)
+    if audit is None or not columns.groups:
+        return None
+    k = tuple(int(x) for x in config.get("k", (10,)))
+    extra = [kk for kk in audit_cutoffs_in(str(x) for x in config.get("audit_metrics", ()))]
+    return audit_evaluation(df, scores, columns=columns, k=k, audit=audit, extra_ks=extra)
 
 
 def scores_from_output(output: Any, n_rows: int, column: str = "score") -> np.ndarray:
@@ -73,8 +104,9 @@ def evaluate_frame(
     pass of the per-query metrics (:func:`fairltr.metrics.evaluate_with_table`)."""
     from fairltr.metrics import DEFAULT_K, evaluate_with_table
 
-    q, g, j = (config.get(key, _DEFAULTS[key]) for key in CONFIG_KEYS)
-    missing = [c for c in (q, g, j) if c not in df.columns]
+    columns = config_columns(config)
+    q, g, j = columns.query, columns.group, columns.judgment
+    missing = [c for c in (q, *columns.groups, j) if c not in df.columns]
     if missing:
         raise DataError(
             f"fair_ranking evaluator: column(s) {missing} not in the evaluation data; columns: {list(df.columns)} "
@@ -84,7 +116,18 @@ def evaluate_frame(
     metrics, table = evaluate_with_table(df, scores, query=q, group=g, judgment=j, k=k,
                                          exposure_k=config.get("exposure_k"),
                                          retrieval=bool(config.get("retrieval", False)))
-    finite = {name: float(v) for name, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+    audited = audit_frame(df, scores, config)
+    if audited is not None:  # the audit's figures and every headline metric's interval
+        metrics = {**metrics, **{key: v for key, v in audited[0].items() if key not in metrics
+                                 or key.endswith(("_ci_low", "_ci_high"))}}
+    finite = {name: float(v) for name, v in metrics.items()
+              if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    if audited is not None:
+        from fairltr.workflows.audit import interval_metadata
+
+        finite = {k: v for k, v in finite.items() if not k.startswith("ci_")}
+        table.attrs["audit"] = audited[1]
+        table.attrs["interval"] = interval_metadata(audited[0])
     return finite, table
 
 
@@ -162,6 +205,8 @@ class FairRankingEvaluator(ModelEvaluator):
         df = self._frame(dataset, config)
         scores = self._scores(model, dataset, df, predictions, config)
         metrics, per_query = evaluate_frame(df, scores, config)
+        audits = per_query.attrs.pop("audit", None) or {}
+        interval = per_query.attrs.pop("interval", None) or {}
         prefix = str(config.get("metric_prefix", ""))
         metrics = {f"{prefix}{k}": v for k, v in metrics.items()}
 
@@ -176,8 +221,18 @@ class FairRankingEvaluator(ModelEvaluator):
             with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
                 # fairness first; the *_n_queries counts go to metric_counts.json, not the metric list
                 log_result_metrics(run_id, metrics, tmp)
+                if interval:  # how the intervals were made: params of the run (level, resamples, seed, unit)
+                    from fairltr.tracking.runs import log_params
+
+                    log_params(run_id, interval, client=client)
+                if audits:
+                    from fairltr.workflows.audit import write_audit_table
+
+                    main_k = int((config.get("audit") or {}).get("k", 10))
+                    write_audit_table(audits.get(main_k) or next(iter(audits.values())), Path(tmp) / AUDIT_ARTIFACT)
+                    artifacts["audit_table"] = CsvEvaluationArtifact(uri=f"{base}/{AUDIT_ARTIFACT}")
                 if config.get("log_artifacts", True):
-                    paths = self._write_artifacts(Path(tmp), df, scores, metrics, per_query, config)
+                    paths = self._write_artifacts(Path(tmp), df, scores, metrics, per_query, config, audits, interval)
                     artifacts = {p.stem: kinds[p.suffix](uri=f"{base}/{p.name}") for p in paths}
                 if (Path(tmp) / COUNTS_ARTIFACT).is_file():
                     content = json.loads((Path(tmp) / COUNTS_ARTIFACT).read_text(encoding="utf-8"))
@@ -215,20 +270,23 @@ class FairRankingEvaluator(ModelEvaluator):
         raise ConfigError("fair_ranking evaluator: give a model, or data with a predictions/score column")
 
     @staticmethod
-    def _write_artifacts(tmp: Path, df, scores, metrics, per_query, config) -> list[Path]:
+    def _write_artifacts(tmp: Path, df, scores, metrics, per_query, config, audits=None, interval=None) -> list[Path]:
         from fairltr.tracking.plots import exposure_by_position, figure_to_png, relevance_fairness_scatter
         from fairltr.tracking.report import fairness_report_html
 
-        q, g = config.get("query", _DEFAULTS["query"]), config.get("group", _DEFAULTS["group"])
+        columns = config_columns(config)
+        q, g = columns.query, columns.group
         title, subtitle = report_title(config, len(df), df[q].nunique())
         paths = []
-        fig = exposure_by_position(df, scores, query=q, group=g, bucket=config.get("bucket"))
-        png_exposure = figure_to_png(fig)
-        (tmp / "exposure_by_position.png").write_bytes(png_exposure)
-        paths.append(tmp / "exposure_by_position.png")
-        figures = {"Share of protected vs non-protected items by rank bucket (DELTR Fig. 2)": png_exposure}
+        figures: dict[str, bytes] = {}
+        if g is not None and pd.api.types.is_numeric_dtype(df[g]):  # the binary 0 / >= 1 figure
+            fig = exposure_by_position(df, scores, query=q, group=g, bucket=config.get("bucket"))
+            png_exposure = figure_to_png(fig)
+            (tmp / "exposure_by_position.png").write_bytes(png_exposure)
+            paths.append(tmp / "exposure_by_position.png")
+            figures["Share of protected vs non-protected items by rank bucket (DELTR Fig. 2)"] = png_exposure
         relevance = next((c for c in ("kendall_tau", "ndcg_at_10") if c in per_query and per_query[c].notna().any()), None)
-        if relevance is not None and per_query["exposure_ratio"].notna().any():
+        if relevance is not None and "exposure_ratio" in per_query and per_query["exposure_ratio"].notna().any():
             fig = relevance_fairness_scatter(per_query, relevance=relevance, label=None,
                                              title="Per query: relevance vs exposure ratio")
             png = figure_to_png(fig)
@@ -237,10 +295,22 @@ class FairRankingEvaluator(ModelEvaluator):
             figures[f"Per query: {relevance} vs exposure ratio (DELTR Fig. 1 axes)"] = png
         per_query.to_csv(tmp / "per_query_metrics.csv", index=False)
         paths.append(tmp / "per_query_metrics.csv")
+        audit = None
+        if audits:
+            from fairltr.tracking.plots import impact_ratio_chart
+
+            main_k = int((config.get("audit") or {}).get("k", 10))
+            audit = audits.get(main_k) or next(iter(audits.values()))
+            png = figure_to_png(impact_ratio_chart(audit.table, k=main_k))
+            (tmp / "impact_ratios.png").write_bytes(png)
+            paths.append(tmp / "impact_ratios.png")
+            figures = {f"Impact ratio at {main_k} per category, with its interval; the four-fifths line at 0.8": png,
+                       **figures}
         html = fairness_report_html(title, subtitle=subtitle, metrics=metrics, figures=figures,
                                     params={k: v if isinstance(v, (str, int, float)) else ", ".join(map(str, v))
                                             for k, v in config.items()
-                                            if isinstance(v, (str, int, float, list, tuple))})
+                                            if isinstance(v, (str, int, float, list, tuple))},
+                                    audit=None if audit is None else audit.table, interval=interval)
         (tmp / "fairness_report.html").write_text(html, encoding="utf-8")
         paths.append(tmp / "fairness_report.html")
         return paths

@@ -6,13 +6,23 @@ A gate is one of
   ``ndcg_at_10>=champion-0.01`` (``<bound> <op> <metric>`` is read the same way);
 * two-sided ``<low> <= <metric> <= <high>`` (either ``<=`` may be ``<``): ``0.8<=exposure_ratio<=1.25``
   — the way to gate a target metric (ideal 1.0) from both sides;
-* a named preset: ``four_fifths`` = ``selection_ratio_at_10>=0.8`` (the four-fifths rule of hiring
-  audits: the protected group's selection rate in the top k is at least 80% of the non-protected
-  group's); ``four_fifths@<k>`` for another k.
+* a named preset: ``four_fifths`` = ``impact_ratio_at_10>=0.8`` (the four-fifths rule of hiring
+  audits, docs/spec.md section 3b: every audited category's pooled selection rate in the top k is
+  at least 80% of the most-selected category's, over every attribute and their intersection;
+  small categories are excluded and listed); ``four_fifths@<k>`` for another k. (The per-query
+  mean ``selection_ratio_at_<k>`` keeps its own name: gate it explicitly.)
 
 A bound is a number or ``champion``, ``champion+x``, ``champion-x``, ``champion*x`` (relative to the
 current champion's value of the same metric). Metric names must be known to the metric registry
 (:func:`fairltr.metrics.metric_info`), so a typo fails at parse time with one line.
+
+Confidence mode (``check_gates(..., confidence=0.95)``, ``fairltr promote --confidence``, SPEC 3b):
+each bound is checked on the conservative end of an interval at that level. An absolute bound
+compares the end of the metric's own interval (``<metric>_ci_low`` for ``>=`` / ``>``,
+``<metric>_ci_high`` for ``<=`` / ``<``); a champion-relative ``champion+x`` / ``champion-x``
+bound compares the end of the paired bootstrap interval of (candidate - champion) over the same
+resampled queries with ``+x`` / ``-x``; a ``champion*x`` bound (not a difference) compares the
+candidate's end with x times the champion's opposite end. A missing interval fails closed.
 
 Checking (:func:`check_gates`) is fail-closed: a metric the candidate lacks (not computed, NaN)
 fails the gate; so does a relative bound whose metric the champion lacks. Without a champion, the
@@ -42,7 +52,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
 }
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">"}
 _SPLIT = re.compile(r"(>=|<=|>|<)")
-_NAME = re.compile(r"^[A-Za-z_][\w.]*(?:/[A-Za-z][\w-]*)?$")
+_NAME = re.compile(r"^[A-Za-z_][\w.:]*(?:/[A-Za-z][\w-]*)?$")
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _REL = re.compile(rf"^champion\s*(?:([-+*])\s*({_NUM}))?$")
 _PRESET = re.compile(r"^([A-Za-z_]\w*)\s*(?:@\s*(\S*))?$")
@@ -165,9 +175,10 @@ class GatePreset:
 
 
 GATE_PRESETS: dict[str, GatePreset] = {p.name: p for p in [
-    GatePreset("four_fifths", "selection_ratio_at_{k}", ">=", 0.8, 10,
-               "four-fifths rule of hiring audits: the protected group's selection rate in the top k "
-               "(protected items in the top k / protected items) is at least 80% of the non-protected group's"),
+    GatePreset("four_fifths", "impact_ratio_at_{k}", ">=", 0.8, 10,
+               "four-fifths rule of hiring audits: every audited category's pooled selection rate in the top k "
+               "(its items in the top k / its items) is at least 80% of the most-selected category's, over every "
+               "group attribute and their intersection (small categories excluded and listed)"),
 ]}
 
 
@@ -176,7 +187,7 @@ def _preset_list() -> str:
 
 
 def expand_preset(text: str) -> tuple[str, str] | None:
-    """``"four_fifths@5"`` -> ``("four_fifths@5", "selection_ratio_at_5>=0.8")``; None when ``text``
+    """``"four_fifths@5"`` -> ``("four_fifths@5", "impact_ratio_at_5>=0.8")``; None when ``text``
     names no preset; :class:`ConfigError` for a bad ``@k``."""
     m = _PRESET.match((text or "").strip())
     if not m or m.group(1) not in GATE_PRESETS:
@@ -279,13 +290,35 @@ class GateResult:
     preset: str = ""
     lower: float | None = None
     upper: float | None = None
+    confidence: float | None = None  # confidence mode: the level
+    interval: tuple[float, float] | None = None  # the candidate's interval of the metric
+    difference: float | None = None  # champion-relative gate: candidate - champion (point)
+    difference_interval: tuple[float, float] | None = None  # its paired bootstrap interval
+    compared: str = ""  # confidence mode: which ends were compared, e.g. "low 0.74 >= 0.8"
+    categories: list[dict] | None = None  # impact-ratio gates: each audited category's ratio, exclusions
 
     def describe(self) -> str:
-        """One line: ``FAIL ndcg_at_10>=champion-0.01: ndcg_at_10=0.71, threshold 0.74, short by 0.03``."""
+        """One line: ``FAIL ndcg_at_10>=champion-0.01: ndcg_at_10=0.71, threshold 0.74, short by 0.03``;
+        in confidence mode with the interval and the end compared."""
         status = "PASS" if self.passed else "FAIL"
         head = f"{status} {self.gate}" + (f" [{self.rule}]" if self.rule and self.rule != self.gate else "")
         if self.value is None:
             return f"{head}: {self.note}"
+        if self.confidence is not None:
+            bits = [f"{self.metric}={self.value:.6g}"]
+            if self.interval is not None:
+                bits[0] += f" [{self.interval[0]:.6g}, {self.interval[1]:.6g}]"
+            bits[0] += f" at {self.confidence:.0%}"
+            if self.difference_interval is not None:
+                bits.append(f"candidate - champion {self.difference:.6g} [{self.difference_interval[0]:.6g}, "
+                            f"{self.difference_interval[1]:.6g}] (paired)")
+            if self.compared:
+                bits.append(f"compared {self.compared}")
+            if self.margin is not None:
+                bits.append(f"margin {self.margin:.6g}" if self.passed else f"short by {-self.margin:.6g}")
+            if self.note:
+                bits.append(self.note)
+            return f"{head}: " + ", ".join(bits)
         if self.threshold is None:
             return f"{head}: {self.metric}={self.value:.6g}; {self.note}"
         how = f"margin {self.margin:.6g}" if self.passed else f"short by {-self.margin:.6g}"
@@ -303,14 +336,94 @@ def check_gates(
     champion: Mapping[str, float] | None,
     no_champion: str = "pass",
     absent_reason: str = "no champion yet",
+    *,
+    confidence: float | None = None,
+    differences: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[GateResult]:
     """Check every gate (no short-circuit) under the fail-closed policy of the module docstring.
     ``champion=None`` means there is none to compare with; ``absent_reason`` says why in the
     notes (``"no champion yet"``, or e.g. ``"champion v3 unloadable"``), and ``no_champion``
-    decides whether its relative bounds are skipped (``"pass"``) or fail (``"fail"``)."""
+    decides whether its relative bounds are skipped (``"pass"``) or fail (``"fail"``).
+
+    ``confidence`` (a level in (0, 1)): confidence mode of the module docstring; ``candidate``
+    (and ``champion``) then hold ``<metric>_ci_low`` / ``_ci_high``, and ``differences`` maps a
+    metric to its paired difference ``{"difference", "ci_low", "ci_high"}`` (candidate -
+    champion, :func:`fairltr.metrics.paired_difference`). Without it: the point estimates."""
     if no_champion not in ("pass", "fail"):
         raise ConfigError(f"no_champion must be 'pass' or 'fail', got {no_champion!r}")
+    if confidence is not None:
+        if not (is_finite_number(confidence) and 0.0 < float(confidence) < 1.0):
+            raise ConfigError(f"confidence must be a level in (0, 1), e.g. 0.95; got {confidence!r}")
+        return [_check_confident(g, candidate, champion, no_champion, absent_reason, float(confidence),
+                                 differences or {}) for g in gates]
     return [_check_one(g, candidate, champion, no_champion, absent_reason) for g in gates]
+
+
+def _interval(metrics: Mapping[str, float] | None, metric: str) -> tuple[float, float] | None:
+    if metrics is None:
+        return None
+    lo, hi = metrics.get(metric + "_ci_low"), metrics.get(metric + "_ci_high")
+    return (float(lo), float(hi)) if is_finite_number(lo) and is_finite_number(hi) else None
+
+
+def _check_confident(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, float] | None,
+                     no_champion: str, absent_reason: str, level: float,
+                     differences: Mapping[str, Mapping[str, float]]) -> GateResult:
+    """One gate in confidence mode: every bound on the conservative end of its interval."""
+    base = dict(gate=g.text, metric=g.metric, rule=g.rule, preset=g.preset or "", confidence=level)
+    value = candidate.get(g.metric)
+    if not is_finite_number(value):
+        return GateResult(**base, value=None, threshold=None, passed=False, margin=None,
+                          note=f"candidate has no finite {g.metric!r} (fail closed)")
+    value = float(value)
+    iv = _interval(candidate, g.metric)
+    base.update(value=value, interval=iv)
+    checks: list[tuple[Bound, float, float, str]] = []  # bound, end compared, threshold, words
+    notes: list[str] = []
+    diff_point = diff_iv = None
+    for b in g.bounds:
+        up = b.op in (">=", ">")
+        if not b.relative:
+            if iv is None:
+                return GateResult(**base, threshold=b.value, passed=False, margin=None,
+                                  note=f"no {level:.0%} interval of {g.metric!r} (fail closed)")
+            end = iv[0] if up else iv[1]
+            checks.append((b, end, float(b.value), f"{'low' if up else 'high'} {end:.6g} {b.op} {b.value:.6g}"))
+            continue
+        if champion is None:
+            if no_champion == "fail":
+                return GateResult(**base, threshold=None, passed=False, margin=None,
+                                  note=f"{absent_reason}: relative gate failed (policy fail)")
+            notes.append(f"{absent_reason}: bound {b.text} skipped (policy pass)")
+            continue
+        if b.rel_op == "*":  # not a difference: the candidate's end against x times the champion's opposite end
+            civ = _interval(champion, g.metric)
+            if iv is None or civ is None:
+                return GateResult(**base, threshold=None, passed=False, margin=None,
+                                  note=f"no {level:.0%} interval of {g.metric!r} for both models (fail closed)")
+            end, champ_end = (iv[0], civ[1]) if up else (iv[1], civ[0])
+            t = champ_end * b.amount
+            checks.append((b, end, t, f"{'low' if up else 'high'} {end:.6g} {b.op} {b.amount:g} x champion "
+                                      f"{'high' if up else 'low'} {champ_end:.6g}"))
+            continue
+        d = differences.get(g.metric)
+        if d is None or not (is_finite_number(d.get("ci_low")) and is_finite_number(d.get("ci_high"))):
+            return GateResult(**base, threshold=None, passed=False, margin=None,
+                              note=f"no paired interval of (candidate - champion) for {g.metric!r} (fail closed)")
+        diff_point = float(d.get("difference", value - float(champion.get(g.metric, math.nan))))
+        diff_iv = (float(d["ci_low"]), float(d["ci_high"]))
+        t = b.amount if b.rel_op == "+" else -b.amount
+        end = diff_iv[0] if up else diff_iv[1]
+        checks.append((b, end, t, f"difference {'low' if up else 'high'} {end:.6g} {b.op} {t:+.6g}"))
+    base.update(difference=diff_point, difference_interval=diff_iv)
+    if not checks:
+        return GateResult(**base, threshold=None, passed=True, margin=None, note="; ".join(notes))
+    passed = all(OPS[b.op](end, t) for b, end, t, _ in checks)
+    binding = min(checks, key=lambda c: c[0].margin(c[1], c[2]))
+    sides = {("lower" if b.op in (">=", ">") else "upper"): t for b, _, t, _ in checks}
+    return GateResult(**base, threshold=binding[2], passed=bool(passed), margin=binding[0].margin(binding[1], binding[2]),
+                      note="; ".join(notes), lower=sides.get("lower"), upper=sides.get("upper"),
+                      compared="; ".join(words for *_, words in checks))
 
 
 def _check_one(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, float] | None,

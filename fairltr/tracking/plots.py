@@ -7,6 +7,8 @@ caller writes the bytes into the folder it uploads with one ``log_artifacts`` ca
   non-protected items in each rank bucket (positions 1..b, b+1..2b, ...), over all queries.
 * :func:`relevance_fairness_scatter` — its Figure 1: relevance (x) vs exposure ratio (y) of runs.
 * :func:`mrc_heatmap` — the L x L language-pair rank-correlation matrix (LaKDA's Figure 3).
+* :func:`impact_ratio_chart` — SPEC 3b's audit: each category's impact ratio at k (pooled
+  selection rate / the most-selected category's) with its interval, the four-fifths line at 0.8.
 * :func:`training_curve` — objective terms per iteration (DELTR ``history``): the total and
   its two summands, the ListNet term and gamma x the exposure term.
 """
@@ -25,7 +27,7 @@ from fairltr.tracking.ranks import aligned_ranks
 
 __all__ = [
     "position_shares", "exposure_by_position", "relevance_fairness_scatter", "mrc_heatmap",
-    "training_curve", "figure_to_png", "save_figure",
+    "training_curve", "figure_to_png", "save_figure", "impact_ratio_chart",
 ]
 
 PNG_DPI = 100
@@ -249,3 +251,43 @@ def save_figure(fig, path) -> None:
     from pathlib import Path
 
     Path(path).write_bytes(figure_to_png(fig))
+
+
+def impact_ratio_chart(table: pd.DataFrame, *, k: int = 10, threshold: float = 0.8, title: str | None = None):
+    """Horizontal bars of each audited category's ``impact_ratio_at_k`` (one block per attribute,
+    the intersection last), its bootstrap interval as error bars when the table has
+    ``impact_ratio_at_k_ci_low`` / ``_ci_high``, and the four-fifths line at ``threshold``.
+    Excluded (small) categories are drawn hatched and grey; bars below the line are red."""
+    plt = _pyplot()
+    rows = table.reset_index(drop=True)
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(8.5, max(2.2, 0.32 * n + 1.1)))
+    y = np.arange(n)[::-1]
+    ratio = rows["impact_ratio_at_k"].to_numpy(dtype=float)
+    excluded = rows["excluded"].to_numpy(dtype=bool) if "excluded" in rows else np.zeros(n, bool)
+    colors = ["#bbbbbb" if ex else ("#cf222e" if (np.isfinite(r) and r < threshold) else "#1f6feb")
+              for r, ex in zip(ratio, excluded)]
+    bars = ax.barh(y, np.nan_to_num(ratio), color=colors, height=0.65)
+    for bar, ex in zip(bars, excluded):
+        if ex:
+            bar.set_hatch("//")
+    if {"impact_ratio_at_k_ci_low", "impact_ratio_at_k_ci_high"} <= set(rows.columns):
+        lo = rows["impact_ratio_at_k_ci_low"].to_numpy(dtype=float)
+        hi = rows["impact_ratio_at_k_ci_high"].to_numpy(dtype=float)
+        ok = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(ratio)
+        err = np.vstack([np.clip(ratio - lo, 0, None), np.clip(hi - ratio, 0, None)])
+        ax.errorbar(ratio[ok], y[ok], xerr=err[:, ok], fmt="none", ecolor="black", elinewidth=1, capsize=3,
+                    label="bootstrap interval")
+    ax.axvline(threshold, color="#cf222e", linestyle="--", linewidth=1.2, label=f"four-fifths line ({threshold:g})")
+    labels = [f"{a} = {c}" + (" (excluded)" if ex else "")
+              for a, c, ex in zip(rows["attribute"], rows["category"], excluded)]
+    ax.set_yticks(y, labels, fontsize=8)
+    for yy, r in zip(y, ratio):
+        if np.isfinite(r):
+            ax.text(min(r, 1.0) + 0.01, yy, f"{r:.2f}", va="center", fontsize=7)
+    ax.set_xlim(0, max(1.1, float(np.nanmax(ratio)) + 0.1 if np.isfinite(ratio).any() else 1.1))
+    ax.set_xlabel(f"impact ratio at {k} (category's selection rate / the highest category's)")
+    ax.set_title(title or f"Impact ratio at {k} per category (four-fifths rule: at least {threshold:g})")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig

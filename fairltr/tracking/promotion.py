@@ -38,17 +38,27 @@ Steps of :func:`promote`:
 
 Record: every decision is written
 
-* as the model version's description: one line with the verdict, the gates passed and what the
-  alias points to (:meth:`PromotionDecision.description`), shown at the top of the version page;
-* as tags on the model version (``fairltr.promotion.*``: verdict, time, decision_id,
-  requested_alias, gates, results, values, champion_values, champion_before, champion_after,
-  champion_status, digest, reason, evaluation_run, notes; every value valid JSON or text of at
-  most 4,900 characters — long results are summarised, never cut; a missing value is ``none``);
+* into the model version's description, BELOW the version's own training summary (kept): one
+  line with the verdict, the gates passed and what the alias points to
+  (:meth:`PromotionDecision.description`); a later decision replaces the earlier verdict line;
+* as four tags on the model version: ``fairltr.promotion.verdict``, ``.time``,
+  ``.evaluation_run`` and ``.decision`` (the whole decision as JSON of at most 4,900 characters:
+  gates, results with intervals and per-category ratios, values, champion values, champion
+  before/after and status, digest, reason, notes; leaner forms when long, never cut;
+  :func:`decision_record` reads it back);
 * as one tag per decision on the registered model (``fairltr.decision.<utc>.v<version>.<id>``,
   which concurrent writers cannot overwrite) holding the same one-line text;
-* with ``data``, on the ``promote NAME vV`` run: the gate values as metrics (``candidate/<metric>``,
-  ``champion/<metric>``, ``gate_lower/<metric>``, ``gate_upper/<metric>``, ``gates_passed``,
-  ``gates_failed``, ``promoted``) and the decision as the run's description.
+* with ``data``, on the ``promote NAME vV`` run: the full decision as ``promotion_decision.json``,
+  the gate values as metrics (``candidate/<metric>``, ``champion/<metric>``, ``gate_lower/<metric>``,
+  ``gate_upper/<metric>``, ``gates_passed``, ``gates_failed``, ``promoted``) and the decision as
+  the run's description.
+
+Confidence (``confidence=0.95``, ``fairltr promote --confidence``; rankers with ``data``): both
+models are evaluated with bootstrap intervals at that level, and every gate is checked on the
+conservative end of its interval (:mod:`fairltr.tracking.gates`), champion-relative gates on the
+paired bootstrap interval of (candidate - champion) over the same resampled queries
+(:func:`fairltr.metrics.paired_difference`). Impact-ratio gates (``four_fifths@k``) list each
+audited category's ratio and the excluded categories in the decision.
 """
 
 from __future__ import annotations
@@ -73,12 +83,36 @@ from fairltr.tracking.gates import is_finite_number as _finite
 
 __all__ = ["Gate", "GateResult", "PromotionDecision", "parse_gate", "check_gates", "evaluate_model_uri",
            "version_metrics", "current_champion", "promote", "TAG_PREFIX", "EXIT_CODES", "TAG_LIMIT",
-           "json_within", "retrieval_cutoffs"]
+           "json_within", "retrieval_cutoffs", "decision_record", "DECISION_ARTIFACT", "VERDICT_MARK",
+           "with_verdict"]
 
 TAG_PREFIX = "fairltr.promotion."
 TAG_LIMIT = 4900  # model version / registered model tag values are VARCHAR(5000) in MLflow's SQL stores
 EXIT_CODES = {"promoted": 0, "rejected": 1, "contention": 3}
 _HEADS = {"promoted": "PROMOTED", "rejected": "REJECTED", "contention": "LOST TO CONTENTION"}
+DECISION_ARTIFACT = "promotion_decision.json"
+_STALE_TAGS = tuple(f"fairltr.promotion.{k}" for k in (
+    "decision_id", "requested_alias", "gates", "results", "values", "champion_values", "champion_before",
+    "champion_after", "champion_status", "digest", "reason", "notes"))
+VERDICT_MARK = "\n\nPromotion decision: "  # separates the version's training summary from the latest verdict
+_NO_DECISION = " No promotion decision yet."
+
+
+def with_verdict(description: str | None, verdict_line: str) -> str:
+    """The version description with ``verdict_line`` as its latest decision: the training
+    summary above :data:`VERDICT_MARK` is kept (its "No promotion decision yet." dropped), an
+    earlier verdict replaced."""
+    summary = (description or "").split(VERDICT_MARK, 1)[0].replace(_NO_DECISION, "").rstrip()
+    if not summary:
+        return _cut_text(verdict_line, 4900)
+    return summary[:2500] + VERDICT_MARK + _cut_text(verdict_line, 4900 - min(len(summary), 2500) - len(VERDICT_MARK))
+
+
+def decision_record(tags: Mapping[str, str]) -> dict[str, Any]:
+    """The decision a model version's ``fairltr.promotion.decision`` tag holds, as a dict ({} when
+    the version has none)."""
+    text = tags.get(f"{TAG_PREFIX}decision")
+    return json.loads(text) if text else {}
 
 
 def json_within(candidates: Sequence[Any], limit: int = TAG_LIMIT) -> str:
@@ -120,6 +154,8 @@ class PromotionDecision:
     kind: str | None = None
     digest: str | None = None
     champion_status: str = "none"
+    confidence: float | None = None
+    interval: dict[str, Any] | None = None  # how the intervals were made: level, n_boot, seed, unit, method
 
     @property
     def promoted(self) -> bool:
@@ -140,42 +176,51 @@ class PromotionDecision:
         lines += ["  " + r.describe() for r in self.results] + ["  note: " + n for n in self.notes]
         return "\n".join(lines)
 
-    def _results_json(self) -> str:
-        full = [asdict(r) for r in self.results]
-        lean = [{k: d[k] for k in ("gate", "rule", "passed", "value", "threshold", "margin")} | {"note": d["note"][:200]}
-                for d in full]
-        bare = [{"gate": r.gate[:200], "passed": r.passed} for r in self.results]
-        failed = [r.gate[:100] for r in self.results if not r.passed]
-        counts = {"n_gates": len(self.results), "n_failed": len(failed), "failed": failed[:20]}
-        return json_within([full, lean, bare, counts, {"n_gates": len(self.results), "n_failed": len(failed)}])
-
-    def version_tags(self) -> dict[str, str]:
-        """The ``fairltr.promotion.*`` tags; a missing value is the text ``none`` (also for
-        ``champion_values`` when no champion was measured), present values are JSON or text.
-        ``requested_alias`` is the alias the decision was about: the version holds it only when
-        the verdict is ``promoted``."""
+    def record(self, lean: int = 0) -> dict[str, Any]:
+        """The decision as one JSON-able dict; ``lean`` 1..3 drops detail (categories, notes,
+        then everything but the verdict and the gates' pass/fail) to fit a tag."""
         gated = sorted({r.metric for r in self.results})
-        gates = [r.gate for r in self.results]
         values = {m: self.candidate_metrics[m] for m in gated if m in self.candidate_metrics}
+        values.update({f"{m}{end}": self.candidate_metrics[f"{m}{end}"] for m in gated for end in ("_ci_low", "_ci_high")
+                       if f"{m}{end}" in self.candidate_metrics})
         champ = None if self.champion_metrics is None else {
             m: self.champion_metrics[m] for m in gated if m in self.champion_metrics}
+        results = [asdict(r) for r in self.results]
+        if lean >= 1:
+            for r in results:
+                cats = r.pop("categories", None) or []
+                r["excluded"] = [f"{c['attribute']}={c['category']}" for c in cats if c.get("excluded")][:20]
+                r["note"] = (r.get("note") or "")[:200]
+        if lean >= 2:
+            results = [{k: r.get(k) for k in ("gate", "rule", "passed", "value", "threshold", "margin", "interval",
+                                              "difference_interval", "compared")} for r in results]
+        out: dict[str, Any] = {
+            "decision_id": self.decision_id, "verdict": self.verdict, "time": self.time,
+            "requested_alias": self.alias, "model": self.model, "version": self.version,
+            "gates": [r.gate for r in self.results], "results": results, "values": values,
+            "champion_values": champ, "champion_before": self.champion_before,
+            "champion_after": self.champion_after, "champion_status": self.champion_status or None,
+            "digest": self.digest, "reason": self.reason, "notes": list(self.notes) if lean < 1 else self.notes[:5],
+            "confidence": self.confidence, "interval": self.interval, "evaluation_run": self.evaluation_run_id,
+        }
+        if lean >= 3:
+            failed = [r.gate[:100] for r in self.results if not r.passed]
+            out = {k: out[k] for k in ("decision_id", "verdict", "time", "requested_alias", "champion_before",
+                                       "champion_after", "digest", "confidence", "evaluation_run")}
+            out.update(n_gates=len(self.results), n_failed=len(failed), failed=failed[:20],
+                       reason=_cut_text(self.reason or "", 1000) or None)
+        return out
+
+    def version_tags(self) -> dict[str, str]:
+        """The few ``fairltr.promotion.*`` tags of the version: ``verdict``, ``time``,
+        ``evaluation_run`` (``none`` without data) and ``decision`` (the :meth:`record` JSON, the
+        richest form within :data:`TAG_LIMIT`). ``requested_alias`` in the record is the alias
+        the decision was about: the version holds it only when the verdict is ``promoted``."""
         return {
             f"{TAG_PREFIX}verdict": self.verdict,
             f"{TAG_PREFIX}time": self.time,
-            f"{TAG_PREFIX}decision_id": self.decision_id,
-            f"{TAG_PREFIX}requested_alias": self.alias,
-            f"{TAG_PREFIX}gates": json_within([gates, [g[:200] for g in gates], {"n_gates": len(gates)}]),
-            f"{TAG_PREFIX}results": self._results_json(),
-            f"{TAG_PREFIX}values": json_within([values, {"n_metrics": len(values)}]),
-            f"{TAG_PREFIX}champion_values":
-                "none" if champ is None else json_within([champ, {"n_metrics": len(champ)}]),
-            f"{TAG_PREFIX}champion_before": self.champion_before or "none",
-            f"{TAG_PREFIX}champion_after": self.champion_after or "none",
-            f"{TAG_PREFIX}champion_status": _cut_text(self.champion_status or "none"),
-            f"{TAG_PREFIX}digest": self.digest or "none",
-            f"{TAG_PREFIX}reason": _cut_text(self.reason or "none"),
             f"{TAG_PREFIX}evaluation_run": self.evaluation_run_id or "none",
-            f"{TAG_PREFIX}notes": _cut_text("; ".join(self.notes) or "none"),
+            f"{TAG_PREFIX}decision": json_within([self.record(lean) for lean in range(4)]),
         }
 
     def description(self) -> str:
@@ -234,6 +279,10 @@ class PromotionDecision:
 
 def _gate_words(r: GateResult) -> str:
     value = "no value" if r.value is None else f"{r.metric} {r.value:.4g}"
+    if r.value is not None and r.confidence is not None:
+        iv = r.difference_interval or r.interval
+        what = "candidate - champion " if r.difference_interval else ""
+        value += f", {what}{r.confidence:.0%} interval [{iv[0]:.4g}, {iv[1]:.4g}]" if iv else ", no interval"
     return f"{r.gate} {'passed' if r.passed else 'failed'} ({value})"
 
 
@@ -274,9 +323,16 @@ def evaluate_model_uri(
         warnings.filterwarnings("ignore", message=".*Integer columns in Python cannot represent missing values.*")
         warnings.filterwarnings("ignore", message=".*Found extra inputs in the model input.*")
         mlflow.set_tag("fairltr.evaluated_model", label)
+        resolved = config.get("model_version")
+        if resolved:  # an alias URI names a moving target: record the version it pointed to
+            mlflow.set_tags({"fairltr.evaluated_version": str(resolved),
+                             "fairltr.evaluated_model_resolved": _resolved_uri(label, str(resolved))})
+        groups = config.get("group")
         log_params(run.info.run_id, {
-            "model_uri": label, "data": str(source) if source else f"in-memory table ({dataset.digest})",
-            "rows": len(data), **{key: config[key] for key in ("query", "group", "judgment") if key in config},
+            "model_uri": label, "model_version": resolved,
+            "data": str(source) if source else f"in-memory table ({dataset.digest})",
+            "rows": len(data), **{key: config[key] for key in ("query", "judgment") if key in config},
+            "group": ",".join(groups) if isinstance(groups, (list, tuple)) else groups,
             "k": ",".join(str(k) for k in config.get("k", ())) or None})
         result = mlflow.models.evaluate(
             model, dataset, model_type="fair_ranking", evaluators=["fair_ranking"],
@@ -284,9 +340,40 @@ def evaluate_model_uri(
         )
         metrics = {k: v for k, v in metrics_with_counts(result).items() if _finite(v)}
         data_name = dataset.name
+        what = f"`{label}` (version {resolved})" if resolved and "@" in label else f"`{label}`"
         mlflow.set_tag("mlflow.note.content", metrics_description(
-            metrics, lead=f"Evaluation of `{label}` on `{data_name}` ({len(data)} rows)."))
+            metrics, lead=f"Evaluation of {what} on `{data_name}` ({len(data)} rows)."))
     return metrics, run.info.run_id
+
+
+def _resolved_uri(uri: str, version: str) -> str:
+    """``models:/NAME@alias`` (or ``models:/NAME/N``) -> ``models:/NAME/<version>``; other URIs unchanged."""
+    import re
+
+    m = re.match(r"^models:/([^/@]+)(?:@[^/]+|/\d+)$", uri)
+    return f"models:/{m.group(1)}/{version}" if m else uri
+
+
+def _plain(v: Any) -> Any:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f and abs(f) != float("inf") else None
+
+
+def _audit_table(run_id: str) -> pd.DataFrame | None:
+    """The ``audit_table.csv`` the fair_ranking evaluator logged on ``run_id`` (None without)."""
+    import mlflow
+
+    from fairltr.tracking.evaluator import AUDIT_ARTIFACT
+
+    with tempfile.TemporaryDirectory(prefix="fairltr-audit-") as tmp:
+        try:
+            path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=AUDIT_ARTIFACT, dst_path=tmp)
+        except Exception:  # no audit (no group column): the gate reads the metric alone
+            return None
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
 
 
 def version_metrics(client, name: str, version: str) -> dict[str, float]:
@@ -338,14 +425,19 @@ class _Side:
     kind: str | None = None
     digest: str | None = None
     notes: list[str] = field(default_factory=list)
+    scores: Any = None  # a ranker's scores of the promotion data (paired intervals)
+    audit_table: pd.DataFrame | None = None  # its audit table (SPEC 3b), when audited
 
 
 class _Promoter:
     """State of one :func:`promote` call (see the module docstring for the steps)."""
 
     def __init__(self, client, model: str, version: str, gates: list[Gate], *, data: Any, config: dict[str, Any],
-                 alias: str, no_champion: str, unloadable_champion: str, allow_unverified: bool, tmp: Path) -> None:
+                 alias: str, no_champion: str, unloadable_champion: str, allow_unverified: bool, tmp: Path,
+                 confidence: float | None = None, columns: RankingColumns | None = None, audit: Any = None) -> None:
         self.client, self.model, self.version, self.gates = client, model, version, gates
+        self.confidence, self.columns, self.audit = confidence, columns, audit
+        self._differences: dict[tuple[str, str], dict[str, Any]] = {}
         self.data, self.config, self.alias = data, config, alias
         self.no_champion, self.unloadable_champion, self.allow_unverified = no_champion, unloadable_champion, allow_unverified
         self.tmp = tmp
@@ -381,7 +473,7 @@ class _Promoter:
                 side.problem = f"the champion is a {vm.kind}, the candidate is not"
                 return side
             try:
-                side.metrics = self._metrics(v, vm.kind, loaded, role)
+                side.metrics = self._metrics(v, vm.kind, loaded, role, side)
             except Exception as exc:  # a model that cannot score the data is not promotable
                 text = " ".join(str(exc).split())[:300]
                 side.problem = f"{self.model} v{v} cannot be evaluated: {type(exc).__name__}: {text}"
@@ -394,13 +486,19 @@ class _Promoter:
             return None
         return "ranker" if isinstance(self.data, pd.DataFrame) else "retriever"
 
-    def _metrics(self, v: str, kind: str, loaded: Any, role: str) -> dict[str, float]:
+    def _metrics(self, v: str, kind: str, loaded: Any, role: str, side: _Side) -> dict[str, float]:
         if self.data is None:
             return version_metrics(self.client, self.model, v)
         run_name = f"{role} v{v}"
         label = f"models:/{self.model}/{v}"
         if kind == "ranker":
-            metrics, _ = evaluate_model_uri(loaded, self.data, self.config, run_name=run_name, label=label)
+            metrics, run_id = evaluate_model_uri(loaded, self.data, self.config, run_name=run_name, label=label)
+            if self.confidence is not None:
+                from fairltr.tracking.evaluator import model_scores
+
+                side.scores = model_scores(loaded, self.data)
+            if "audit" in self.config:
+                side.audit_table = _audit_table(run_id)
             return metrics
         from fairltr.tracking.retrieval_evaluator import evaluate_retriever
 
@@ -412,16 +510,72 @@ class _Promoter:
 
     # ------------------------------------------------------------------ gates
     def check(self, cand: _Side, champion: str | None) -> tuple[list[GateResult], dict[str, float] | None]:
+        results, champ = self._check(cand, champion)
+        return [self._with_categories(r, cand) for r in results], champ
+
+    def _check(self, cand: _Side, champion: str | None) -> tuple[list[GateResult], dict[str, float] | None]:
+        kw: dict[str, Any] = {"confidence": self.confidence}
         if champion is None:
-            return check_gates(self.gates, cand.metrics or {}, None, self.no_champion), None
+            return check_gates(self.gates, cand.metrics or {}, None, self.no_champion, **kw), None
         if champion == self.version:
-            return check_gates(self.gates, cand.metrics or {}, cand.metrics, self.no_champion), cand.metrics
+            same = {g.metric: {"difference": 0.0, "ci_low": 0.0, "ci_high": 0.0} for g in self.gates}
+            return check_gates(self.gates, cand.metrics or {}, cand.metrics, self.no_champion,
+                               differences=same if self.confidence else None, **kw), cand.metrics
         side = self.side(champion)
         if side.problem is not None:
             results = check_gates(self.gates, cand.metrics or {}, None, self.unloadable_champion,
-                                  absent_reason=f"champion v{champion} unloadable")
+                                  absent_reason=f"champion v{champion} unloadable", **kw)
             return results, None
-        return check_gates(self.gates, cand.metrics or {}, side.metrics, self.no_champion), side.metrics
+        differences = self.differences(cand, champion, side) if self.confidence is not None else None
+        return check_gates(self.gates, cand.metrics or {}, side.metrics, self.no_champion,
+                           differences=differences, **kw), side.metrics
+
+    def differences(self, cand: _Side, champion: str, side: _Side) -> dict[str, dict[str, Any]]:
+        """Paired bootstrap intervals of (candidate - champion) of the champion-relative gates'
+        metrics, over the same resampled queries of the promotion data (computed once per champion)."""
+        from dataclasses import replace
+
+        from fairltr.metrics.bootstrap import paired_difference
+
+        out: dict[str, dict[str, Any]] = {}
+        if cand.scores is None or side.scores is None:
+            return out
+        audit = replace(self.audit, ci=self.confidence)
+        for g in self.gates:
+            if not any(b.relative and b.rel_op != "*" for b in g.bounds):
+                continue
+            key = (champion, g.metric)
+            if key not in self._differences:
+                self._differences[key] = paired_difference(self.data, cand.scores, side.scores, columns=self.columns,
+                                                           metric=g.metric, config=audit)
+            out[g.metric] = self._differences[key]
+        return out
+
+    def _with_categories(self, r: GateResult, cand: _Side) -> GateResult:
+        """An impact-ratio gate's result with each audited category's ratio (and interval) and
+        the exclusions, from the candidate's audit table at the gate's cut-off."""
+        import re
+
+        m = re.match(r"^impact_ratio_at_(\d+)(?:\.(.+))?$", r.metric)
+        table = cand.audit_table
+        if m is None or table is None or int(m.group(1)) != int((self.config.get("audit") or {}).get("k", 10)):
+            return r
+        if m.group(2):
+            table = table[table["attribute"].astype(str) == m.group(2)]
+        cats = []
+        for _, row in table.iterrows():
+            item = {"attribute": str(row["attribute"]), "category": str(row["category"]),
+                    "impact_ratio": _plain(row["impact_ratio_at_k"]), "excluded": bool(row["excluded"])}
+            for end in ("_ci_low", "_ci_high"):
+                if f"impact_ratio_at_k{end}" in table.columns:
+                    item[f"ci{end[3:]}"] = _plain(row[f"impact_ratio_at_k{end}"])
+            cats.append(item)
+        r.categories = cats
+        excluded = [f"{c['attribute']}={c['category']}" for c in cats if c["excluded"]]
+        if excluded:
+            r.note = "; ".join(x for x in (r.note, f"excluded (small): {', '.join(excluded[:8])}"
+                                           + (f" +{len(excluded) - 8}" if len(excluded) > 8 else "")) if x)
+        return r
 
     def champion_status(self, champion: str | None) -> str:
         if champion is None:
@@ -456,13 +610,18 @@ def promote(
     lock_timeout: float = 120.0,
     lock_lease: float = 60.0,
     extra_config: Mapping[str, Any] | None = None,
+    audit: Any = None,
+    confidence: float | None = None,
 ) -> PromotionDecision:
     """Decide whether version ``version`` of registered model ``model`` becomes ``@alias`` (see
     the module docstring). ``data``: None (training metrics), a ranking DataFrame (rankers; its
     column contract ``columns``, or the ``query`` / ``group`` / ``judgment`` names), or for retrievers a mapping of
     :func:`~fairltr.tracking.retrieval_evaluator.evaluate_retriever` arguments with ``data_dir``
-    (and ``split``, ``languages``, ``max_items``, ``seed``, ``k``, ``mrc_k``). Returns the
-    recorded :class:`PromotionDecision`; its ``exit_code`` is 0, 1 or 3."""
+    (and ``split``, ``languages``, ``max_items``, ``seed``, ``k``, ``mrc_k``). ``audit`` (a
+    :class:`fairltr.metrics.AuditConfig`): rankers are audited on ``data`` (SPEC 3b; its cut-off
+    is the one the gates' impact ratios name); ``confidence``: confidence mode (module docstring;
+    needs a ranking DataFrame). Returns the recorded :class:`PromotionDecision`; its
+    ``exit_code`` is 0, 1 or 3."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
@@ -479,6 +638,9 @@ def promote(
     if data is not None and not isinstance(data, pd.DataFrame) and "data_dir" not in data:
         raise ConfigError("promotion data must be a ranking DataFrame or a mapping with 'data_dir'")
     parsed = [g if isinstance(g, Gate) else parse_gate(g) for g in gates]
+    if confidence is not None and not isinstance(data, pd.DataFrame):
+        raise ConfigError("--confidence needs --data (a ranking file): the intervals are bootstrapped over the "
+                          "queries both models are evaluated on")
     version = str(version)
     configure()
     client = mlflow.MlflowClient()
@@ -487,7 +649,27 @@ def promote(
     extra = dict(extra_config or {})
     ks = sorted(set(int(k) for k in extra.pop("k", DEFAULT_K)) | set(gate_cutoffs(parsed)))
     c = resolve_columns(columns, query=query, group=group, judgment=judgment)
-    config = {"query": c.query, "group": c.group, "judgment": c.judgment, "k": ks, **extra}
+    groups = list(c.groups)
+    config = {"query": c.query, "group": groups[0] if len(groups) == 1 else groups or None, "judgment": c.judgment,
+              "k": ks, **extra}
+    if isinstance(data, pd.DataFrame) and groups and (audit is not None or confidence is not None):
+        from dataclasses import replace as _replace
+
+        from fairltr.workflows.audit import audit_cutoffs_in, audit_to_config, make_audit_config
+
+        gate_ks = audit_cutoffs_in(g.metric for g in parsed)
+        audit = _replace(audit or make_audit_config(), k=gate_ks[0] if gate_ks else (audit.k if audit else 10))
+        if confidence is not None:
+            audit = _replace(audit, ci=float(confidence))
+        config["audit"] = audit_to_config(audit)
+        config["audit_metrics"] = [g.metric for g in parsed]
+    interval = None
+    if confidence is not None:
+        from fairltr.workflows.audit import make_audit_config
+
+        audit = audit or make_audit_config(ci=float(confidence))
+        interval = {"level": float(confidence), "n_boot": audit.n_boot, "seed": audit.seed, "unit": audit.unit,
+                    "method": audit.method}
     decision_id = uuid.uuid4().hex
 
     with ExitStack() as stack:
@@ -504,7 +686,8 @@ def promote(
 
                 mlflow.log_input(dataset_of(data, role="promotion data", path=config.get("data")), context="evaluation")
         p = _Promoter(client, model, version, parsed, data=data, config=config, alias=alias, no_champion=no_champion,
-                      unloadable_champion=unloadable_champion, allow_unverified=allow_unverified, tmp=tmp)
+                      unloadable_champion=unloadable_champion, allow_unverified=allow_unverified, tmp=tmp,
+                      confidence=confidence, columns=c, audit=audit)
         notes = p.notes
         champion_before = before = p.current()
         cand = p.side(version)
@@ -522,11 +705,16 @@ def promote(
                 time=datetime.now(timezone.utc).isoformat(timespec="microseconds"), decision_id=decision_id,
                 candidate_metrics=cand.metrics or {}, champion_metrics=champ_metrics, evaluation_run_id=eval_run_id,
                 notes=notes, reason=reason_, kind=cand.kind, digest=cand.digest,
-                champion_status=p.champion_status(champ),
+                champion_status=p.champion_status(champ), confidence=confidence, interval=interval,
             )
             for key, value in decision.version_tags().items():
                 client.set_model_version_tag(model, version, key, value)
-            client.update_model_version(model, version, description=decision.description())
+            mv = client.get_model_version(model, version)
+            for key in _STALE_TAGS:  # the per-field tags of earlier fairltr releases: the decision tag holds them
+                if key in (mv.tags or {}):
+                    client.delete_model_version_tag(model, version, key)
+            current = mv.description
+            client.update_model_version(model, version, description=with_verdict(current, decision.description()))
             client.set_registered_model_tag(model, *decision.model_tag())
             return decision
 
@@ -597,6 +785,7 @@ def promote(
             from fairltr.tracking.runs import log_metrics
 
             log_metrics(eval_run_id, decision.run_metrics())
+            mlflow.log_dict(decision.record(), DECISION_ARTIFACT)
             mlflow.set_tags({"fairltr.promotion.verdict": verdict, "fairltr.promotion.model": model,
                              "fairltr.promotion.version": version,
                              "mlflow.note.content": _run_description(decision)})

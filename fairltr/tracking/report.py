@@ -19,7 +19,7 @@ from fairltr.metrics import direction_label, distance_from_ideal, metric_info
 from fairltr.tracking.plots import figure_to_png
 
 __all__ = ["figure_to_png", "fairness_report_html", "metric_sort_key", "ordered_metric_keys", "HEADLINE_METRICS",
-           "COUNT_SUFFIX", "split_counts", "exposure_headline"]
+           "COUNT_SUFFIX", "split_counts", "exposure_headline", "conclusions", "audit_table_html"]
 
 COUNT_SUFFIX = "_n_queries"
 # the short set a reader looks for first, in this order (present keys only)
@@ -77,14 +77,19 @@ def _fmt(v: Any) -> str:
     return html.escape(str(v))
 
 
-def _metric_rows(values: Mapping[str, Any], counts: Mapping[str, Any]) -> str:
+def _metric_rows(values: Mapping[str, Any], counts: Mapping[str, Any],
+                 intervals: Mapping[str, Any] | None = None) -> str:
     rows = []
     for key in ordered_metric_keys(list(values)):
         try:
             kind, arrow = metric_info(key).kind, direction_label(key)
         except KeyError:
             kind, arrow = "other", ""
-        rows.append(f"<tr><td>{html.escape(key)}</td><td class=num>{_fmt(values[key])}</td>"
+        iv = ""
+        if intervals is not None:
+            lo, hi = intervals.get(key + "_ci_low"), intervals.get(key + "_ci_high")
+            iv = f"<td class=num>[{_fmt(lo)}, {_fmt(hi)}]</td>" if _finite(lo) and _finite(hi) else "<td></td>"
+        rows.append(f"<tr><td>{html.escape(key)}</td><td class=num>{_fmt(values[key])}</td>{iv}"
                     f"<td class=kind-{kind}>{kind}</td><td class=muted>{arrow}</td>"
                     f"<td class=num>{_fmt(counts.get(key, ''))}</td></tr>")
     return "".join(rows)
@@ -131,11 +136,18 @@ def fairness_report_html(
     tables: Mapping[str, Any] | None = None,
     subtitle: str | None = None,
     counts: Mapping[str, Any] | None = None,
+    audit: Any = None,
+    interval: Mapping[str, Any] | None = None,
 ) -> str:
     """The report as one HTML string: ``title``, a ``subtitle`` line (run, model, data), the
     exposure headline, the metric table (fairness first; direction, kind and the number of
     queries each average is over, from ``counts`` or ``<metric>_n_queries`` entries of
-    ``metrics``), any extra ``tables`` (pandas DataFrames), the inlined figures and the params."""
+    ``metrics``), any extra ``tables`` (pandas DataFrames), the inlined figures and the params.
+
+    With intervals (``<metric>_ci_low`` / ``_ci_high`` entries) the metric table shows
+    ``value [low, high]`` and ``interval`` (level, resamples, seed, unit) is stated; ``audit`` (the
+    audit table, SPEC 3b) adds the per-category table; a conclusion line is given for each
+    gate-like figure (:func:`conclusions`)."""
     values, companion = split_counts(metrics)
     counts = {**companion, **(counts or {})}
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
@@ -149,8 +161,21 @@ def fairness_report_html(
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
     if values:
-        parts.append("<h2>Metrics</h2><table><tr><th>metric</th><th>value</th><th>kind</th>"
-                     f"<th>direction</th><th>queries</th></tr>{_metric_rows(values, counts)}</table>")
+        lines = conclusions(values)
+        if lines:
+            parts.append("<h2>Conclusions</h2><ul id=conclusions>"
+                         + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>")
+    if audit is not None:
+        parts.append(audit_table_html(audit))
+    if values:
+        lows = {key[: -len("_ci_low")] for key in values if key.endswith("_ci_low")}
+        shown = {key: v for key, v in values.items() if not key.endswith(("_ci_low", "_ci_high"))}
+        head = "<th>value</th>" + ("<th>interval</th>" if lows else "")
+        parts.append(f"<h2>Metrics</h2><table><tr><th>metric</th>{head}<th>kind</th>"
+                     f"<th>direction</th><th>queries</th></tr>{_metric_rows(shown, counts, values if lows else None)}"
+                     "</table>")
+        if interval:
+            parts.append(f"<p class=muted id=interval-note>{html.escape(_interval_words(interval))}</p>")
     for caption, frame in (tables or {}).items():
         parts.append(f"<h2>{html.escape(caption)}</h2>"
                      + frame.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}", border=0))
@@ -166,3 +191,84 @@ def fairness_report_html(
         parts.append(f"<h2>Parameters</h2><table>{rows}</table>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def _interval_words(interval: Mapping[str, Any]) -> str:
+    level = interval.get("ci_level", interval.get("level"))
+    n_boot = interval.get("ci_n_boot", interval.get("n_boot"))
+    unit = interval.get("ci_unit", interval.get("unit"))
+    seed = interval.get("ci_seed", interval.get("seed"))
+    method = interval.get("ci_method", interval.get("method", "percentile"))
+    pct = f"{float(level):.0%}" if _finite(level) else str(level)
+    return (f"Intervals: {pct} {method} cluster bootstrap, {n_boot} resamples of {unit}, seed {seed} "
+            "(docs/spec.md section 3b).")
+
+
+def _verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("yes" if ok else "no")
+
+
+def conclusions(metrics: Mapping[str, Any], low: float = 0.8, high: float = 1.25) -> list[str]:
+    """One line per gate-like figure present in ``metrics``: what it says against its usual bound,
+    and, with an interval, whether the whole interval agrees (the conservative reading).
+
+    * ``exposure_ratio``, ``exposure_ratio_worst``, ``disparate_treatment_ratio``,
+      ``selection_ratio_at_<k>``: "inside 0.8-1.25: yes/no";
+    * ``impact_ratio_at_<k>`` (worst category; per attribute ``.race``): "meets four-fifths: yes/no"."""
+    out: list[str] = []
+
+    def interval_of(key: str) -> tuple[float, float] | None:
+        lo, hi = metrics.get(key + "_ci_low"), metrics.get(key + "_ci_high")
+        return (float(lo), float(hi)) if _finite(lo) and _finite(hi) else None
+
+    for key in ordered_metric_keys([k for k in metrics if not k.endswith(("_ci_low", "_ci_high"))]):
+        v = metrics[key]
+        if not _finite(v):
+            continue
+        v = float(v)
+        iv = interval_of(key)
+        base = key.split(".", 1)[0]
+        if base.startswith("impact_ratio_at_"):
+            line = f"{key} = {v:.3f}: meets four-fifths (>= {low:g}): {_verdict(v >= low)}"
+            if iv:
+                line += (f"; interval [{iv[0]:.3f}, {iv[1]:.3f}]: "
+                         + ("meets it at this confidence: yes" if iv[0] >= low
+                            else "meets it at this confidence: no (the interval reaches below the line)"))
+            out.append(line)
+        elif key in ("exposure_ratio", "exposure_ratio_worst", "disparate_treatment_ratio") or (
+                key.startswith("selection_ratio_at_") and "." not in key):
+            line = f"{key} = {v:.3f}: inside {low:g}-{high:g}: {_verdict(low <= v <= high)}"
+            if iv:
+                inside = low <= iv[0] and iv[1] <= high
+                line += f"; interval [{iv[0]:.3f}, {iv[1]:.3f}] inside: {_verdict(inside)}"
+            out.append(line)
+    return out
+
+
+def audit_table_html(table: Any) -> str:
+    """The audit table (SPEC 3b) as HTML: one row per attribute and category (the intersection
+    last), rates and ratios with their intervals as ``value [low, high]``, excluded rows muted."""
+    cols = [c for c in ("n_candidates", "n_queries", "selected_at_k", "selection_rate_at_k", "impact_ratio_at_k",
+                        "exposure", "exposure_ratio", "merit", "exposure_per_merit") if c in table.columns]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["attribute", "category", *cols, "excluded"])
+    rows = []
+    for _, r in table.iterrows():
+        cells = [f"<td>{html.escape(str(r['attribute']))}</td>", f"<td>{html.escape(str(r['category']))}</td>"]
+        for c in cols:
+            v = r[c]
+            text = _fmt(float(v)) if _finite(v) else _fmt(v)
+            lo, hi = r.get(c + "_ci_low"), r.get(c + "_ci_high")
+            if _finite(lo) and _finite(hi):
+                text += f" [{_fmt(float(lo))}, {_fmt(float(hi))}]"
+            cells.append(f"<td class=num>{text}</td>")
+        excluded = bool(r.get("excluded", False))
+        cells.append(f"<td>{'yes (small category)' if excluded else 'no'}</td>")
+        rows.append(f"<tr{' class=muted' if excluded else ''}>{''.join(cells)}</tr>")
+    return ("<h2>Audit per category</h2><p class=muted>Pooled selection rate in the top k per category; impact "
+            "ratio = a category's rate / the most-selected category's (the four-fifths rule asks >= 0.8). "
+            "Excluded categories are below the minimum share: reported, left out of the worst-case figures."
+            f"</p><table id=audit-table><tr>{head}</tr>{''.join(rows)}</table>")

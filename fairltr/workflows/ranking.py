@@ -215,22 +215,31 @@ def rank_with(model: DELTR, test: pd.DataFrame, spec: RankerSpec, columns: Ranki
 
 
 def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
-                    k: Sequence[int] = DEFAULT_K) -> dict[str, float]:
-    """The metric dictionary of a ranked table (its ``score`` column gives the order)."""
-    return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k))
+                    k: Sequence[int] = DEFAULT_K, audit: Any = None, extra_audit_ks: Sequence[int] = ()) -> dict[str, float]:
+    """The metric dictionary of a ranked table (its ``score`` column gives the order); with
+    ``audit`` (a :class:`fairltr.metrics.AuditConfig`) and a group column also SPEC 3b's
+    worst-case figures (and their intervals when ``audit.ci > 0``), see
+    :func:`fairltr.workflows.audit.audit_evaluation`."""
+    if audit is None or not columns.groups:
+        return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k))
+    from fairltr.workflows.audit import audit_evaluation
+
+    return audit_evaluation(ranked, "score", columns=columns, k=tuple(k), audit=audit, extra_ks=extra_audit_ks)[0]
 
 
 def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,
                        columns: RankingColumns = DEFAULT_COLUMNS, *, k: Sequence[int] = DEFAULT_K,
-                       progress: bool = False, model: DELTR | None = None) -> RankerOutcome:
+                       progress: bool = False, model: DELTR | None = None, audit: Any = None,
+                       extra_audit_ks: Sequence[int] = ()) -> RankerOutcome:
     """Fit (unless a fitted ``model`` is given, e.g. one base model re-ranked by many FA*IR
-    settings), rank ``test`` and compute its metrics. Without ``test`` only the model is made."""
+    settings), rank ``test`` and compute its metrics (with ``audit``, SPEC 3b's audit figures
+    too, see :func:`evaluate_ranked`). Without ``test`` only the model is made."""
     if model is None:
         model = fit_ranker(train, spec, columns, progress=progress)
     if test is None:
         return RankerOutcome(model, None, None)
     ranked = rank_with(model, test, spec, columns)
-    return RankerOutcome(model, ranked, evaluate_ranked(ranked, columns, k))
+    return RankerOutcome(model, ranked, evaluate_ranked(ranked, columns, k, audit, extra_audit_ks))
 
 
 ProgressFn = Callable[[str], None]

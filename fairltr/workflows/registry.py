@@ -51,16 +51,40 @@ class EvaluateModelConfig:
     experiment: str = "fairltr-evaluation"
     run_name: str | None = None
     allow_unverified: bool = False
+    audit: Any = None  # fairltr.metrics.AuditConfig: SPEC 3b's audit (and intervals when audit.ci > 0)
+    compare_with: str | None = None  # a second ranker: paired differences on the same table
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", check_k(self.k))
+        if self.compare_with and isinstance(self.data, RetrievalEvalData):
+            raise ConfigError("--compare-with compares rankers on a ranking file, not retrievers")
 
 
 @dataclass
 class EvaluateModelResult:
+    """``resolved_version``: the registered version an alias URI (``models:/NAME@champion``)
+    pointed to when it was evaluated (also for ``models:/NAME/N``); ``differences``: with
+    ``compare_with``, per headline metric the paired difference and its interval."""
+
     kind: str
     metrics: dict[str, float]
     run_id: str
+    resolved_version: str | None = None
+    differences: dict[str, dict[str, Any]] | None = None
+
+
+def ranker_config(source: RankingSource, k: Sequence[int], audit: Any = None) -> dict[str, Any]:
+    """The ``fair_ranking`` evaluator config of a ranking file: columns (``group`` a list when
+    several attributes), cut-offs, data path and the audit settings."""
+    from fairltr.workflows.audit import audit_to_config
+
+    c = source.columns
+    groups = list(c.groups)
+    config: dict[str, Any] = {"query": c.query, "group": groups[0] if len(groups) == 1 else groups or None,
+                              "judgment": c.judgment, "k": list(k), "data": str(source.path)}
+    if audit is not None and groups:
+        config["audit"] = audit_to_config(audit)
+    return config
 
 
 def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
@@ -97,13 +121,44 @@ def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
             raise ConfigError(f"{cfg.model_uri} is a ranker: --data must be a ranking file, not a folder")
         from fairltr.tracking.promotion import evaluate_model_uri
 
-        c = cfg.data.columns
         df = cfg.data.read()
-        metrics, run_id = evaluate_model_uri(loaded, df, {"query": c.query, "group": c.group,
-                                                          "judgment": c.judgment, "k": list(cfg.k),
-                                                          "data": str(cfg.data.path)},
-                                             run_name=run_name, label=cfg.model_uri)
-    return EvaluateModelResult(kind, metrics, run_id)
+        config = ranker_config(cfg.data, cfg.k, cfg.audit)
+        if vm.version:
+            config["model_version"] = str(vm.version)
+        metrics, run_id = evaluate_model_uri(loaded, df, config, run_name=run_name, label=cfg.model_uri)
+        differences = None
+        if cfg.compare_with:
+            differences = _paired_differences(loaded, cfg.compare_with, df, cfg, Path(tmp) / "other")
+    return EvaluateModelResult(kind, metrics, run_id, resolved_version=vm.version, differences=differences)
+
+
+def _paired_differences(loaded: Any, other_uri: str, df: pd.DataFrame, cfg: EvaluateModelConfig,
+                        dst: Path) -> dict[str, dict[str, Any]]:
+    """Paired bootstrap differences (this model - ``other_uri``) of the headline metrics on ``df``."""
+    from dataclasses import replace
+
+    from fairltr.metrics.bootstrap import paired_difference
+    from fairltr.metrics.registry import headline_metrics
+    from fairltr.tracking.evaluator import model_scores
+    from fairltr.tracking.verify import open_verified
+    from fairltr.workflows.audit import audit_cutoff, make_audit_config
+
+    dst.mkdir(parents=True, exist_ok=True)
+    other_vm, other = open_verified(other_uri, dst, allow_unverified=cfg.allow_unverified)
+    if other_vm.kind != "ranker":
+        raise ConfigError(f"--compare-with {other_uri} is a {other_vm.kind}, not a ranker")
+    audit = cfg.audit or make_audit_config(k=audit_cutoff(cfg.k), ci=0.95)
+    if not audit.ci:
+        audit = replace(audit, ci=0.95)
+    columns = cfg.data.columns
+    a, b = model_scores(loaded, df), model_scores(other, df)
+    out: dict[str, dict[str, Any]] = {}
+    keys = list(headline_metrics(audit.k))
+    for metric in keys:
+        if not columns.groups and metric.startswith(("impact_ratio", "exposure_ratio_worst", "ndkl", "disparate")):
+            continue
+        out[metric] = paired_difference(df, a, b, columns=columns, metric=metric, config=audit)
+    return out
 
 
 # ---------------------------------------------------------------------------------- promote
@@ -129,8 +184,16 @@ class PromoteConfig:
     allow_unverified: bool = False
     lock_timeout: float = 120.0
     lock_lease: float = 60.0
+    confidence: float | None = None
+    audit: Any = None
 
     def __post_init__(self) -> None:
+        if self.confidence is not None:
+            if not (0.0 < float(self.confidence) < 1.0):
+                raise ConfigError(f"--confidence must be a level in (0, 1), e.g. 0.95; got {self.confidence!r}")
+            if not isinstance(self.data, RankingSource):
+                raise ConfigError("--confidence needs --data (a ranking file): the intervals are bootstrapped over "
+                                  "the queries both models are evaluated on")
         if not self.gates:
             raise ConfigError("give at least one --gate (e.g. 'exposure_ratio>=0.9')")
         for name in ("no_champion", "unloadable_champion"):
@@ -156,7 +219,7 @@ def promote_model(cfg: PromoteConfig):
     if isinstance(cfg.data, RankingSource):
         data = cfg.data.read()
         c = cfg.data.columns
-        kw = dict(columns=c, extra_config={"data": str(cfg.data.path)})
+        kw = dict(columns=c, extra_config={"data": str(cfg.data.path)}, audit=cfg.audit, confidence=cfg.confidence)
     elif isinstance(cfg.data, RetrievalEvalData):
         d = cfg.data
         data = {"data_dir": d.folder, "split": d.split, "languages": list(d.languages) if d.languages else None,

@@ -62,6 +62,8 @@ class RankingTrial:
     base: RankerSpec = field(default_factory=RankerSpec)
     columns: RankingColumns = DEFAULT_COLUMNS
     loss: str = "exposure_hinge"
+    audit: Any = None  # fairltr.metrics.AuditConfig: trials also report SPEC 3b's audit figures
+    audit_ks: tuple[int, ...] = ()  # further cut-offs of impact_ratio_at_<k> / ndkl_at_<k> objectives
     _base_models: dict[int, DELTR] = field(default_factory=dict, repr=False)
 
     def spec_for(self, values: Mapping[str, float]) -> RankerSpec:
@@ -87,15 +89,20 @@ class RankingTrial:
                     self._base_models[i] = train_and_evaluate(train, None, self.base.with_(gamma=0.0),
                                                               self.columns).model
                 model = self._base_models[i]
-            per_fold.append(train_and_evaluate(train, test, spec, self.columns, model=model).metrics)
+            per_fold.append(train_and_evaluate(train, test, spec, self.columns, model=model, audit=self.audit,
+                                              extra_audit_ks=self.audit_ks).metrics)
         return mean_over_folds(per_fold)
 
 
 def ranking_trial(method: str, folds: Sequence[Fold], *, loss: str = "exposure_hinge",
                   p_range: tuple[float, float] | None = None, alpha_range: tuple[float, float] = (0.01, 0.5),
-                  seed: int = 0, max_iter: int | None = None, columns: RankingColumns = DEFAULT_COLUMNS) -> RankingTrial:
+                  seed: int = 0, max_iter: int | None = None, columns: RankingColumns = DEFAULT_COLUMNS,
+                  audit_texts: Sequence[str] = ()) -> RankingTrial:
     """The trial of ``method`` over ``folds``; FA*IR's ``fair_p`` range comes from the pooled
-    training share of all folds. Validates the loss kind and the data before the study starts."""
+    training share of all folds. Validates the loss kind and the data before the study starts.
+    When ``audit_texts`` (the objectives and constraints) name a worst-case audit metric
+    (``impact_ratio_at_10``, ``exposure_ratio_worst``, ...), every trial is audited (point
+    figures, SPEC 3b) at the cut-offs they name (10 by default)."""
     from tuning.space import method_space
 
     if method not in RANKING_METHODS:
@@ -116,7 +123,15 @@ def ranking_trial(method: str, folds: Sequence[Fold], *, loss: str = "exposure_h
                               f"{available_losses('ranking')}")
     pooled = folds[0][0] if len(folds) == 1 else pd.concat([tr for tr, _ in folds], ignore_index=True)
     space = method_space(method, pooled, loss=loss, group=columns.group, p_range=p_range, alpha_range=alpha_range)
-    return RankingTrial(method, list(folds), space, base, columns, loss)
+    audit, audit_ks = None, ()
+    from fairltr.workflows.audit import audit_cutoffs_in, make_audit_config, names_audit_metric
+
+    if names_audit_metric(audit_texts):
+        if not columns.groups:
+            raise ConfigError("the audit objectives need a group column (--group)")
+        ks = audit_cutoffs_in(audit_texts) or [10]
+        audit, audit_ks = make_audit_config(k=ks[0], ci=0.0), tuple(ks[1:])
+    return RankingTrial(method, list(folds), space, base, columns, loss, audit, audit_ks)
 
 
 @dataclass
@@ -202,6 +217,7 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
 
         folds = [(RankingSource(cfg.train, columns=columns).read(), RankingSource(cfg.test, columns=columns).read())]
     runner = ranking_trial(cfg.method, folds, loss=cfg.loss, p_range=cfg.p_range, alpha_range=cfg.alpha_range,
-                           seed=cfg.seed, max_iter=cfg.max_iter, columns=columns)
+                           seed=cfg.seed, max_iter=cfg.max_iter, columns=columns,
+                           audit_texts=[str(cfg.objectives or ""), *map(str, cfg.constraints or ())])
     return run_sweep(cfg, runner=runner, echo=echo)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
@@ -53,6 +53,7 @@ class TrainRankerConfig:
     k: tuple[int, ...] = DEFAULT_K
     tracking: TrackingOptions = field(default_factory=TrackingOptions)
     progress: bool = False
+    audit: Any = None
 
     def __post_init__(self) -> None:
         if self.model_format not in MODEL_FORMATS:
@@ -101,7 +102,7 @@ def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResu
     out = OutputSet(cfg.out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS] + ["predictions.csv", "metrics.json"])
     uri = check_tracking_uri() if cfg.tracking.enabled else None
 
-    outcome = train_and_evaluate(train, test, cfg.spec, columns, k=cfg.k, progress=cfg.progress)
+    outcome = train_and_evaluate(train, test, cfg.spec, columns, k=cfg.k, progress=cfg.progress, audit=cfg.audit)
     model = outcome.model
     with out:
         model.save(out.path(f"model.{cfg.model_format}"))
@@ -145,17 +146,27 @@ def _sample(source: RankingSource, n: int = 1000) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------- evaluate
 @dataclass(frozen=True)
 class EvaluateRankerConfig:
-    """``fairltr evaluate``: metrics of a saved model on a ranking file."""
+    """``fairltr evaluate``: metrics of a saved model on a ranking file. ``audit`` (a
+    :class:`fairltr.metrics.AuditConfig`; None: no audit) adds SPEC 3b's audit figures (with a
+    group column); ``audit_out`` writes the audit table there (CSV)."""
 
     model_path: Path
     data: RankingSource
     k: tuple[int, ...] = DEFAULT_K
     metrics_out: Path | None = None
     predictions_out: Path | None = None
+    audit: Any = None
+    audit_out: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model_path", Path(self.model_path))
         object.__setattr__(self, "k", check_k(self.k))
+        if self.audit_out is not None:
+            object.__setattr__(self, "audit_out", Path(self.audit_out))
+            if self.audit is None:
+                raise ConfigError("--audit needs the audit settings (an AuditConfig)")
+            if not self.data.columns.groups:
+                raise ConfigError("--audit needs a group column (--group)")
 
 
 @dataclass
@@ -163,6 +174,7 @@ class EvaluateRankerResult:
     model: DELTR
     metrics: dict[str, float]
     files: dict[str, Path]
+    audit: Any = None  # the AuditResult at the audit's cut-off, when audited
 
 
 def evaluate_ranker(cfg: EvaluateRankerConfig) -> EvaluateRankerResult:
@@ -176,13 +188,26 @@ def evaluate_ranker(cfg: EvaluateRankerConfig) -> EvaluateRankerResult:
         check_output_file(cfg.metrics_out, (".json",))
     if cfg.predictions_out is not None:
         check_output_file(cfg.predictions_out, (".csv", ".parquet", ".pq"))
+    if cfg.audit_out is not None:
+        check_output_file(cfg.audit_out, (".csv",))
     ranked = model.rank(df, query=cfg.data.columns.query)
-    metrics = evaluate_ranked(ranked, cfg.data.columns, cfg.k)
+    audit = None
+    if cfg.audit is not None and cfg.data.columns.groups:
+        from fairltr.workflows.audit import audit_evaluation
+
+        metrics, results = audit_evaluation(ranked, "score", columns=cfg.data.columns, k=cfg.k, audit=cfg.audit)
+        audit = results[cfg.audit.k]
+    else:
+        metrics = evaluate_ranked(ranked, cfg.data.columns, cfg.k)
     files: dict[str, Path] = {}
+    if cfg.audit_out is not None and audit is not None:
+        from fairltr.workflows.audit import write_audit_table
+
+        files["audit"] = write_audit_table(audit, cfg.audit_out)
     if cfg.metrics_out is not None:
         cfg.metrics_out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(cfg.metrics_out, json.dumps(metrics, indent=1))
         files["metrics"] = cfg.metrics_out
     if cfg.predictions_out is not None:
         files["predictions"] = write_table(ranked, cfg.predictions_out)
-    return EvaluateRankerResult(model, metrics, files)
+    return EvaluateRankerResult(model, metrics, files, audit)

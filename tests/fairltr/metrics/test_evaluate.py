@@ -109,7 +109,9 @@ def test_errors_name_the_problem():
 
 def test_metric_declarations():
     assert higher_is_better("ndcg_at_10") and not higher_is_better("exposure_disparity")
-    assert not higher_is_better("exposure_gap") and not higher_is_better("exposure_gap_n_queries")
+    for key in ("exposure_gap", "exposure_gap_n_queries"):  # signed, target 0: never an objective (issue 20)
+        with pytest.raises(ConfigError, match="signed"):
+            higher_is_better(key)
     with pytest.raises(ConfigError, match="exposure_disparity"):  # parity is a target, not "higher"
         higher_is_better("exposure_ratio")
     assert metric_info("precision_at_10").takes_k and metric_info("mrc_at_5").kind == "fairness"

@@ -14,7 +14,7 @@ from fairltr.metrics import (
 
 
 @pytest.mark.parametrize("key, want", [
-    ("ndcg_at_10", "higher"), ("kendall_tau", "higher"), ("exposure_gap", "lower"),
+    ("ndcg_at_10", "higher"), ("kendall_tau", "higher"), ("exposure_gap", "target"),
     ("exposure_disparity", "lower"), ("exposure_shortfall", "lower"), ("exposure_ratio", "target"),
     ("selection_ratio_at_10", "target"), ("mrr_at_100", "higher"), ("mrc_at_5", "higher"),
     ("exposure_protected", "none"), ("exposure_nonprotected", "none"),
@@ -50,7 +50,8 @@ def test_distance_and_is_better():
     assert is_better("exposure_ratio", 1.1, 0.85) and not is_better("exposure_ratio", 1.3, 0.8)
     assert not is_better("exposure_ratio", 0.8, 1.25) and not is_better("exposure_ratio", 1.25, 0.8)
     assert is_better("ndcg_at_10", 0.6, 0.5) and is_better("exposure_disparity", 0.1, 0.2)
-    assert not is_better("exposure_gap", 0.2, 0.1)
+    assert not is_better("exposure_gap", 0.2, 0.1) and is_better("exposure_gap", -0.05, 0.1)
+    assert not is_better("exposure_gap", -0.2, 0.1)  # signed: over-exposing the protected group is no better
     assert is_better("kendall_tau", 0.0, math.nan) and not is_better("kendall_tau", math.nan, 0.0)
 
 
@@ -101,3 +102,39 @@ def test_declarations_are_complete_and_compatible():
         MetricInfo("x", "target", "never")
     with pytest.raises(ConfigError, match="direction"):
         MetricInfo("x", "sideways", "never")
+
+
+@pytest.mark.parametrize("key", ["impact_ratio_at_10", "impact_ratio_at_10.race", "impact_ratio_at_10.sex:race",
+                                 "exposure_ratio_worst", "exposure_ratio_worst.race", "disparate_treatment_ratio",
+                                 "ndkl_at_10", "ndkl_at_10.sex", "impact_ratio_at_10_ci_low",
+                                 "impact_ratio_at_10.sex:race_ci_high", "ndcg_at_10_ci_low", "exposure_ratio_ci_high"])
+def test_audit_keys_and_confidence_bounds(key):
+    assert is_metric_key(key)
+    assert metric_info(key).kind in ("fairness", "relevance")
+
+
+def test_audit_directions():
+    assert optimisation_direction("impact_ratio_at_10") == "maximize"
+    assert optimisation_direction("impact_ratio_at_5.race") == "maximize"
+    assert optimisation_direction("exposure_ratio_worst") == "maximize"
+    assert optimisation_direction("disparate_treatment_ratio") == "maximize"
+    assert optimisation_direction("ndkl_at_10") == "minimize" and ideal("ndkl_at_10") == 0.0
+    assert direction("impact_ratio_at_10_ci_low") == "higher"
+    assert direction_label("exposure_gap") == "target 0 (parity)"
+    with pytest.raises(ConfigError, match="signed"):
+        optimisation_direction("exposure_gap")
+
+
+@pytest.mark.parametrize("key", ["impact_ratio", "impact_ratio_at_10.", "ndcg_at_10.race", "kendall_tau.race",
+                                 "ndkl_at_10_ci_mid"])
+def test_unknown_audit_key_forms(key):
+    assert not is_metric_key(key)
+
+
+def test_headline_metrics_are_declared_once_and_known():
+    from fairltr.metrics import HEADLINE_METRICS, headline_metrics
+
+    assert HEADLINE_METRICS[0] == "impact_ratio_at_10" and "exposure_ratio" in HEADLINE_METRICS
+    assert all(is_metric_key(k) for k in HEADLINE_METRICS)
+    assert headline_metrics(5)[0] == "impact_ratio_at_5" and "ndcg_at_5" in headline_metrics(5)
+    assert len(set(HEADLINE_METRICS)) == len(HEADLINE_METRICS)

@@ -94,19 +94,83 @@ def test_parse_two_sided_and_reversed(text, rule, lower, upper):
 
 
 def test_presets():
+    """four_fifths is the four-fifths rule over every audited category: impact_ratio_at_<k> >= 0.8
+    (the per-query selection_ratio_at_<k> keeps its own name and is gated explicitly)."""
     g = parse_gate("four_fifths")
-    assert (g.metric, g.op, g.value, g.preset, g.rule) == ("selection_ratio_at_10", ">=", 0.8, "four_fifths@10",
-                                                          "selection_ratio_at_10>=0.8")
+    assert (g.metric, g.op, g.value, g.preset, g.rule) == ("impact_ratio_at_10", ">=", 0.8, "four_fifths@10",
+                                                          "impact_ratio_at_10>=0.8")
     g5 = parse_gate(" four_fifths@5 ")
-    assert (g5.metric, g5.preset, g5.text) == ("selection_ratio_at_5", "four_fifths@5", "four_fifths@5")
-    assert expand_preset("four_fifths@20") == ("four_fifths@20", "selection_ratio_at_20>=0.8")
+    assert (g5.metric, g5.preset, g5.text) == ("impact_ratio_at_5", "four_fifths@5", "four_fifths@5")
+    assert expand_preset("four_fifths@20") == ("four_fifths@20", "impact_ratio_at_20>=0.8")
     assert expand_preset("exposure_ratio>=0.9") is None and "four_fifths" in GATE_PRESETS
     assert gate_cutoffs([g, g5, parse_gate("ndcg_at_10>=0.5"), parse_gate("kendall_tau>=0")]) == [5, 10]
-    r = check_gates([g, g5], {"selection_ratio_at_10": 0.79, "selection_ratio_at_5": 0.85}, None)
+    r = check_gates([g, g5], {"impact_ratio_at_10": 0.79, "impact_ratio_at_5": 0.85,
+                              "selection_ratio_at_10": 0.95}, None)
     assert [x.passed for x in r] == [False, True]
-    assert r[0].rule == "selection_ratio_at_10>=0.8" and r[0].preset == "four_fifths@10" and r[0].gate == "four_fifths"
+    assert r[0].rule == "impact_ratio_at_10>=0.8" and r[0].preset == "four_fifths@10" and r[0].gate == "four_fifths"
     assert math.isclose(r[0].margin, -0.01) and math.isclose(r[1].margin, 0.05)
-    assert r[0].describe().startswith("FAIL four_fifths [selection_ratio_at_10>=0.8]: selection_ratio_at_10=0.79")
+    assert r[0].describe().startswith("FAIL four_fifths [impact_ratio_at_10>=0.8]: impact_ratio_at_10=0.79")
+    assert parse_gate("selection_ratio_at_10>=0.8").metric == "selection_ratio_at_10"  # still its own name
+
+
+@pytest.mark.parametrize("text", ["impact_ratio_at_10>=0.8", "impact_ratio_at_10.race>=0.8",
+                                  "impact_ratio_at_10.sex:race>=0.8", "exposure_ratio_worst>=0.8",
+                                  "disparate_treatment_ratio>=0.8", "ndkl_at_10<=0.1"])
+def test_audit_metric_names_are_gates(text):
+    assert parse_gate(text).metric == text.split(">")[0].split("<")[0]
+
+
+def test_confidence_mode_checks_the_conservative_end():
+    """>= compares the interval's low end, <= its high end, a two-sided gate both; the point
+    estimate alone would pass each of these."""
+    m = {"impact_ratio_at_10": 0.85, "impact_ratio_at_10_ci_low": 0.74, "impact_ratio_at_10_ci_high": 0.95,
+         "exposure_disparity": 0.05, "exposure_disparity_ci_low": 0.01, "exposure_disparity_ci_high": 0.12,
+         "exposure_ratio": 1.0, "exposure_ratio_ci_low": 0.9, "exposure_ratio_ci_high": 1.3}
+    gates = [parse_gate(t) for t in ("four_fifths", "exposure_disparity<=0.1", "0.8<=exposure_ratio<=1.25")]
+    assert all(r.passed for r in check_gates(gates, m, None))
+    ir, disp, two = check_gates(gates, m, None, confidence=0.95)
+    assert not ir.passed and math.isclose(ir.margin, 0.74 - 0.8) and ir.interval == (0.74, 0.95)
+    assert "low 0.74 >= 0.8" in ir.compared and ir.confidence == 0.95
+    assert not disp.passed and math.isclose(disp.margin, 0.1 - 0.12) and "high 0.12 <= 0.1" in disp.compared
+    assert not two.passed and math.isclose(two.margin, 1.25 - 1.3)
+    line = ir.describe()
+    assert line.startswith("FAIL four_fifths [impact_ratio_at_10>=0.8]: impact_ratio_at_10=0.85 [0.74, 0.95] at 95%")
+    assert "short by 0.06" in line
+    clear = {**m, "impact_ratio_at_10_ci_low": 0.83}
+    assert check_gates(gates[:1], clear, None, confidence=0.95)[0].passed
+
+
+def test_confidence_mode_fails_closed_without_an_interval():
+    r = check_gates([parse_gate("four_fifths")], {"impact_ratio_at_10": 0.99}, None, confidence=0.9)[0]
+    assert not r.passed and "no 90% interval" in r.note
+
+
+def test_confidence_mode_relative_gates_use_the_paired_difference():
+    """ndcg_at_10>=champion-0.01 reads (candidate - champion) >= -0.01 on the paired interval: the
+    candidate's own interval overlapping the champion's says nothing about the pair."""
+    g = parse_gate("ndcg_at_10>=champion-0.01")
+    cand = {"ndcg_at_10": 0.70, "ndcg_at_10_ci_low": 0.60, "ndcg_at_10_ci_high": 0.80}
+    champ = {"ndcg_at_10": 0.69, "ndcg_at_10_ci_low": 0.59, "ndcg_at_10_ci_high": 0.79}
+    ok = check_gates([g], cand, champ, confidence=0.95,
+                     differences={"ndcg_at_10": {"difference": 0.01, "ci_low": -0.005, "ci_high": 0.025}})[0]
+    assert ok.passed and ok.difference_interval == (-0.005, 0.025) and math.isclose(ok.margin, 0.005)
+    bad = check_gates([g], cand, champ, confidence=0.95,
+                      differences={"ndcg_at_10": {"difference": 0.01, "ci_low": -0.03, "ci_high": 0.05}})[0]
+    assert not bad.passed and math.isclose(bad.margin, -0.02) and "(paired)" in bad.describe()
+    missing = check_gates([g], cand, champ, confidence=0.95)[0]
+    assert not missing.passed and "no paired interval" in missing.note
+    # no champion: skipped as today (policy pass), or failed (policy fail)
+    assert check_gates([g], cand, None, confidence=0.95)[0].passed
+    assert not check_gates([g], cand, None, "fail", confidence=0.95)[0].passed
+    # champion*x: the candidate's low end against x times the champion's high end (no difference to pair)
+    times = check_gates([parse_gate("ndcg_at_10>=champion*0.9")], cand, champ, confidence=0.95)[0]
+    assert not times.passed and math.isclose(times.threshold, 0.79 * 0.9)
+
+
+def test_without_confidence_gates_are_unchanged():
+    m = {"exposure_ratio": 0.85, "exposure_ratio_ci_low": 0.5, "exposure_ratio_ci_high": 0.9}
+    r = check_gates([parse_gate("exposure_ratio>=0.8")], m, None)[0]
+    assert r.passed and r.confidence is None and r.interval is None and math.isclose(r.margin, 0.05)
 
 
 @pytest.mark.parametrize("text", ["mrr_at_100/de>=champion-1", "recall_at_100/pt-br>=50", "mrc_at_5>=-20",

@@ -1,0 +1,492 @@
+"""The audit of docs/spec.md section 3b: any number of group attributes and categories, their
+intersection, pooled selection rates and impact ratios, exposure and merit per category, the
+worst-case figures and their confidence intervals.
+
+Everything is computed from per-(query, category) sufficient statistics, built with one
+``bincount`` over category codes (no per-query Python loop):
+
+    n(q, c)      candidates of category c in query q
+    sel(q, c)    of them ranked within the top k (1-based ranks by decreasing score, ties by row)
+    exp(q, c)    sum of v(rank) = 1 / ln(1 + rank)   (the exposure discount of section 3)
+    merit(q, c)  sum of judgments (>= 0)
+
+Pooled over the table: SR(c) = sum_q sel / sum_q n; IR(c) = SR(c) / max_c' SR(c');
+Exp(c) = sum_q exp / sum_q n; ER(c) = Exp(c) / max_c' Exp(c'); U(c) = sum_q merit / sum_q n;
+exposure per merit Exp(c) / U(c) and its ratio to the largest (disparate treatment, Singh &
+Joachims 2018); c' runs over the attribute's non-excluded categories. A bootstrap resample only
+re-weights queries (or candidates), so every resample is one matrix product of the weights with
+these statistics. NDKL (Geyik et al. 2019) is a per-query value averaged over queries.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.special import rel_entr
+
+from fairltr.columns import RankingColumns
+from fairltr.data import (
+    category_codes, check_table, is_string_categories, locate_row, numeric_column, query_codes, rank_within_query,
+    show_value,
+)
+from fairltr.errors import ConfigError, DataError
+from fairltr.metrics.resampling import bootstrap_candidates, bootstrap_queries, resolve_unit
+
+__all__ = ["AuditConfig", "AuditResult", "AuditPlan", "audit_ranking", "prepare_audit", "TABLE_COLUMNS",
+           "CI_TABLE_COLUMNS", "INTERSECTION_SEP", "CATEGORY_SEP", "PerQueryValues", "resampled_figures",
+           "run_bootstrap", "interval_bounds", "attach_table_bounds"]
+
+INTERSECTION_SEP = ":"
+"""Joins attribute names of the intersection (``sex:race``), in the order the attributes were given."""
+CATEGORY_SEP = "|"
+"""Joins the categories of an intersection cell (``Female|Hispanic``)."""
+
+TABLE_COLUMNS = ("attribute", "category", "n_candidates", "n_queries", "selected_at_k", "selection_rate_at_k",
+                 "impact_ratio_at_k", "exposure", "exposure_ratio", "merit", "exposure_per_merit", "excluded")
+"""The audit table's columns, in order (``<col>_ci_low`` / ``<col>_ci_high`` follow for :data:`CI_TABLE_COLUMNS`)."""
+CI_TABLE_COLUMNS = ("selection_rate_at_k", "impact_ratio_at_k", "exposure_ratio")
+"""The rates and ratios of the table that get a confidence interval."""
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """How to audit: selection cut-off ``k``, small-category exclusion, confidence interval.
+
+    ``min_category_share``: a category holding less than this share of all candidates is
+    reported with ``excluded=True`` and left out of the worst-case figures (never merged).
+    ``ci``: confidence level in (0, 1), 0 = no intervals; ``n_boot`` resamples, ``seed``;
+    ``unit``: ``"queries"``, ``"candidates"`` or ``"auto"`` (queries from 30 queries up);
+    ``method``: ``"percentile"`` or ``"BCa"`` (queries unit only).
+    """
+
+    k: int = 10
+    min_category_share: float = 0.02
+    ci: float = 0.95
+    n_boot: int = 2000
+    seed: int = 0
+    unit: str = "auto"
+    method: str = "percentile"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
+            raise ConfigError(f"audit k must be an integer >= 1, got {self.k!r}")
+        share = self.min_category_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
+            raise ConfigError(f"min_category_share must be a number in [0, 1), got {share!r}")
+        ci = self.ci
+        if isinstance(ci, bool) or not isinstance(ci, (int, float)) or not (ci == 0 or 0 < ci < 1):
+            raise ConfigError(f"confidence level must be 0 (no intervals) or in (0, 1), e.g. 0.95; got {ci!r}")
+        if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, (int, np.integer)) or self.n_boot < 10:
+            raise ConfigError(f"n_boot (bootstrap resamples) must be an integer >= 10, got {self.n_boot!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ConfigError(f"bootstrap seed must be an integer >= 0, got {self.seed!r}")
+        resolve_unit(self.unit, 0)
+        if self.method not in ("percentile", "BCa"):
+            raise ConfigError(f"bootstrap method must be 'percentile' or 'BCa', got {self.method!r}")
+        if self.method == "BCa" and self.unit == "candidates":
+            raise ConfigError("the BCa interval needs the queries unit (the candidate bootstrap is stratified); "
+                              "use method 'percentile'")
+
+    def interval(self, n_queries: int) -> dict[str, Any] | None:
+        """The interval metadata recorded beside the bounds (None when ``ci == 0``)."""
+        if self.ci == 0:
+            return None
+        unit = resolve_unit(self.unit, n_queries)
+        return {"level": float(self.ci), "n_boot": int(self.n_boot), "seed": int(self.seed), "unit": unit,
+                "method": self.method if unit == "queries" else "percentile"}
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """``table``: one row per (attribute, category), intersection included (:data:`TABLE_COLUMNS`,
+    then the ``_ci_low`` / ``_ci_high`` columns when intervals were asked); ``metrics``: the
+    worst-case figures (``impact_ratio_at_<k>``, ``impact_ratio_at_<k>.<attribute>``,
+    ``exposure_ratio_worst``, ``disparate_treatment_ratio``, ``ndkl_at_<k>``, each also per
+    attribute), with ``_ci_low`` / ``_ci_high``; ``interval``: level, n_boot, seed, unit, method
+    (None without intervals)."""
+
+    table: pd.DataFrame
+    metrics: dict[str, float]
+    interval: dict[str, Any] | None = None
+
+
+@dataclass
+class _Block:
+    """One attribute (or the intersection) with its categories, as global category indices."""
+
+    name: str
+    labels: list[str]
+    codes: np.ndarray  # (R,) 0..len(labels)-1
+    offset: int = 0
+    visible: bool = True  # the hidden binary block (section-3 coding) is not in the table
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.offset, self.offset + self.size)
+
+
+def _labels(df: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str]]:
+    """Category codes in sorted order of the categories as written (ints numerically)."""
+    values = df[col]
+    if is_string_categories(values):
+        codes, uniques = pd.factorize(values.astype(str), sort=True)
+        return codes.astype(np.int64), [str(u) for u in uniques]
+    ints = pd.to_numeric(values).to_numpy(dtype=np.float64).astype(np.int64)
+    codes, uniques = pd.factorize(ints, sort=True)
+    return codes.astype(np.int64), [str(int(u)) for u in uniques]
+
+
+def _check_judgments(df: pd.DataFrame, c: RankingColumns) -> np.ndarray:
+    y = numeric_column(df, c.judgment, query=c.query)
+    bad = y < 0
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{locate_row(df, pos)}: judgment {show_value(df[c.judgment].iloc[pos])} in column "
+                        f"{c.judgment!r} (query {show_value(df[c.query].iloc[pos])}) is negative; the audit's merit "
+                        "(mean judgment per category) needs judgments >= 0")
+    return y
+
+
+def _check_scores(df: pd.DataFrame, scores: Any, c: RankingColumns) -> np.ndarray:
+    if isinstance(scores, str):
+        if scores not in df.columns:
+            raise DataError(f"score column {scores!r} not in the table; columns: {list(df.columns)}")
+        scores = df[scores]
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if len(s) != len(df):
+        raise DataError(f"got {len(s)} scores for {len(df)} rows")
+    if not np.all(np.isfinite(s)):
+        row = int(np.flatnonzero(~np.isfinite(s))[0])
+        raise DataError(f"score at row {row} is {s[row]} (query {show_value(df[c.query].iloc[row])}); "
+                        "scores must be finite")
+    return s
+
+
+@dataclass
+class AuditPlan:
+    """The audit's data for one table and one ranking: category blocks, per-row and per-query
+    sufficient statistics, per-query NDKL. Built by :func:`prepare_audit`; every figure, point
+    or resampled, is :meth:`figures` of re-weighted statistics."""
+
+    config: AuditConfig
+    blocks: list[_Block]
+    n_queries: int
+    n_rows: int
+    query_of_row: np.ndarray
+    row_stats: sparse.csr_matrix  # (R, Q * C * 4): row r's contribution to (q, c, stat)
+    query_stats: sparse.csr_matrix  # (Q, C * 4): per-query sums
+    ndkl: np.ndarray  # (Q, visible blocks)
+    excluded: np.ndarray  # (C,) bool, decided on the whole table
+    strata: np.ndarray  # (R,) query x intersection category: the candidate bootstrap's strata
+    n_queries_per_category: np.ndarray  # (C,)
+    attributes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def n_categories(self) -> int:
+        return sum(b.size for b in self.blocks)
+
+    @property
+    def visible(self) -> list[_Block]:
+        return [b for b in self.blocks if b.visible]
+
+    # ------------------------------------------------------------------ figures
+    def figures(self, totals: np.ndarray, per_query: np.ndarray | None = None,
+                ndkl: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Worst-case metrics (name -> (batch,)) and table cells (column -> (batch, C)) from pooled
+        ``totals`` (batch, C, 4); ``per_query`` (batch, Q, C, 4) gives the section-3 binary
+        figures per query (candidate unit); ``ndkl`` (batch, visible blocks) the averaged NDKL."""
+        k = self.config.k
+        n, sel, exp, merit = (totals[..., i] for i in range(4))
+        with np.errstate(all="ignore"):
+            sr = np.where(n > 0, sel / n, np.nan)
+            ex = np.where(n > 0, exp / n, np.nan)
+            mer = np.where(n > 0, merit / n, np.nan)
+            epm = np.where(merit > 0, exp / merit, np.nan)
+        ir = np.full_like(sr, np.nan)
+        er = np.full_like(sr, np.nan)
+        dt = np.full_like(sr, np.nan)
+        metrics: dict[str, np.ndarray] = {}
+        worst = {"impact_ratio": [], "exposure_ratio_worst": [], "disparate_treatment_ratio": []}
+        import warnings
+
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: NaN, by design
+            for b in self.visible:
+                sl = b.slice
+                inc = ~self.excluded[sl]
+                for value, ratio, name in ((sr, ir, "impact_ratio"), (ex, er, "exposure_ratio_worst"),
+                                           (epm, dt, "disparate_treatment_ratio")):
+                    block = value[:, sl]
+                    top = np.nanmax(np.where(inc, block, np.nan), axis=1, keepdims=True) if inc.any() \
+                        else np.full((block.shape[0], 1), np.nan)
+                    ratio[:, sl] = np.where(top > 0, block / top, np.nan)
+                    w = (np.nanmin(np.where(inc, ratio[:, sl], np.nan), axis=1) if inc.any()
+                         else np.full(block.shape[0], np.nan))
+                    key = f"impact_ratio_at_{k}" if name == "impact_ratio" else name
+                    metrics[f"{key}.{b.name}"] = w
+                    worst[name].append(w)
+        for name, parts in worst.items():
+            key = f"impact_ratio_at_{k}" if name == "impact_ratio" else name
+            metrics[key] = np.fmin.reduce(np.stack(parts), axis=0) if parts else np.full(totals.shape[0], np.nan)
+        if ndkl is not None:
+            for j, b in enumerate(self.visible):
+                metrics[f"ndkl_at_{k}.{b.name}"] = ndkl[:, j]
+            metrics[f"ndkl_at_{k}"] = np.fmax.reduce(ndkl, axis=1)
+        if per_query is not None:
+            metrics.update(self._binary(per_query))
+        table = {"selection_rate_at_k": sr, "impact_ratio_at_k": ir, "exposure": ex, "exposure_ratio": er,
+                 "merit": mer, "exposure_per_merit": epm}
+        return metrics, table
+
+    def _binary(self, per_query: np.ndarray) -> dict[str, np.ndarray]:
+        """Section 3's binary figures (group code 0 vs >= 1 of the first attribute) from per-query
+        statistics (batch, Q, C, 4): exposure_ratio, exposure_gap, exposure_disparity,
+        exposure_shortfall, selection_ratio_at_k; per-query values averaged over the queries
+        where they are defined, as :func:`fairltr.metrics.evaluate_ranking` does."""
+        b = self.blocks[-1]
+        s = per_query[:, :, b.slice, :]  # (batch, Q, 2, 4): non-protected, protected
+        n0, n1 = s[..., 0, 0], s[..., 1, 0]
+        with np.errstate(all="ignore"):
+            e0, e1 = s[..., 0, 2] / n0, s[..., 1, 2] / n1
+            r0, r1 = s[..., 0, 1] / n0, s[..., 1, 1] / n1
+            both = (n0 > 0) & (n1 > 0)
+            ratio = np.where(both & (e0 > 0), e1 / e0, np.nan)
+            gap = np.where(both, e0 - e1, np.nan)
+            sel = np.where(both & (r0 > 0), r1 / r0, np.nan)
+            out = {"exposure_ratio": np.nanmean(ratio, axis=1), "exposure_gap": np.nanmean(gap, axis=1),
+                   f"selection_ratio_at_{self.config.k}": np.nanmean(sel, axis=1)}
+        r = out["exposure_ratio"]
+        out["exposure_disparity"] = np.where(r >= 1, 1 - 1 / np.maximum(r, 1), 1 - r)
+        out["exposure_shortfall"] = np.maximum(0.0, 1 - r)
+        return out
+
+    # ------------------------------------------------------------------ point and resamples
+    def totals(self) -> np.ndarray:
+        """Pooled statistics of the whole table, (1, C, 4)."""
+        return np.asarray(self.query_stats.sum(axis=0)).reshape(1, self.n_categories, 4)
+
+    def resampled_totals_queries(self, weights: np.ndarray) -> np.ndarray:
+        """(batch, C, 4) pooled statistics of query-weighted tables ((batch, Q) multiplicities)."""
+        t = np.asarray(self.query_stats.T @ weights.T).T
+        return t.reshape(weights.shape[0], self.n_categories, 4)
+
+    def resampled_ndkl(self, weights: np.ndarray) -> np.ndarray:
+        """(batch, visible blocks) weighted means of the per-query NDKL."""
+        return (weights @ self.ndkl) / weights.sum(axis=1, keepdims=True)
+
+    def resampled_per_query(self, weights: np.ndarray) -> np.ndarray:
+        """(batch, Q, C, 4) per-query statistics of candidate-weighted tables ((batch, R) multiplicities)."""
+        t = np.asarray(self.row_stats.T @ weights.T).T
+        return t.reshape(weights.shape[0], self.n_queries, self.n_categories, 4)
+
+    def point(self) -> tuple[pd.DataFrame, dict[str, float]]:
+        """The audit table (without intervals) and the worst-case metrics of the table."""
+        metrics, cells = self.figures(self.totals(), ndkl=self.ndkl.mean(axis=0, keepdims=True))
+        totals = self.totals()[0]
+        rows = []
+        for b in self.visible:
+            for j, label in enumerate(b.labels):
+                c = b.offset + j
+                rows.append({"attribute": b.name, "category": label, "n_candidates": int(totals[c, 0]),
+                             "n_queries": int(self.n_queries_per_category[c]), "selected_at_k": int(totals[c, 1]),
+                             **{col: float(cells[col][0, c]) for col in cells},
+                             "excluded": bool(self.excluded[c])})
+        table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+        return table, {key: float(v[0]) for key, v in metrics.items()}
+
+
+def _ndkl_per_query(qcodes: np.ndarray, ranks: np.ndarray, sizes: np.ndarray, codes: np.ndarray,
+                    n_cat: int, k: int) -> np.ndarray:
+    """Per-query NDKL at k of one attribute, (Q,): (1/Z) sum_{i<=min(k, n_q)} KL(D_i || D) / log2(i + 1),
+    Z = sum_{i<=min(k, n_q)} 1 / log2(i + 1); D_i the category mix of the top i, D the query's."""
+    q = len(sizes)
+    kk = int(min(k, sizes.max())) if q else 0
+    top = ranks <= kk
+    counts = np.bincount((qcodes[top] * kk + (ranks[top] - 1)) * n_cat + codes[top],
+                         minlength=q * kk * n_cat).reshape(q, kk, n_cat).astype(np.float64)
+    prefix = np.cumsum(counts, axis=1)
+    i = np.arange(1, kk + 1, dtype=np.float64)
+    d_i = prefix / i[None, :, None]
+    pool = np.bincount(qcodes * n_cat + codes, minlength=q * n_cat).reshape(q, 1, n_cat) / sizes[:, None, None]
+    kl = rel_entr(d_i, pool).sum(axis=-1)  # (Q, kk); 0 * log 0 = 0
+    valid = i[None, :] <= sizes[:, None]
+    disc = np.where(valid, 1.0 / np.log2(i + 1.0)[None, :], 0.0)
+    return (kl * disc).sum(axis=1) / disc.sum(axis=1)
+
+
+def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, config: AuditConfig) -> AuditPlan:
+    """Validate the table (one-line errors naming file, line, column, query) and build the
+    :class:`AuditPlan` of the ranking ``scores`` (one per row, or a column name)."""
+    c = columns.require("group", "judgment", purpose="the audit")
+    check_table(df, c)
+    s = _check_scores(df, scores, c)
+    y = _check_judgments(df, c)
+    qcodes, qids = query_codes(df, c.query)
+    n_q, n_rows = len(qids), len(df)
+    sizes = np.bincount(qcodes, minlength=n_q)
+    ranks = rank_within_query(qcodes, s)
+    blocks: list[_Block] = []
+    for name in c.groups:
+        codes, labels = _labels(df, name)
+        blocks.append(_Block(name, labels, codes))
+    if len(c.groups) >= 2:
+        combined = np.zeros(n_rows, dtype=np.int64)
+        for b in blocks:
+            combined = combined * b.size + b.codes
+        codes, uniques = pd.factorize(combined, sort=True)
+        labels = []
+        for u in uniques:
+            parts = []
+            for b in reversed(blocks):
+                parts.append(b.labels[int(u) % b.size])
+                u = int(u) // b.size
+            labels.append(CATEGORY_SEP.join(reversed(parts)))
+        blocks.append(_Block(INTERSECTION_SEP.join(c.groups), labels, codes.astype(np.int64)))
+    binary = (category_codes(df[c.group])[0] >= 1).astype(np.int64)
+    blocks.append(_Block("__binary__", ["0", ">=1"], binary, visible=False))
+    offset = 0
+    for b in blocks:
+        b.offset = offset
+        offset += b.size
+    n_cat = offset
+    selected = (ranks <= config.k).astype(np.float64)
+    exposure = 1.0 / np.log1p(ranks.astype(np.float64))
+    values = np.stack([np.ones(n_rows), selected, exposure, y], axis=1)  # (R, 4)
+    # every row contributes to one category of each block: columns (q * C + c) * 4 + stat
+    rows_idx, cols_idx, vals = [], [], []
+    for b in blocks:
+        cat = b.offset + b.codes
+        base = (qcodes * n_cat + cat) * 4
+        for stat in range(4):
+            rows_idx.append(np.arange(n_rows))
+            cols_idx.append(base + stat)
+            vals.append(values[:, stat])
+    r_i, c_i, v = np.concatenate(rows_idx), np.concatenate(cols_idx), np.concatenate(vals)
+    row_stats = sparse.csr_matrix((v, (r_i, c_i)), shape=(n_rows, n_q * n_cat * 4))
+    query_stats = sparse.csr_matrix((v, (qcodes[r_i], c_i - qcodes[r_i] * n_cat * 4)), shape=(n_q, n_cat * 4))
+    counts = np.asarray(query_stats[:, 0::4].todense())
+    n_queries_per_category = (counts > 0).sum(axis=0)
+    share = counts.sum(axis=0) / n_rows
+    excluded = share < config.min_category_share
+    excluded[blocks[-1].slice] = False
+    visible = [b for b in blocks if b.visible]
+    ndkl = np.stack([_ndkl_per_query(qcodes, ranks, sizes, b.codes, b.size, config.k) for b in visible], axis=1)
+    finest = visible[-1]
+    strata = qcodes * finest.size + finest.codes
+    return AuditPlan(config=config, blocks=blocks, n_queries=n_q, n_rows=n_rows, query_of_row=qcodes,
+                     row_stats=row_stats, query_stats=query_stats, ndkl=ndkl, excluded=excluded, strata=strata,
+                     n_queries_per_category=n_queries_per_category, attributes=tuple(c.groups))
+
+
+@dataclass
+class PerQueryValues:
+    """Extra per-query metrics to re-average in each resample (queries unit): ``values`` (Q, P),
+    NaN where a query's value is undefined (left out of that average), named ``names``;
+    ``derive(means) -> dict`` adds figures computed from the averages (exposure_disparity from
+    the averaged exposure_ratio)."""
+
+    values: np.ndarray
+    names: Sequence[str]
+    derive: Any = None
+
+
+def resampled_figures(plan: AuditPlan, unit: str, extra: PerQueryValues | None = None):
+    """``f(weights) -> (metrics {name: (batch,)}, cells {column: (batch, C)})`` for one bootstrap
+    unit: ``weights`` are (batch, Q) query multiplicities (``"queries"``) or (batch, R)
+    candidate multiplicities (``"candidates"``; rank-based per-query metrics and NDKL have no
+    interval there, the section-3 binary exposure figures are recomputed from the statistics)."""
+    if unit == "queries":
+        if extra is not None:
+            ok = ~np.isnan(extra.values)
+            filled = np.where(ok, extra.values, 0.0)
+            okf = ok.astype(np.float64)
+
+        def f(w: np.ndarray):
+            metrics, cells = plan.figures(plan.resampled_totals_queries(w), ndkl=plan.resampled_ndkl(w))
+            if extra is not None:
+                with np.errstate(all="ignore"):
+                    means = (w @ filled) / (w @ okf)
+                more = {name: means[:, j] for j, name in enumerate(extra.names)}
+                if extra.derive is not None:
+                    more.update(extra.derive(more))
+                metrics.update(more)
+            return metrics, cells
+        return f
+
+    def g(w: np.ndarray):
+        per_q = plan.resampled_per_query(w)
+        return plan.figures(per_q.sum(axis=1), per_query=per_q)
+    return g
+
+
+def run_bootstrap(plan: AuditPlan, statistic, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of ``statistic(weights) -> (M, batch)`` under the plan's config and ``unit``."""
+    cfg = plan.config
+    if unit == "queries":
+        return bootstrap_queries(statistic, plan.n_queries, level=cfg.ci, n_boot=cfg.n_boot, seed=cfg.seed,
+                                 method=cfg.method)
+    return bootstrap_candidates(statistic, plan.strata, level=cfg.ci, n_boot=cfg.n_boot, seed=cfg.seed)
+
+
+def interval_bounds(plan: AuditPlan, extra: PerQueryValues | None = None
+                    ) -> tuple[dict[str, tuple[float, float]], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Bootstrap bounds of every audit figure (and of ``extra`` per-query averages, queries
+    unit): ({metric: (low, high)}, table lows {column: (C,)}, table highs {column: (C,)})."""
+    info = plan.config.interval(plan.n_queries)
+    if info is None:
+        raise ConfigError("no confidence interval asked (ci=0)")
+    figures = resampled_figures(plan, info["unit"], extra)
+    names: list[str] = []
+    n_cat = plan.n_categories
+
+    def statistic(w: np.ndarray) -> np.ndarray:
+        metrics, cells = figures(w)
+        if not names:
+            names.extend(metrics)
+        return np.concatenate([np.stack([metrics[m] for m in names])] + [cells[col].T for col in CI_TABLE_COLUMNS])
+
+    low, high = run_bootstrap(plan, statistic, info["unit"])
+    m = len(names)
+    bounds = {name: (float(low[j]), float(high[j])) for j, name in enumerate(names)}
+    lows = {col: low[m + i * n_cat: m + (i + 1) * n_cat] for i, col in enumerate(CI_TABLE_COLUMNS)}
+    highs = {col: high[m + i * n_cat: m + (i + 1) * n_cat] for i, col in enumerate(CI_TABLE_COLUMNS)}
+    return bounds, lows, highs
+
+
+def attach_table_bounds(plan: AuditPlan, table: pd.DataFrame, lows: dict[str, np.ndarray],
+                        highs: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The audit table with ``<col>_ci_low`` / ``<col>_ci_high`` after the point columns."""
+    idx = np.concatenate([np.arange(b.offset, b.offset + b.size) for b in plan.visible])
+    out = table.copy()
+    for col in CI_TABLE_COLUMNS:
+        out[f"{col}_ci_low"] = lows[col][idx]
+        out[f"{col}_ci_high"] = highs[col][idx]
+    return out
+
+
+def audit_ranking(df: pd.DataFrame, scores: Any, *, columns: RankingColumns,
+                  config: AuditConfig = AuditConfig()) -> AuditResult:
+    """The audit table and worst-case figures of ``scores`` (one per row of ``df``, or a column
+    name) on the table's group attributes ``columns.groups`` (docs/spec.md section 3b), with
+    cluster-bootstrap intervals when ``config.ci > 0``."""
+    plan = prepare_audit(df, scores, columns=columns, config=config)
+    table, metrics = plan.point()
+    interval = config.interval(plan.n_queries)
+    if interval is not None:
+        bounds, lows, highs = interval_bounds(plan)
+        for key in list(metrics):
+            if key in bounds:
+                metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = bounds[key]
+        table = attach_table_bounds(plan, table, lows, highs)
+    return AuditResult(table=table, metrics=metrics, interval=interval)
+
+
