@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
-from fairltr.cli import deltr_commands, dpr_commands, fair_commands, sweep_commands, tracking_commands  # noqa: F401
+from fairltr.cli import (  # noqa: F401
+    deltr_commands, dpr_commands, fair_commands, monitor_commands, sweep_commands, tracking_commands,
+)
 from fairltr.cli.app import cli, run
 
 

@@ -332,6 +332,9 @@ def log_ranker_into_run(run_id: str, model: DELTR, *, train_df: pd.DataFrame, te
             notes=None if logged else "No test metrics were given for this run.",
         )
         (Path(tmp) / "fairness_report.html").write_text(report, encoding="utf-8")
+        from fairltr.tracking.monitoring import log_training_profile
+
+        log_training_profile(train_df, model.columns_.groups, model.feature_names_, Path(tmp))  # fairltr monitor's baseline
         mlflow.log_artifacts(tmp)  # one upload call for the figures, the counts and the report
     keep = [c for c in [model.query_, *model.feature_names_] if c in train_df.columns]
     info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
