@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from fairltr.cli import (  # noqa: F401
-    deltr_commands, dpr_commands, fair_commands, gbdt_commands, plrank_commands, sweep_commands,
+    deltr_commands, dpr_commands, fair_commands, gbdt_commands, monitor_commands, plrank_commands, sweep_commands,
     tracking_commands,
 )
 from fairltr.cli.app import cli, run

@@ -78,12 +78,12 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json", show_default=True)
 @audit_options(what="the test metrics")
 @wide_option()
-@tracking_options("fairltr", register=True)
+@tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
 def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_loss, optimizer, max_iter, lr, l2, seed,
                 device, engine, epochs, batch_queries, accelerator, devices, num_nodes, ddp_timeout, fair_p,
                 fair_alpha, out_dir, model_format, ci, min_category_share, n_boot, ci_seed, wide, experiment, no_track,
-                register, fmt, query, group, judgment, item):
+                register, serve_rerank, fmt, query, group, judgment, item):
     """Train a DELTR ranker; print test metrics; write model, ranked predictions and metrics to --out."""
     from pathlib import Path
 
@@ -106,7 +106,8 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         train=ranking_source(train_path, fmt, query, group, judgment, item), spec=spec,
         test=ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None,
         out_dir=Path(out_dir), model_format=model_format,
-        tracking=tracking_from(experiment, no_track, register), progress=sys.stderr.isatty(), audit=audit,
+        tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank),
+        progress=sys.stderr.isatty(), audit=audit,
     )
     res = train_ranker(cfg, echo=_echo_err)
     if res.node_rank:

@@ -28,11 +28,11 @@ from fairltr.cli.options import data_options, ranking_source, tracking_from, tra
               help="FA*IR pre-processing: re-rank every training list with target proportion P first")
 @click.option("--fair-alpha", type=float, default=0.1, show_default=True, help="FA*IR significance for --fair-preprocess")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/lambdamart", show_default=True)
-@tracking_options("fairltr", register=True)
+@tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
 def train_lambdamart(train_path, test_path, colorblind, features, num_leaves, learning_rate, n_estimators,
                      min_data_in_leaf, grades, num_threads, seed, fair_p, fair_alpha, out_dir, experiment, no_track,
-                     register, fmt, query, group, judgment, item):
+                     register, serve_rerank, fmt, query, group, judgment, item):
     """Train a LambdaMART ranker (LightGBM lambdarank; needs fairltr[gbdt]); print test metrics; write
     model.json + LightGBM's model.txt, ranked predictions and metrics to --out."""
     from pathlib import Path
@@ -50,7 +50,7 @@ def train_lambdamart(train_path, test_path, colorblind, features, num_leaves, le
     cfg = TrainRankerConfig(
         train=ranking_source(train_path, fmt, query, group, judgment, item), spec=spec,
         test=ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None,
-        out_dir=Path(out_dir), tracking=tracking_from(experiment, no_track, register),
+        out_dir=Path(out_dir), tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank),
     )
     res = train_ranker(cfg, echo=_echo_err)
     if res.metrics is not None:

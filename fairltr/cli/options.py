@@ -79,8 +79,9 @@ def parse_ks(text: str, option: str = "--k") -> tuple[int, ...]:
     return ks
 
 
-def tracking_options(experiment: str, register: bool = False) -> Callable:
-    """Decorator adding ``--experiment``, ``--no-track`` (and ``--register NAME``)."""
+def tracking_options(experiment: str, register: bool = False, serve_rerank: bool = False) -> Callable:
+    """Decorator adding ``--experiment``, ``--no-track`` (and ``--register NAME``; and
+    ``--serve-rerank POLICY`` for rankers)."""
     options = [
         click.option("--experiment", default=experiment, show_default=True, help="MLflow experiment"),
         click.option("--no-track", is_flag=True, help="do not log to MLflow"),
@@ -88,6 +89,11 @@ def tracking_options(experiment: str, register: bool = False) -> Callable:
     if register:
         options.append(click.option("--register", default=None,
                                     help="register the model in the MLflow registry under this name"))
+    if serve_rerank:
+        options.append(click.option("--serve-rerank", "serve_rerank", default=None, metavar="POLICY",
+                                    help="post-processing the logged model applies when served, e.g. "
+                                         "'fair:p=0.3,alpha=0.1[,k=10]' (FA*IR) or 'detconstsort:k=10'; "
+                                         "request params override it"))
 
     def decorate(f: Callable) -> Callable:
         for opt in reversed(options):
@@ -97,10 +103,12 @@ def tracking_options(experiment: str, register: bool = False) -> Callable:
     return decorate
 
 
-def tracking_from(experiment: str, no_track: bool, register: str | None = None, run_name: str | None = None):
+def tracking_from(experiment: str, no_track: bool, register: str | None = None, run_name: str | None = None,
+                  serve_rerank: str | None = None):
     from fairltr.workflows.options import TrackingOptions
 
-    return TrackingOptions(enabled=not no_track, experiment=experiment, register=register or None, run_name=run_name)
+    return TrackingOptions(enabled=not no_track, experiment=experiment, register=register or None, run_name=run_name,
+                           serve_rerank=serve_rerank)
 
 
 def ci_option(default: float = 0.0, what: str = "the metrics") -> Callable:

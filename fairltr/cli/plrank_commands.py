@@ -34,11 +34,11 @@ from fairltr.cli.options import data_options, ranking_source, tracking_from, tra
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1 ...")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/plrank", show_default=True)
 @click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json", show_default=True)
-@tracking_options("fairltr", register=True)
+@tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
 def train_plrank_cmd(train_path, test_path, lam, samples, estimator, disparity, merit, colorblind, features, optimizer,
-                     max_iter, lr, l2, seed, device, out_dir, model_format, experiment, no_track, register, fmt,
-                     query, group, judgment, item):
+                     max_iter, lr, l2, seed, device, out_dir, model_format, experiment, no_track, register,
+                     serve_rerank, fmt, query, group, judgment, item):
     """Train a Plackett-Luce ranking policy (PL-Rank / Fair-PG-Rank) for E[DCG] - lambda x disparity of
     expected exposure; print test metrics of its mean-score ranking; write model, predictions and metrics."""
     from pathlib import Path
@@ -54,7 +54,8 @@ def train_plrank_cmd(train_path, test_path, lam, samples, estimator, disparity, 
         train=ranking_source(train_path, fmt, query, group, judgment, item), spec=spec,
         test=ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None,
         out_dir=Path(out_dir), model_format=model_format,
-        tracking=tracking_from(experiment, no_track, register), progress=sys.stderr.isatty(),
+        tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank),
+        progress=sys.stderr.isatty(),
     )
     res = train_plrank(cfg, echo=_echo_err)
     if res.metrics is not None:

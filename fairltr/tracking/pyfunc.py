@@ -19,6 +19,14 @@ never a sampled ranking, so that a registered version's outputs are reproducible
 * contract: input = DataFrame with the query-id column and the model's feature columns (extra
   columns are ignored); output = DataFrame ``score`` (float) and ``rank`` (1-based, per query,
   by decreasing score, ties in input order), same index and row order as the input.
+* serving-time post-processing (:mod:`fairltr.fair.policy`): a policy recorded at logging time
+  (``serve_rerank`` in the model config, e.g. ``fair:p=0.3,alpha=0.1``; inside the digest like
+  the weights) and/or the request's ``params`` (``rerank``, ``p``, ``alpha``, ``adjust``, ``k``,
+  ``target``) re-rank each query; the output then carries the query id (and item id), ``score``,
+  the re-ranked ``rank`` and ``fair_feasible`` (per query), still in input row order. The
+  rankings are deterministic: the model's scores, then the re-ranker. A bad request (unknown
+  ``rerank``, a missing group column, bad values) is an ``INVALID_PARAMETER_VALUE`` error with one
+  line, which ``mlflow models serve`` answers with HTTP 400.
 """
 
 from __future__ import annotations
@@ -35,8 +43,10 @@ import pandas as pd
 
 import mlflow.pyfunc
 
+from fairltr.columns import RankingColumns
 from fairltr.deltr import DELTR
-from fairltr.errors import DataError
+from fairltr.errors import ConfigError, DataError
+from fairltr.fair.policy import NO_POLICY, ServingPolicy, apply_policy, parse_policy, policy_from_params
 from fairltr.gbdt import LambdaMART
 from fairltr.rankers import load_ranker
 from fairltr.tracking.config import registry_prints_follow_log_level
@@ -71,30 +81,63 @@ def predict_frame(model: Ranker, df: pd.DataFrame, query: str | None = None) -> 
     return pd.DataFrame({"score": scores.astype(np.float64), "rank": aligned_ranks(df, scores, q)}, index=df.index)
 
 
-class FairltrRanker(mlflow.pyfunc.PythonModel):
-    """Scores and per-query ranks of a DELTR model loaded from its safetensors artifact (or a
-    LambdaMART model from its JSON + LightGBM text artifacts).
+def _bad_request(exc: Exception):
+    """A one-line MLflow error the scoring server answers with HTTP 400 (no traceback)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
-    ``model_config={"query": "<column>"}`` overrides the query-id column name seen at training.
+    return MlflowException(" ".join(str(exc).split()), error_code=INVALID_PARAMETER_VALUE)
+
+
+def _given(params: dict[str, Any] | None) -> dict[str, Any]:
+    """The request params that carry a value (MLflow fills absent ones with the schema default)."""
+    return {k: v for k, v in (params or {}).items() if v is not None}
+
+
+class FairltrRanker(mlflow.pyfunc.PythonModel):
+    """Scores and per-query ranks of a ranker (DELTR or PLRank from its safetensors artifact, a
+    LambdaMART model from its JSON + LightGBM text artifacts), with an optional serving-time
+    re-ranking policy (module docstring).
+
+    ``model_config``: ``query`` (overrides the query-id column name seen at training), ``group``
+    (the group column a re-ranker reads), ``serve_rerank`` (the recorded policy's spec).
     """
 
     @classmethod
-    def from_model(cls, model: Ranker, query: str | None = None) -> "FairltrRanker":
+    def from_model(cls, model: Ranker, query: str | None = None, policy: ServingPolicy | str | None = None,
+                   group: str | None = None) -> "FairltrRanker":
         """The pyfunc of an already loaded model (in-process use; no MLflow context)."""
         self = cls()
         self.model = model
         self.query = query or model.query_
+        self.group = group or model.columns_.group
+        self.policy = policy if isinstance(policy, ServingPolicy) else parse_policy(policy)
         return self
 
     def load_context(self, context) -> None:
         self.model = load_ranker_artifacts(context.artifacts["weights"], context.artifacts.get("booster"))
         config = getattr(context, "model_config", None) or {}
         self.query = config.get("query") or self.model.query_
+        self.group = config.get("group") or self.model.columns_.group
+        self.policy = parse_policy(config.get("serve_rerank"))
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
-        return predict_frame(self.model, model_input, self.query)
+        recorded = getattr(self, "policy", NO_POLICY)
+        try:
+            requested = _given(params)
+            plain = not recorded.active and requested.get("rerank", "none") == "none" and set(requested) <= {"rerank"}
+            if plain:  # no policy anywhere: today's output (score, rank)
+                return predict_frame(self.model, model_input, self.query)
+            policy = policy_from_params(recorded, requested)
+            if self.query not in model_input.columns:
+                raise DataError(f"query column {self.query!r} not in the input; columns: {list(model_input.columns)}")
+            scores = self.model.predict(model_input)
+            return apply_policy(model_input, scores, policy,
+                                RankingColumns(query=self.query, group=getattr(self, "group", None), judgment=None))
+        except (ConfigError, DataError) as exc:
+            raise _bad_request(exc) from None
 
 
 def ranker_pip_requirements(extra: tuple[str, ...] = ()) -> list[str]:
@@ -122,17 +165,48 @@ def _default_example(model: Ranker, n: int = 3) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
+def _with_group(example: pd.DataFrame, group: str | None) -> pd.DataFrame:
+    """``example`` with a group column (alternating 0/1) when it has none: what a re-ranking
+    policy reads."""
+    if group is None or group in example.columns:
+        return example
+    return example.assign(**{group: np.arange(len(example), dtype=np.int64) % 2})
+
+
+def _serving_signature(signature, group: str | None):
+    """``signature`` plus the serving params and, when the group column is not among the inputs,
+    the group column as an optional input. Every param defaults to None ("the recorded policy's
+    value"): MLflow fills absent params with their defaults, and a recorded value there could not
+    be told from a requested one (``{"rerank": "none"}`` would arrive with the policy's ``p``)."""
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
+
+    inputs = list(signature.inputs.inputs)
+    if group is not None and group not in signature.inputs.input_names():
+        inputs.append(ColSpec("long", group, required=False))
+    params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
+        ("rerank", "string"), ("p", "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
+        ("target", "string"))])
+    return ModelSignature(inputs=Schema(inputs), outputs=signature.outputs, params=params)
+
+
 def log_ranker_model(
     model: Ranker,
     name: str = "model",
     input_example: pd.DataFrame | None = None,
     register: str | None = None,
+    serve_rerank: ServingPolicy | str | None = None,
     **log_kwargs: Any,
 ):
     """Log ``model`` as a pyfunc (in the active run, if any) and optionally register it as a
     new version of ``register``. Returns MLflow's ``ModelInfo`` (``model_uri``,
     ``registered_model_version``...). The folder's digest is recorded on the logged model and
-    the version (tag ``fairltr.digest``, :func:`fairltr.tracking.verify.record_digest`)."""
+    the version (tag ``fairltr.digest``, :func:`fairltr.tracking.verify.record_digest`).
+
+    ``serve_rerank``: the default serving policy (``"fair:p=0.3,alpha=0.1"``), recorded in the
+    model config (so inside the digest) and applied by every ``predict`` unless a request's
+    params override it. The signature declares the serving params and, when the group column is
+    not a feature, the group column as an optional input."""
     from mlflow.models import infer_signature
 
     from fairltr.tracking.verify import record_digest
@@ -145,6 +219,8 @@ def log_ranker_model(
         input_example = input_example[keep].head(5).reset_index(drop=True)
     # features as double so that int or float inputs both pass MLflow's schema enforcement
     input_example = input_example.astype({f: np.float64 for f in model.feature_names_})
+    policy = serve_rerank if isinstance(serve_rerank, ServingPolicy) else parse_policy(serve_rerank)
+    group = model.columns_.group
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
         lambdamart = isinstance(model, LambdaMART)
@@ -158,7 +234,9 @@ def log_ranker_model(
             uploaded["artifact:booster"] = booster_path_for(weights)
         with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
             warnings.simplefilter("ignore", UserWarning)
-            signature = infer_signature(input_example, predict_frame(model, input_example))
+            example_out = (predict_frame(model, input_example) if not policy.active else
+                           FairltrRanker.from_model(model, policy=policy).predict(None, _with_group(input_example, group)))
+            signature = _serving_signature(infer_signature(input_example, example_out), group)
         code = stage_package(tmp_path / "code")
         with registry_prints_follow_log_level():
             info = mlflow.pyfunc.log_model(
@@ -170,8 +248,8 @@ def log_ranker_model(
                 signature=signature,
                 input_example=input_example,
                 registered_model_name=register or None,
-                model_config={"query": model.query_, "kind": "ranker",
-                              **({"model": "LambdaMART"} if lambdamart else {})},
+                model_config={"query": model.query_, "kind": "ranker", "group": group,
+                              "serve_rerank": policy.describe(), **({"model": "LambdaMART"} if lambdamart else {})},
                 **log_kwargs,
             )
         record_digest(info, {**uploaded, "ranker_code.py": MODEL_CODE, "code/fairltr": code},

@@ -292,7 +292,7 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
                         test_metrics: Mapping[str, float] | None = None, params: Mapping[str, Any] | None = None,
                         data_paths: Mapping[str, str | Path] | None = None, register: str | None = None,
                         title: str | None = None, tags: Mapping[str, str] | None = None,
-                        rename: bool = False, train_sample: bool = False):
+                        rename: bool = False, train_sample: bool = False, serve_rerank: str | None = None):
     """Log a fitted ranker into the ACTIVE run ``run_id``, in the order a reader needs it:
 
     * params (:func:`run_params` + ``params``); the training (and test) table as MLflow datasets
@@ -310,7 +310,9 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
       step = iteration, the last iteration linked to the logged model (which therefore carries
       the final objective, not iteration 0's).
 
-    ``rename`` sets the run's name to ``title``. Returns MLflow's ``ModelInfo``."""
+    ``rename`` sets the run's name to ``title``; ``serve_rerank`` is the serving policy recorded with
+    the model (:mod:`fairltr.fair.policy`; param ``serve_rerank`` and a line of the version
+    description). Returns MLflow's ``ModelInfo``."""
     import mlflow
 
     from fairltr.tracking.pyfunc import log_ranker_model
@@ -321,6 +323,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     paths = dict(data_paths or {})
     all_params = run_params(model, train_df, paths)
     all_params.update(params or {})
+    if serve_rerank:
+        all_params["serve_rerank"] = serve_rerank
     log_params(run_id, all_params)
     run_tags = {"fairltr.model": model._FILE_KIND}
     if model.fairness_loss is not None:
@@ -356,24 +360,33 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
             notes=None if logged else "No test metrics were given for this run.",
         )
         (Path(tmp) / "fairness_report.html").write_text(report, encoding="utf-8")
+        from fairltr.tracking.monitoring import log_training_profile
+
+        log_training_profile(train_df, model.columns_.groups, model.feature_names_, Path(tmp))  # fairltr monitor's baseline
         mlflow.log_artifacts(tmp)  # one upload call for the figures, the counts and the report
     keep = [c for c in [model.query_, *model.feature_names_] if c in train_df.columns]
-    info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register)
+    info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
+                            serve_rerank=serve_rerank)
     log_history(model.history, run_id, model_id=info.model_id)
     mlflow.set_tag("fairltr.model_uri", info.model_uri)
     if register:
         version = str(info.registered_model_version)
         mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
-        client.update_model_version(register, version, description=version_description(heading, model, logged, split))
+        client.update_model_version(register, version, description=version_description(
+            heading, model, logged, split, serve_rerank=serve_rerank))
     return info
 
 
-def version_description(title: str, model: DELTR, metrics: Mapping[str, float], split: str) -> str:
-    """One line for a newly registered version: what it is and its fairness on ``split``."""
+def version_description(title: str, model: DELTR, metrics: Mapping[str, float], split: str,
+                        serve_rerank: str | None = None) -> str:
+    """One line for a newly registered version: what it is, its fairness on ``split`` and the
+    serving policy it applies (when one was recorded)."""
     from fairltr.tracking.report import HEADLINE_METRICS
 
     shown = [k for k in HEADLINE_METRICS if k in metrics][:4]
     values = ", ".join(f"{k} {metrics[k]:.3g}" for k in shown)
     return (f"Registered from run '{title}' ({_model_words(model, title)})"
             + (f"; {split} split: {values}" if values else "")
+            + (f". Served with post-processing {serve_rerank} (request params may override it)"
+               if serve_rerank and serve_rerank != "none" else "")
             + ". No promotion decision yet.")

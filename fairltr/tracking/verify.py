@@ -338,7 +338,8 @@ def load_verified(vm: VerifiedModel):
             artifacts = (pyfunc.get("artifacts") or {})
             booster = _artifact(vm, "booster") if "booster" in artifacts else None
             python_model = FairltrRanker.from_model(load_ranker_artifacts(_artifact(vm, "weights"), booster),
-                                                    config.get("query"))
+                                                    config.get("query"), policy=config.get("serve_rerank"),
+                                                    group=config.get("group"))
         else:
             from fairltr.tracking.retriever import FairltrRetriever
 

@@ -52,15 +52,25 @@ def read_source(source: RankingSource) -> pd.DataFrame:
 @dataclass(frozen=True)
 class TrackingOptions:
     """MLflow settings of a job: ``enabled`` (False = ``--no-track``), the experiment, a run
-    name, and the registered model name to register the model under (None = do not)."""
+    name, the registered model name to register the model under (None = do not), and the
+    serving policy recorded with a logged ranker (``serve_rerank``, e.g. ``fair:p=0.3,alpha=0.1``;
+    :func:`fairltr.fair.policy.parse_policy`; None = the model's own ranking)."""
 
     enabled: bool = True
     experiment: str = "fairltr"
     run_name: str | None = None
     register: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    serve_rerank: str | None = None
 
     def __post_init__(self) -> None:
+        if self.serve_rerank is not None:
+            from fairltr.fair.policy import parse_policy
+
+            policy = parse_policy(self.serve_rerank)  # a bad spec is a ConfigError before any work
+            object.__setattr__(self, "serve_rerank", policy.describe() if policy.active else None)
+            if policy.active and not self.enabled:
+                raise ConfigError("--serve-rerank is recorded with the logged model: drop --no-track")
         if self.register is not None and not self.register.strip():
             object.__setattr__(self, "register", None)
         if self.register and not self.enabled:

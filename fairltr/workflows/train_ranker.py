@@ -165,7 +165,8 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
             run.info.run_id, model, train_df=train_frame if train_frame is not None else _sample(train_source),
             test_df=test, test_metrics=outcome.metrics, params=params,
             data_paths={"train": train_source.path, **({"test": test_source.path} if test_source else {})},
-            register=tracking.register, title=run_name, rename=True, train_sample=train_frame is None)
+            register=tracking.register, title=run_name, rename=True, train_sample=train_frame is None,
+            serve_rerank=tracking.serve_rerank)
         result.run_id = run.info.run_id
     if tracking.register:
         result.registered_version = str(info.registered_model_version)

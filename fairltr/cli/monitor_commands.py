@@ -1,0 +1,67 @@
+"""``fairltr monitor``: the audit of served rankings over time windows (parse, call the
+workflow, print)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from fairltr.cli.app import cli
+from fairltr.cli.options import audit_config, audit_options, group_option, ranking_columns, tracking_from
+
+__all__ = ["monitor_command"]
+
+
+@cli.command("monitor")
+@click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
+              help="table of served rankings (CSV or Parquet; Parquet is read in batches)")
+@click.option("--model-uri", default=None,
+              help="score raw candidates with this model (models:/NAME/V, models:/NAME@ALIAS; verified before use); "
+                   "without it the table's --rank-column (or --score-column) is the ranking")
+@click.option("--time-column", required=True, help="timestamp of each row (ISO 8601 dates or times)")
+@click.option("--window", required=True, help="window length: 24h, 7d, 2w, 1mo, 1y")
+@click.option("--query", default="query_id", show_default=True, help="query (ranking) id column")
+@group_option("group attribute column, repeatable: --group race --group sex (integer or string categories; "
+              "several give their intersection too)")
+@click.option("--judgment", default=None, help="outcome / judgment column (optional: merit figures need it)")
+@click.option("--rank-column", default=None, help="served rank (1 = top) of each row [default: rank, unless --model-uri scores]")
+@click.option("--score-column", default=None, help="served score of each row (higher = ranked first) instead of ranks")
+@click.option("--k", "k", type=int, default=10, show_default=True, help="selection cut-off of the impact ratio")
+@audit_options(ci_default=0.95, what="every window's figures")
+@click.option("--gate", "gates", multiple=True,
+              help="promotion gate checked per window, repeatable: four_fifths@10, 'exposure_ratio_worst>=0.8'")
+@click.option("--confidence", type=float, default=None,
+              help="check every gate on the conservative end of its interval at this level (e.g. 0.95)")
+@click.option("--reference", default=None, type=click.Path(dir_okay=False),
+              help="training table to compare each window's category mix and feature means with "
+                   "(default: the profile recorded with --model-uri's training run)")
+@click.option("--allow-unverified", is_flag=True, help="accept a model without a recorded digest")
+@click.option("--out", "out_dir", default="outputs/monitor", show_default=True, help="output folder")
+@click.option("--experiment", default="fairltr-monitor", show_default=True, help="MLflow experiment")
+@click.option("--no-track", is_flag=True, help="do not log to MLflow (and do not tag the model version)")
+def monitor_command(data_path, model_uri, time_column, window, query, group, judgment, rank_column, score_column, k,
+                    ci, min_category_share, n_boot, ci_seed, gates, confidence, reference, allow_unverified, out_dir,
+                    experiment, no_track):
+    """Audit served rankings per time window; exit 1 naming every failing window and category."""
+    from pathlib import Path
+
+    from fairltr.workflows.monitor import MonitorConfig, monitor
+
+    cfg = MonitorConfig(
+        data=Path(data_path), time_column=time_column, window=window,
+        columns=ranking_columns(query, group, judgment, None),
+        audit=audit_config(k, ci, min_category_share, n_boot, ci_seed), out_dir=Path(out_dir), model_uri=model_uri,
+        score_column=score_column, rank_column=rank_column, gates=tuple(gates), confidence=confidence,
+        reference=Path(reference) if reference else None, allow_unverified=allow_unverified,
+        tracking=tracking_from(experiment, no_track),
+    )
+    res = monitor(cfg, echo=lambda line: click.echo(line, err=True))
+    for failure in res.failures:
+        click.echo(failure["line"])
+    click.echo(f"{len(res.windows)} windows through {res.record['through']}: {res.record['verdict']}; "
+               f"outputs in {cfg.out_dir}")
+    if res.run_id:
+        click.echo(f"MLflow run {res.run_id}" + (f"; tagged {res.version[0]} version {res.version[1]}" if res.version else ""))
+    if not res.passed:
+        sys.exit(1)

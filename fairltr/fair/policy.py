@@ -1,0 +1,254 @@
+"""Serving-time post-processing policies: which re-ranker a served model applies to its scores.
+
+A policy is a method and its settings, written once as a string (the ``--serve-rerank`` option,
+recorded with the model) or as the serving request's ``params``:
+
+* ``none``: the model's own ranking (scores, ranks by decreasing score);
+* ``fair:p=0.3,alpha=0.1[,adjust=true][,k=10]``: FA*IR's ranked group fairness re-ranker
+  (docs/spec.md §4) of each query's top k (``k`` absent: the whole list);
+* ``detgreedy`` / ``detcons`` / ``detrelaxed`` / ``detconstsort`` ``[:k=10][,target=A:0.3,B:0.7]``:
+  Geyik et al.'s multi-group re-rankers (``target`` absent: the pool's mix). ``target`` takes the
+  rest of the string, so it comes last.
+
+Request ``params`` override the recorded policy field by field (``{"rerank": "fair", "p": 0.4}``);
+``{"rerank": "none"}`` turns a recorded policy off for one request. Every error is a
+:class:`~fairltr.errors.ConfigError` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from fairltr.columns import RankingColumns
+from fairltr.errors import ConfigError
+
+__all__ = ["ServingPolicy", "POLICY_METHODS", "GEYIK_METHODS", "parse_policy", "policy_from_params",
+           "apply_policy", "NO_POLICY"]
+
+GEYIK_METHODS = ("detgreedy", "detcons", "detrelaxed", "detconstsort")
+POLICY_METHODS = ("none", "fair", *GEYIK_METHODS)
+_FIELDS = ("p", "alpha", "adjust", "k", "target")
+_TRUE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+@dataclass(frozen=True)
+class ServingPolicy:
+    """A post-processing policy: ``method`` in :data:`POLICY_METHODS` and its settings.
+
+    ``p`` (FA*IR's target protected proportion, required for ``fair``), ``alpha`` (its
+    significance, default 0.1), ``adjust`` (multiple-testing adjustment, default True), ``k``
+    (top-k re-ranked; None = every candidate) and ``target`` (Geyik's category mix,
+    ``"A:0.3,B:0.7"``; None = the pool's mix)."""
+
+    method: str = "none"
+    p: float | None = None
+    alpha: float = 0.1
+    adjust: bool = True
+    k: int | None = None
+    target: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in POLICY_METHODS:
+            raise ConfigError(f"rerank must be one of {list(POLICY_METHODS)}, got {self.method!r}")
+        if self.p is not None and not (isinstance(self.p, (int, float)) and 0.0 < float(self.p) < 1.0):
+            raise ConfigError(f"rerank p must be a number in (0, 1), got {self.p!r}")
+        if not (isinstance(self.alpha, (int, float)) and 0.0 < float(self.alpha) < 1.0):
+            raise ConfigError(f"rerank alpha must be a number in (0, 1), got {self.alpha!r}")
+        if not isinstance(self.adjust, bool):
+            raise ConfigError(f"rerank adjust must be true or false, got {self.adjust!r}")
+        if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer))
+                                   or int(self.k) < 1):
+            raise ConfigError(f"rerank k must be a positive integer, got {self.k!r}")
+        if self.method == "fair" and self.p is None:
+            raise ConfigError("rerank 'fair' needs p (FA*IR's target protected proportion in (0, 1)), "
+                              "e.g. fair:p=0.3,alpha=0.1")
+        if self.method == "fair" and self.target is not None:
+            raise ConfigError("rerank 'fair' takes p, not target (target is for the Geyik re-rankers)")
+        if self.method in GEYIK_METHODS and self.p is not None:
+            raise ConfigError(f"rerank {self.method!r} takes target (a category mix), not p (FA*IR's)")
+        if self.target is not None:
+            _parse_target(self.target)
+
+    @property
+    def active(self) -> bool:
+        """Whether the policy re-ranks at all."""
+        return self.method != "none"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        """The policy as its own spec string (``fair:p=0.3,alpha=0.1,adjust=true``)."""
+        if not self.active:
+            return "none"
+        parts = []
+        if self.method == "fair":
+            parts += [f"p={self.p:g}", f"alpha={self.alpha:g}", f"adjust={str(self.adjust).lower()}"]
+        if self.k is not None:
+            parts.append(f"k={int(self.k)}")
+        if self.target is not None:
+            parts.append(f"target={self.target}")
+        return self.method + (":" + ",".join(parts) if parts else "")
+
+
+NO_POLICY = ServingPolicy()
+
+
+def _parse_target(text: str) -> dict[str, float]:
+    """``"A:0.3,B:0.7"`` -> {"A": 0.3, "B": 0.7}; shares in [0, 1] summing to 1 (1e-6)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"rerank target must be 'CATEGORY:SHARE,...', got {text!r}")
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, share = item.strip().rpartition(":")
+        if not sep or not name:
+            raise ConfigError(f"rerank target item {item.strip()!r} is not CATEGORY:SHARE")
+        try:
+            v = float(share)
+        except ValueError:
+            raise ConfigError(f"rerank target share of {name!r} is not a number: {share!r}") from None
+        if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+            raise ConfigError(f"rerank target share of {name!r} must be in [0, 1], got {share}")
+        if name in out:
+            raise ConfigError(f"rerank target names category {name!r} twice")
+        out[name] = v
+    if abs(sum(out.values()) - 1.0) > 1e-6:
+        raise ConfigError(f"rerank target shares must sum to 1, got {sum(out.values()):g} ({text})")
+    return out
+
+
+def _coerce(field: str, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if field == "adjust":
+        if isinstance(raw, bool):
+            return raw
+        key = str(raw).strip().lower()
+        if key not in _TRUE:
+            raise ConfigError(f"rerank adjust must be true or false, got {raw!r}")
+        return _TRUE[key]
+    if field == "k":
+        if isinstance(raw, bool):
+            raise ConfigError(f"rerank k must be a positive integer, got {raw!r}")
+        try:
+            f = float(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"rerank k must be a positive integer, got {raw!r}") from None
+        if not f.is_integer():
+            raise ConfigError(f"rerank k must be a positive integer, got {raw!r}")
+        return int(f)
+    if field in ("p", "alpha"):
+        if isinstance(raw, bool):
+            raise ConfigError(f"rerank {field} must be a number in (0, 1), got {raw!r}")
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"rerank {field} must be a number in (0, 1), got {raw!r}") from None
+    return str(raw)
+
+
+def parse_policy(spec: str | None) -> ServingPolicy:
+    """A policy from its spec string (module docstring); None or "" or "none" = no policy."""
+    if spec is None or not str(spec).strip() or str(spec).strip() == "none":
+        return NO_POLICY
+    method, _, rest = str(spec).strip().partition(":")
+    method = method.strip().lower()
+    if method not in POLICY_METHODS:
+        raise ConfigError(f"--serve-rerank: unknown method {method!r}; one of {list(POLICY_METHODS)} "
+                          "(e.g. fair:p=0.3,alpha=0.1 or detconstsort:k=10)")
+    fields: dict[str, Any] = {}
+    rest = rest.strip()
+    while rest:
+        if rest.startswith("target="):
+            fields["target"] = rest[len("target="):].strip()
+            break
+        item, _, rest = rest.partition(",")
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in _FIELDS:
+            raise ConfigError(f"--serve-rerank: {item.strip()!r} is not one of {list(_FIELDS)} as key=value "
+                              f"(e.g. fair:p=0.3,alpha=0.1)")
+        if key in fields:
+            raise ConfigError(f"--serve-rerank: {key} given twice")
+        fields[key] = _coerce(key, value.strip())
+        rest = rest.strip()
+    return ServingPolicy(method=method, **fields)
+
+
+def policy_from_params(recorded: ServingPolicy, params: Mapping[str, Any] | None) -> ServingPolicy:
+    """The policy of one request: ``recorded`` with every non-None field of ``params`` replacing
+    its own (``rerank`` names the method). Switching methods drops the other method's fields."""
+    if not params:
+        return recorded
+    unknown = sorted(set(params) - {"rerank", *_FIELDS})
+    if unknown:
+        raise ConfigError(f"unknown serving params {unknown}; known: {['rerank', *_FIELDS]}")
+    fields = recorded.as_dict()
+    method = params.get("rerank")
+    if method is not None:
+        method = str(method).strip().lower()
+        if method not in POLICY_METHODS:
+            raise ConfigError(f"rerank must be one of {list(POLICY_METHODS)}, got {params.get('rerank')!r}")
+        if method != recorded.method:  # another method: none of the recorded method's settings carry over
+            fields = {**NO_POLICY.as_dict(), "method": method}
+    changes = {f: _coerce(f, params[f]) for f in _FIELDS if params.get(f) is not None}
+    if fields["method"] == "none" and changes:
+        raise ConfigError(f"serving params {sorted(changes)} need a re-ranker: add rerank "
+                          f"(one of {list(POLICY_METHODS[1:])})")
+    return ServingPolicy(**{**fields, **changes})
+
+
+def apply_policy(
+    df: pd.DataFrame, scores: np.ndarray, policy: ServingPolicy, columns: RankingColumns
+) -> pd.DataFrame:
+    """The served ranking of ``df`` under ``policy``, in INPUT row order and index: the query
+    column (and the item column when the contract names one), ``score``, ``rank`` (1-based per
+    query, after re-ranking) and ``fair_feasible`` (per query: whether the policy's constraint
+    was met; always True for ``none``)."""
+    from fairltr.data import query_codes, rank_within_query
+    from fairltr.fair.rerank import rerank
+
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    keys = [c for c in (columns.query, columns.item) if c is not None and c in df.columns]
+    out = pd.DataFrame({c: df[c].to_numpy() for c in keys}, index=df.index)
+    out["score"] = s
+    if not policy.active:
+        codes, _ = query_codes(df, columns.query)
+        out["rank"] = rank_within_query(codes, s)
+        out["fair_feasible"] = True
+        return out
+    group = columns.group
+    if group is None or group not in df.columns:
+        raise ConfigError(f"rerank {policy.method!r} needs the group column {group!r} in the input; "
+                          f"columns: {list(df.columns)}")
+    frame = df[[columns.query, group]].reset_index(drop=True)
+    frame["__row__"] = np.arange(len(df))
+    if policy.method == "fair":
+        ranked = rerank(frame, s, k=policy.k, p=policy.p, alpha=policy.alpha, adjust=policy.adjust,
+                        columns=RankingColumns(query=columns.query, group=group, judgment=None))
+    else:
+        ranked = _geyik(frame, s, policy, RankingColumns(query=columns.query, group=group, judgment=None))
+    rows = ranked["__row__"].to_numpy()
+    rank = np.empty(len(df), dtype=np.int64)
+    rank[rows] = ranked["rank"].to_numpy()
+    feasible = np.empty(len(df), dtype=bool)
+    feasible[rows] = ranked["fair_feasible"].to_numpy(dtype=bool)
+    out["rank"] = rank
+    out["fair_feasible"] = feasible
+    return out
+
+
+def _geyik(frame: pd.DataFrame, scores: np.ndarray, policy: ServingPolicy, columns: RankingColumns) -> pd.DataFrame:
+    """Geyik et al.'s re-rankers (:mod:`fairltr.fair.geyik`): the ranked frame with ``rank`` and
+    ``fair_feasible``."""
+    try:
+        from fairltr.fair import geyik
+    except ImportError:  # pragma: no cover - present once the multi-group re-rankers land
+        raise ConfigError(f"rerank {policy.method!r} needs fairltr.fair.geyik, which this build lacks") from None
+    return geyik.rerank_geyik(frame, scores, columns=columns, method=policy.method,
+                              target=policy.target, k=policy.k)

@@ -1,0 +1,351 @@
+"""``fairltr monitor``: audit a table of served rankings over time windows.
+
+Per window (``--window 7d``, ``1mo``, ...) of ``--time-column``: the audit of docs/spec.md
+section 3b (pooled selection rates, impact ratios, exposure ratios per category and the
+intersection, with bootstrap intervals), the ``--gate`` checks (the promotion grammar,
+``--confidence`` included), and the population shift against the training data. Outputs
+(all-or-nothing in ``--out``): ``windows.csv`` (one row per window), ``audit_by_window.csv``
+(per window and category), ``shift.csv``, ``monitor.json``, ``monitor_over_time.png`` and
+``monitor_report.html``; the same in one MLflow run with the worst-case metrics as time series
+(step = window index, timestamp = window start); the model version, when ``--model-uri`` names
+one, is tagged "monitored through <date>: <verdict>".
+
+The table is either scored already (a ``rank`` or score column per row) or raw candidates scored
+with ``--model-uri`` (verified loading, :mod:`fairltr.tracking.verify`). With ``--model-uri`` AND a
+rank or score column, the table's served ranking is audited and the model names the version to
+tag and the training profile to compare with (it scores nothing). A Parquet table is read
+in record batches and spilled per window, so memory follows the largest window, not the table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fairltr.columns import RankingColumns
+from fairltr.errors import ConfigError, DataError
+from fairltr.workflows.options import TrackingOptions
+from fairltr.workflows.outputs import OutputSet
+
+__all__ = ["MonitorConfig", "MonitorResult", "monitor", "MONITOR_FILES"]
+
+MONITOR_FILES = ("windows.csv", "audit_by_window.csv", "shift.csv", "monitor.json", "monitor_over_time.png",
+                 "monitor_report.html")
+_JUDGMENT_FILL = "__fairltr_no_judgment__"
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class MonitorConfig:
+    """What to monitor and how: the traffic table ``data``, its ``time_column`` and ``window``,
+    the column contract (query, group attributes, optional judgment = outcome), where the ranking
+    comes from (``model_uri``, else ``score_column``, else ``rank_column``), the audit settings
+    (``audit``: k, intervals), ``gates`` with an optional ``confidence``, the training
+    ``reference`` table for the shift (default: the profile recorded with the model), ``out_dir``
+    and tracking."""
+
+    data: Path
+    time_column: str
+    window: str
+    columns: RankingColumns
+    audit: Any  # fairltr.metrics.AuditConfig
+    out_dir: Path = Path("outputs/monitor")
+    model_uri: str | None = None
+    score_column: str | None = None
+    rank_column: str | None = None
+    gates: tuple[str, ...] = ()
+    confidence: float | None = None
+    reference: Path | None = None
+    allow_unverified: bool = False
+    tracking: TrackingOptions = field(default_factory=lambda: TrackingOptions(experiment="fairltr-monitor"))
+
+    def __post_init__(self) -> None:
+        from fairltr.monitoring import parse_window
+
+        object.__setattr__(self, "data", Path(self.data))
+        if self.score_column and self.rank_column:
+            raise ConfigError("give --score-column or --rank-column, not both")
+        if self.rank_column is None and self.score_column is None and self.model_uri is None:
+            object.__setattr__(self, "rank_column", "rank")  # a table of served ranks
+        parse_window(self.window)
+        if not self.columns.groups:
+            raise ConfigError("monitoring needs at least one group attribute: --group COL (repeatable)")
+        if self.confidence is not None:
+            if not (isinstance(self.confidence, (int, float)) and 0.0 < float(self.confidence) < 1.0):
+                raise ConfigError(f"--confidence must be a level in (0, 1), e.g. 0.95; got {self.confidence!r}")
+            if self.audit.ci != self.confidence:  # the gates read intervals at that level
+                from dataclasses import replace
+
+                object.__setattr__(self, "audit", replace(self.audit, ci=float(self.confidence)))
+
+
+@dataclass
+class MonitorResult:
+    windows: list  # fairltr.monitoring.WindowAudit
+    failures: list[dict]
+    files: dict[str, Path]
+    run_id: str | None = None
+    tracking_uri: str | None = None
+    version: tuple[str, str] | None = None
+    record: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def _needed_columns(cfg: MonitorConfig, features: Sequence[str]) -> list[str]:
+    c = cfg.columns
+    served = cfg.score_column or cfg.rank_column
+    ranking = [served] if served else []
+    wanted = [c.query, *c.groups, cfg.time_column, *ranking, *features]
+    if c.judgment:
+        wanted.append(c.judgment)
+    return list(dict.fromkeys(wanted))
+
+
+def _check_columns(present: Sequence[str], cfg: MonitorConfig, features: Sequence[str], where: str) -> None:
+    missing = [col for col in _needed_columns(cfg, features) if col not in present and col != cfg.columns.judgment]
+    if missing:
+        served = cfg.score_column or cfg.rank_column
+        what = " (give --score-column, --rank-column or --model-uri)" if served in missing else ""
+        raise DataError(f"{where}: missing column(s) {missing}{what}; columns: {list(present)}")
+
+
+def _frames_csv(cfg: MonitorConfig, spec, features: Sequence[str]) -> Iterator[tuple]:
+    from fairltr.io import read_table
+    from fairltr.monitoring import assign_windows, parse_time_column
+
+    c = cfg.columns
+    df = read_table(cfg.data, columns=c.replace(judgment=c.judgment if c.judgment else None))
+    _check_columns(list(df.columns), cfg, features, str(cfg.data))
+    index, starts = assign_windows(parse_time_column(df, cfg.time_column, str(cfg.data)), spec)
+    for i in np.unique(index):
+        yield int(i), starts[i], starts[i + 1], df.iloc[np.flatnonzero(index == i)]
+
+
+def _frames_parquet(cfg: MonitorConfig, spec, features: Sequence[str], spill: Path,
+                    extra: Sequence[str] = ()) -> Iterator[tuple]:
+    """Two passes over record batches: the first finds the first timestamp (the windows' origin),
+    the second spills each batch's rows to one Parquet file per window; then each window is
+    read back alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fairltr.monitoring import assign_windows, parse_time_column
+
+    try:
+        pf = pq.ParquetFile(cfg.data)
+    except Exception as exc:
+        raise DataError(f"{cfg.data}: cannot read as Parquet: {' '.join(str(exc).split())}") from None
+    _check_columns(pf.schema_arrow.names, cfg, features, str(cfg.data))
+    cols = [col for col in dict.fromkeys([*_needed_columns(cfg, features), *extra]) if col in pf.schema_arrow.names]
+    first = None
+    for batch in pf.iter_batches(columns=[cfg.time_column], batch_size=1 << 16):
+        t = parse_time_column(batch.to_pandas(), cfg.time_column, str(cfg.data))
+        first = t.min() if first is None else min(first, t.min())
+    if first is None:
+        raise DataError(f"{cfg.data}: the traffic table has no rows")
+    writers: dict[int, pq.ParquetWriter] = {}
+    starts_all: dict[int, tuple] = {}
+    try:
+        for batch in pf.iter_batches(columns=cols, batch_size=1 << 16):
+            frame = batch.to_pandas()
+            t = parse_time_column(frame, cfg.time_column, str(cfg.data))
+            index, starts = assign_windows(pd.concat([pd.Series([first]), t], ignore_index=True), spec)
+            index = index[1:]
+            for i in np.unique(index):
+                part = pa.Table.from_pandas(frame.iloc[np.flatnonzero(index == i)], preserve_index=False)
+                if i not in writers:
+                    writers[int(i)] = pq.ParquetWriter(spill / f"window-{int(i)}.parquet", part.schema)
+                writers[int(i)].write_table(part)
+                starts_all[int(i)] = (starts[i], starts[i + 1])
+    finally:
+        for w in writers.values():
+            w.close()
+    for i in sorted(writers):
+        yield i, starts_all[i][0], starts_all[i][1], pd.read_parquet(spill / f"window-{i}.parquet")
+
+
+def _scorer(cfg: MonitorConfig, model) -> Callable[[pd.DataFrame], np.ndarray]:
+    if model is not None and not (cfg.score_column or cfg.rank_column):
+        return lambda frame: model.predict(frame)["score"].to_numpy(dtype=np.float64)
+    if cfg.score_column:
+        return lambda frame: pd.to_numeric(frame[cfg.score_column], errors="raise").to_numpy(dtype=np.float64)
+
+    def minus_rank(frame: pd.DataFrame) -> np.ndarray:
+        ranks = pd.to_numeric(frame[cfg.rank_column], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(ranks)
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{cfg.data}: rank column {cfg.rank_column!r} holds {frame[cfg.rank_column].iloc[pos]!r} "
+                            f"(query {frame[cfg.columns.query].iloc[pos]!r}); ranks must be numbers")
+        return -ranks
+
+    return minus_rank
+
+
+def _passes(gate, confidence: float | None) -> Callable[[tuple[float, float]], bool]:
+    """Whether a category's (low, high) — or (value, value) — passes ``gate`` (the gate module's
+    own check, on a one-metric dictionary)."""
+    from fairltr.tracking.gates import check_gates
+
+    def ok(bounds: tuple[float, float]) -> bool:
+        low, high = bounds
+        values = {gate.metric: (low + high) / 2, f"{gate.metric}_ci_low": low, f"{gate.metric}_ci_high": high}
+        return check_gates([gate], values, None, confidence=confidence)[0].passed
+
+    return ok
+
+
+def _gate_window(w, gates: Sequence, confidence: float | None) -> list[dict]:
+    """The failing (gate, category) pairs of one window, each a dict with the printed line."""
+    from fairltr.monitoring import failing_categories
+    from fairltr.tracking.gates import check_gates
+
+    out = []
+    for g, res in zip(gates, check_gates(gates, w.metrics, None, confidence=confidence)):
+        if res.passed:
+            continue
+        cats = failing_categories(w.table, g.metric, _passes(g, confidence), confidence is not None)
+        if not cats:
+            low, high = w.metrics.get(f"{g.metric}_ci_low", math.nan), w.metrics.get(f"{g.metric}_ci_high", math.nan)
+            cats = [{"attribute": "", "category": "(worst case)", "value": res.value if res.value is not None
+                     else math.nan, "ci_low": low, "ci_high": high}]
+        for cat in cats:
+            where = f"{cat['attribute']}={cat['category']}" if cat["attribute"] else cat["category"]
+            interval = "" if math.isnan(cat["ci_low"]) else f" [{cat['ci_low']:.3f}, {cat['ci_high']:.3f}]"
+            line = f"{w.label} FAIL {g.text} {where} {cat['value']:.3f}{interval}"
+            out.append({"window": w.index, "window_start": w.label, "gate": g.text, **cat, "line": line})
+    return out
+
+
+def _reference_profile(cfg: MonitorConfig, vm, features: Sequence[str], echo: Echo):
+    """The training profile to compare with: ``--reference`` (a table), else the profile logged
+    with the model's training run (``training_profile.json``), else None (no shift report)."""
+    from fairltr.monitoring import TrainingProfile
+
+    groups = cfg.columns.groups
+    if cfg.reference is not None:
+        from fairltr.io import read_table
+
+        ref = read_table(cfg.reference, columns=cfg.columns.replace(judgment=None))
+        skip = {*cfg.columns.named, cfg.time_column, cfg.rank_column, cfg.score_column}
+        return TrainingProfile.of(ref, groups, features or [c for c in ref.columns if c not in skip])
+    if vm is None:
+        return None
+    from fairltr.tracking.monitoring import recorded_training_profile
+
+    profile = recorded_training_profile(vm)
+    if profile is None:
+        echo("no training profile is recorded with the model: population shift not reported (give --reference)")
+    return profile
+
+
+def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
+    """Validate everything first (window, gates, output folder, tracking, the model), then audit
+    every window, write the output set, log one MLflow run and tag the model version."""
+    from fairltr.monitoring import audit_windows, parse_window, population_shift, shift_summary
+    from fairltr.monitoring.audit_windows import metrics_frame, tables_frame
+
+    spec = parse_window(cfg.window)
+    gates = _parse_gates(cfg.gates)
+    out = OutputSet(cfg.out_dir, managed=MONITOR_FILES)
+    uri = None
+    if cfg.tracking.enabled or cfg.model_uri:
+        from fairltr.tracking.config import check_tracking_uri
+
+        uri = check_tracking_uri()
+    with tempfile.TemporaryDirectory(prefix="fairltr-monitor-") as tmp:
+        vm, model = _open_model(cfg, Path(tmp) / "model")
+        scoring = model is not None and not (cfg.score_column or cfg.rank_column)
+        features = list(getattr(model, "feature_names", None) or []) if scoring else []
+        profile = _reference_profile(cfg, vm, features, echo)
+        columns = cfg.columns if cfg.columns.judgment else cfg.columns.replace(judgment=_JUDGMENT_FILL)
+        spill = Path(tmp) / "spill"
+        spill.mkdir()
+        frames = (_frames_parquet(cfg, spec, features, spill, extra=list(profile.features) if profile else []) if cfg.data.suffix.lower() in (".parquet", ".pq")
+                  else _frames_csv(cfg, spec, features))
+        windows, shifts = [], []
+        scores_of = _scorer(cfg, model)
+        for index, start, end, frame in frames:
+            if not cfg.columns.judgment:
+                frame = frame.assign(**{_JUDGMENT_FILL: 0.0})
+            w = next(audit_windows([(index, start, end, frame)], scores_of, columns=columns, config=cfg.audit))
+            if not cfg.columns.judgment:  # no outcomes: nothing to say about merit
+                w.metrics = {k: v for k, v in w.metrics.items() if not k.startswith("disparate_treatment_ratio")}
+            w.failures = _gate_window(w, gates, cfg.confidence)
+            windows.append(w)
+            if profile is not None:
+                shifts.append(population_shift(frame, profile, index=index, start=start))
+            echo(f"window {w.label}: {w.n_queries} queries, {w.n_rows} candidates"
+                 + (f", {len(w.failures)} failing gate/category pair(s)" if w.failures else ""))
+    shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
+    summary = shift_summary(shift) if len(shift) else {}
+    failures = [f | {"pool_changed": summary.get(f["window"], {}).get("shifted")} for w in windows for f in w.failures]
+    metrics_table = metrics_frame(windows)
+    record = _record(cfg, spec, windows, failures, summary, vm)
+    with out:
+        metrics_table.to_csv(out.path("windows.csv"), index=False)
+        tables_frame(windows).to_csv(out.path("audit_by_window.csv"), index=False)
+        shift.to_csv(out.path("shift.csv"), index=False)
+        out.path("monitor.json").write_text(json.dumps(record, indent=1, default=str))
+        from fairltr.tracking.monitoring import monitor_plot_png, monitor_report_html
+
+        out.path("monitor_over_time.png").write_bytes(monitor_plot_png(windows, cfg.audit.k))
+        out.path("monitor_report.html").write_text(
+            monitor_report_html(record, windows, summary, out.path("monitor_over_time.png").read_bytes()),
+            encoding="utf-8")
+        files = out.commit()
+    result = MonitorResult(windows=windows, failures=failures, files=files, tracking_uri=uri,
+                           version=(vm.name, vm.version) if vm is not None and vm.name else None, record=record)
+    if cfg.tracking.enabled:
+        from fairltr.tracking.monitoring import log_monitor_run, tag_monitored_version
+
+        result.run_id = log_monitor_run(cfg.tracking, record, windows, files)
+        if result.version is not None:
+            tag_monitored_version(*result.version, record)
+    return result
+
+
+def _parse_gates(texts: Sequence[str]) -> list:
+    from fairltr.tracking.gates import parse_gate
+
+    return [parse_gate(t) for t in texts]
+
+
+def _open_model(cfg: MonitorConfig, dst: Path):
+    """(VerifiedModel, in-process pyfunc) of ``--model-uri``, or (None, None)."""
+    if not cfg.model_uri:
+        return None, None
+    from fairltr.tracking.verify import open_verified
+
+    vm, pyfunc = open_verified(cfg.model_uri, dst, allow_unverified=cfg.allow_unverified)
+    if vm.kind != "ranker":
+        raise ConfigError(f"{cfg.model_uri} is a {vm.kind}; fairltr monitor audits rankers")
+    pyfunc.feature_names = list(pyfunc.metadata.get_input_schema().input_names())
+    return vm, pyfunc
+
+
+def _record(cfg: MonitorConfig, spec, windows: list, failures: list[dict], summary: dict, vm) -> dict:
+    """The JSON record of the monitoring run (``monitor.json``, MLflow, the version tag)."""
+    last = max((w.end for w in windows), default=None)
+    through = (last - pd.Timedelta(days=1)).date().isoformat() if last is not None else None
+    failing_windows = sorted({f["window_start"] for f in failures})
+    verdict = "PASS" if not failures else f"FAIL in {len(failing_windows)} of {len(windows)} windows"
+    return {
+        "data": str(cfg.data), "time_column": cfg.time_column, "window": spec.text(), "groups": list(cfg.columns.groups),
+        "k": cfg.audit.k, "ci": cfg.audit.ci, "n_boot": cfg.audit.n_boot, "seed": cfg.audit.seed,
+        "gates": list(cfg.gates), "confidence": cfg.confidence,
+        "model_uri": cfg.model_uri, "model_version": (f"{vm.name}/{vm.version}" if vm is not None and vm.name else None),
+        "n_windows": len(windows), "through": through, "verdict": verdict, "failing_windows": failing_windows,
+        "failures": [{k: v for k, v in f.items() if k != "line"} | {"line": f["line"]} for f in failures],
+        "shift": {str(k): v for k, v in summary.items()},
+    }
