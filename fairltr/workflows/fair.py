@@ -89,6 +89,8 @@ def _top_k_shares(groups: pd.Series, rank: np.ndarray, k: int, label: str) -> di
     text = groups.astype(str)
     top = text[rank <= k].value_counts()
     n_top = max(int(top.sum()), 1)
+    import pandas as pd  # with the table readers (the mtable path loads no pandas)
+
     return {f"{label}: {cat}": float(top.get(cat, 0)) / n_top for cat in pd.unique(text)}
 
 
