@@ -68,6 +68,7 @@ class SweepConfig:
     progress: bool = True
     plot: bool = True
     method_options: dict[str, Any] = field(default_factory=dict)  # passed to the method's trial builder (dpr)
+    register_best: str | None = None  # register the best trade-off under this name (fairltr.workflows.sweep)
     # (method: a name registered in fairltr.workflows.sweep_registry; tuning never builds trials itself)
 
 
@@ -80,6 +81,7 @@ class SweepResult:
     files: list[Path] = field(default_factory=list)
     parent_run_id: str | None = None
     finished: bool = False
+    registered: tuple[str, str, str | None] | None = None  # (model name, version, serving policy)
 
 
 def file_stem(name: str) -> str:

@@ -86,10 +86,14 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
 @group_option("ranking methods: group attribute column, repeatable (--group race --group sex); the first one "
               "trains DELTR, all of them are audited (objectives impact_ratio_at_10:max, exposure_ratio_worst:max)")
 @click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True, help="ranking methods: judgment column")
+@click.option("--register-best", default=None, metavar="NAME",
+              help="ranking methods: retrain the best trade-off on the training data and register it as one model "
+                   "under NAME; a post-processing method's re-ranker becomes the model's serving policy "
+                   "(give it to one worker)")
 def sweep(method, train, test, n_trials, study, storage, objectives, constraints, sampler, seed, out,
           compare_with, reference, tracking_uri, experiment, no_mlflow, loss, fair_p_range, fair_alpha_range,
           max_iter, population_size, heartbeat_interval, grace_period, encoder, dpr_loss, steps, batch_size,
-          max_train_items, max_test_items, no_progress, query, group, judgment) -> None:
+          max_train_items, max_test_items, no_progress, query, group, judgment, register_best) -> None:
     """Multi-objective Pareto sweep (Optuna) logged to MLflow; N workers may share one study."""
     import torch
 
@@ -109,9 +113,13 @@ def sweep(method, train, test, n_trials, study, storage, objectives, constraints
         experiment=experiment, mlflow=not no_mlflow, loss=loss, p_range=_pair(fair_p_range, "--fair-p-range"),
         alpha_range=_pair(fair_alpha_range, "--fair-alpha-range"), max_iter=max_iter,
         population_size=population_size, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
-        progress=not no_progress, method_options=options,
+        progress=not no_progress, method_options=options, register_best=register_best,
     )
     columns = ranking_columns(query, group, judgment)
     result = run_sweep_job(cfg, echo=click.echo, columns=columns)
     for f in result.files:
         click.echo(f"wrote {f}")
+    if result.registered is not None:
+        name, version, policy = result.registered
+        click.echo(f"registered the best trade-off as {name!r} version {version}"
+                   + (f", served with {policy}" if policy else ""))

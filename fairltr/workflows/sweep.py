@@ -313,4 +313,56 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
 
         folds = [(RankingSource(cfg.train, columns=columns).read(), RankingSource(cfg.test, columns=columns).read())]
     runner = method.trial(SweepInputs(cfg, list(folds) if method.data == "ranking" else None, columns))
-    return run_sweep(cfg, runner=runner, echo=echo, default_objectives=method.default_objectives)
+    if cfg.register_best and not isinstance(runner, RankingTrial):
+        raise ConfigError(f"--register-best takes a ranking method with a search over DELTR, LambdaMART or a "
+                          f"re-ranker; {cfg.method!r} is not one")
+    if cfg.register_best and not cfg.mlflow:
+        raise ConfigError("--register-best registers in MLflow: drop --no-mlflow")
+    result = run_sweep(cfg, runner=runner, echo=echo, default_objectives=method.default_objectives)
+    if cfg.register_best and result.report is not None and result.report.best is not None:
+        result.registered = register_best_tradeoff(cfg, runner, result.report.best, echo=echo)
+    return result
+
+
+def serving_policy_of(spec: RankerSpec) -> str | None:
+    """The serving policy (:mod:`fairltr.fair.policy`) that applies ``spec``'s post-processing
+    (FA*IR or a Geyik re-ranker of every predicted list) at serving time; None without one."""
+    if spec.fair_post is not None:
+        fp = spec.fair_post
+        return f"fair:p={fp.p:.6g},alpha={fp.alpha:.6g},adjust={str(fp.adjust).lower()}"
+    if spec.geyik_post is not None:
+        gp = spec.geyik_post
+        parts = [f"k={gp.k}"] if gp.k else []
+        if gp.target:
+            parts.append("target=" + ",".join(f"{c}:{v:.6g}" for c, v in gp.target))
+        return gp.method + (":" + ",".join(parts) if parts else "")
+    return None
+
+
+def register_best_tradeoff(cfg, runner: RankingTrial, best: Mapping[str, Any], echo: Callable[[str], None] = print
+                           ) -> tuple[str, str, str | None]:
+    """Retrain the sweep's best trade-off on the (pooled) training data, evaluate it on the first
+    test table, and log and register it as ONE model under ``cfg.register_best``: the ranker
+    without its post-processing, which becomes the model's serving policy (so the served model
+    ranks as the trial did). Returns (name, version, policy)."""
+    import mlflow
+
+    from fairltr.workflows.options import RankingSource, TrackingOptions
+    from fairltr.workflows.train_ranker import publish_ranker
+    from tuning.tracking import resolve_tracking_uri
+
+    mlflow.set_tracking_uri(resolve_tracking_uri(cfg.tracking_uri))  # the sweep's store, not the default one
+    values = {name: float(best[name]) for name in runner.space.names if name in best}
+    spec = runner.spec_for(values)
+    policy = serving_policy_of(spec)
+    train, test = _pooled(runner.folds), runner.folds[0][1]
+    title = f"{cfg.method} best trade-off of sweep {cfg.study} (trial {best.get('trial', '?')})"
+    tracking = TrackingOptions(experiment=cfg.experiment, register=cfg.register_best, serve_rerank=policy,
+                               run_name=title, tags={"fairltr.sweep.study": str(cfg.study)})
+    source = RankingSource(Path(cfg.train), columns=runner.columns)
+    test_source = RankingSource(Path(cfg.test), columns=runner.columns)
+    res = publish_ranker(lambda: train_and_evaluate(train, test, spec, runner.columns), out_dir=Path(cfg.out) / "best",
+                         model_format="json", tracking=tracking, train_frame=train, train_source=source,
+                         test_source=test_source, test=test, params={**spec.model_params(), **values}, run_name=title,
+                         echo=echo)
+    return str(cfg.register_best), str(res.registered_version), policy
