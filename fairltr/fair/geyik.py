@@ -105,6 +105,7 @@ def rerank_geyik(
         shares = np.broadcast_to(target_shares(target, cats, str(c.group)), (n_q, n_g))
 
     rank = np.zeros(n, dtype=np.int64)
+    feasible = np.ones(n_q, dtype=bool)
     buckets = length_buckets(sizes)
     for queries in buckets:
         if len(buckets) == 1:
@@ -115,9 +116,10 @@ def rerank_geyik(
             local = to_local[codes]
             rows = np.flatnonzero(local >= 0)
             local = local[rows]
-        _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, gcodes, n_g,
-                       np.ascontiguousarray(shares[queries]), rank, method, strict)
-    feasible = prefix_feasible(rank, codes, gcodes, kq, shares)
+        bucket_shares = np.ascontiguousarray(shares[queries])
+        _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, gcodes, n_g, bucket_shares, rank,
+                       method, strict)
+        feasible[queries] = prefix_feasible(rank[rows], local, gcodes[rows], kq[queries], bucket_shares)
 
     start = np.cumsum(sizes) - sizes
     final = np.empty(n, dtype=np.int64)
@@ -178,10 +180,13 @@ def _rerank_bucket(
         flat = lists.reshape(-1)
         base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (width + 1)
         _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
-    # the others follow in score order
-    rest = valid & (rank[np.maximum(rows_sorted, 0)] == 0)
+    # the others follow in score order (after k_q, or fewer when DetConstSort ran out of entrants:
+    # every category with a positive share exhausted)
+    ranked = rank[np.maximum(rows_sorted, 0)] > 0
+    rest = valid & ~ranked
+    n_ranked = (valid & ranked).sum(axis=1)
     qi, si = np.nonzero(rest)
-    rank[rows_sorted[qi, si]] = kq[qi] + np.cumsum(rest, axis=1)[qi, si]
+    rank[rows_sorted[qi, si]] = n_ranked[qi] + np.cumsum(rest, axis=1)[qi, si]
 
 
 def _best(choose: np.ndarray, sc: np.ndarray, row: np.ndarray) -> np.ndarray:
@@ -223,15 +228,15 @@ def _det_walk(flat, base, cnt, p, kq, s_ext, rank, method: str) -> None:
 def _insertion_rounds(c: np.ndarray, p: np.ndarray) -> np.ndarray:
     """The round at which a category's c-th candidate (1-based) is inserted: the least r >= 1
     with floor(r p) >= c, in the same floating point as the loop form; inf where p = 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # p = 0: inf, and inf * 0 below is masked out
         r = np.ceil(c / np.where(p > 0, p, np.nan))
-    r = np.where(np.isfinite(r), np.maximum(r, 1.0), np.inf)
-    fin = np.isfinite(r)
-    for _ in range(3):  # fix-ups of the division's rounding, both ways
-        low = fin & (r > 1) & (np.floor((r - 1) * p) >= c)
-        r = np.where(low, r - 1, r)
-        high = fin & (np.floor(r * p) < c)
-        r = np.where(high, r + 1, r)
+        r = np.where(np.isfinite(r), np.maximum(r, 1.0), np.inf)
+        fin = np.isfinite(r)
+        for _ in range(3):  # fix-ups of the division's rounding, both ways
+            low = fin & (r > 1) & (np.floor((r - 1) * p) >= c)
+            r = np.where(low, r - 1, r)
+            high = fin & (np.floor(r * p) < c)
+            r = np.where(high, r + 1, r)
     return r
 
 
