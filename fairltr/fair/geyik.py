@@ -105,6 +105,7 @@ def rerank_geyik(
         shares = np.broadcast_to(target_shares(target, cats, str(c.group)), (n_q, n_g))
 
     rank = np.zeros(n, dtype=np.int64)
+    feasible = np.ones(n_q, dtype=bool)
     buckets = length_buckets(sizes)
     for queries in buckets:
         if len(buckets) == 1:
@@ -115,9 +116,10 @@ def rerank_geyik(
             local = to_local[codes]
             rows = np.flatnonzero(local >= 0)
             local = local[rows]
-        _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, gcodes, n_g,
-                       np.ascontiguousarray(shares[queries]), rank, method, strict)
-    feasible = prefix_feasible(rank, codes, gcodes, kq, shares)
+        bucket_shares = np.ascontiguousarray(shares[queries])
+        _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, gcodes, n_g, bucket_shares, rank,
+                       method, strict)
+        feasible[queries] = prefix_feasible(rank[rows], local, gcodes[rows], kq[queries], bucket_shares)
 
     start = np.cumsum(sizes) - sizes
     final = np.empty(n, dtype=np.int64)
@@ -178,10 +180,13 @@ def _rerank_bucket(
         flat = lists.reshape(-1)
         base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (width + 1)
         _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
-    # the others follow in score order
-    rest = valid & (rank[np.maximum(rows_sorted, 0)] == 0)
+    # the others follow in score order (after k_q, or fewer when DetConstSort ran out of entrants:
+    # every category with a positive share exhausted)
+    ranked = rank[np.maximum(rows_sorted, 0)] > 0
+    rest = valid & ~ranked
+    n_ranked = (valid & ranked).sum(axis=1)
     qi, si = np.nonzero(rest)
-    rank[rows_sorted[qi, si]] = kq[qi] + np.cumsum(rest, axis=1)[qi, si]
+    rank[rows_sorted[qi, si]] = n_ranked[qi] + np.cumsum(rest, axis=1)[qi, si]
 
 
 def _best(choose: np.ndarray, sc: np.ndarray, row: np.ndarray) -> np.ndarray:
@@ -223,15 +228,15 @@ def _det_walk(flat, base, cnt, p, kq, s_ext, rank, method: str) -> None:
 def _insertion_rounds(c: np.ndarray, p: np.ndarray) -> np.ndarray:
     """The round at which a category's c-th candidate (1-based) is inserted: the least r >= 1
     with floor(r p) >= c, in the same floating point as the loop form; inf where p = 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # p = 0: inf, and inf * 0 below is masked out
         r = np.ceil(c / np.where(p > 0, p, np.nan))
-    r = np.where(np.isfinite(r), np.maximum(r, 1.0), np.inf)
-    fin = np.isfinite(r)
-    for _ in range(3):  # fix-ups of the division's rounding, both ways
-        low = fin & (r > 1) & (np.floor((r - 1) * p) >= c)
-        r = np.where(low, r - 1, r)
-        high = fin & (np.floor(r * p) < c)
-        r = np.where(high, r + 1, r)
+        r = np.where(np.isfinite(r), np.maximum(r, 1.0), np.inf)
+        fin = np.isfinite(r)
+        for _ in range(3):  # fix-ups of the division's rounding, both ways
+            low = fin & (r > 1) & (np.floor((r - 1) * p) >= c)
+            r = np.where(low, r - 1, r)
+            high = fin & (np.floor(r * p) < c)
+            r = np.where(high, r + 1, r)
     return r
 
 
@@ -281,43 +286,42 @@ def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray
                                                          lmax[:, 0].tolist(), slack)
     else:
         outscores = (lsc[1:] > lsc[:-1]).any(axis=1).tolist() if big_t > 1 else []
+        state = np.stack([lrow.astype(np.float64), lsc, lmax.astype(np.float64)])  # moved together: one gather
         moved = False
         for step in range(1, big_t):
             if not (moved or outscores[step - 1]):
                 continue
-            moved = _move_up(lrow, lsc, lmax, step, slack)
+            moved = _move_up(state, step, slack)
+        lrow = state[0].astype(np.int64)
     take = np.arange(big_t)[:, None] < np.minimum(n_in, kq)[None, :]
     pi, qi = np.nonzero(take)
     rank[lrow[pi, qi]] = pi + 1
 
 
-def _move_up(lrow: np.ndarray, lsc: np.ndarray, lmax: np.ndarray, step: int, slack: int) -> bool:
+def _move_up(state: np.ndarray, step: int, slack: int) -> bool:
     """Move the entrant at 0-based place ``step`` of every query up past the candidates above it
     that score lower and may move down one place (1-based place j + 1 -> j + 2 needs
-    max index + slack >= j + 2); they shift down by one. All queries at once on a window of the
-    last D places (D doubled when some entrant passes the whole window). True if any moved."""
-    sc_new = lsc[step]
-    first = (lmax[step - 1] + slack > step) & (lsc[step - 1] < sc_new)
-    moving = np.flatnonzero(first)
+    max index + slack >= j + 2); they shift down by one. ``state`` is (3, T, Q): row, score and
+    max index per place and query. All queries at once on a window of the last D places (D
+    doubled when some entrant passes the whole window). True if any entrant moved."""
+    sc, mx = state[1], state[2]
+    moving = np.flatnonzero((mx[step - 1] + slack > step) & (sc[step - 1] < sc[step]))
     if len(moving) == 0:
         return False
-    x = sc_new[moving]
     depth = min(8, step)
     while True:
         lo = step - depth
-        places = np.arange(lo + 1, step + 1)[:, None]  # 1-based places of the window above the entrant
-        passes = (lsc[lo:step, moving] < x[None, :]) & (lmax[lo:step, moving] + slack >= places + 1)
-        stop = np.argmin(passes[::-1], axis=0)  # candidates passed from the bottom up
-        stop = np.where(passes.all(axis=0), depth, stop)
+        win = state[:, lo:step + 1, moving]  # (3, depth + 1, m); the entrant is the last place
+        places = np.arange(lo + 2, step + 2, dtype=np.float64)[:, None]  # 1-based places after moving down
+        passes = (win[1, :-1] < win[1, -1]) & (win[2, :-1] + slack >= places)
+        stop = np.where(passes.all(axis=0), depth, np.argmin(passes[::-1], axis=0))  # candidates passed
         if depth == step or int(stop.max()) < depth:
             break
         depth = min(2 * depth, step)
     off = np.arange(depth + 1)[:, None]
     new_at = depth - stop[None, :]  # the entrant's window offset after the move
     src = np.where(off < new_at, off, np.where(off == new_at, depth, off - 1))
-    for arr in (lrow, lsc, lmax):
-        win = arr[lo:step + 1, moving]
-        arr[lo:step + 1, moving] = np.take_along_axis(win, src, axis=0)
+    state[:, lo:step + 1, moving] = win[:, src, np.arange(len(moving))[None, :]]
     return True
 
 

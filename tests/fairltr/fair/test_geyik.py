@@ -250,11 +250,13 @@ def test_detgreedy_flag_reports_a_violated_minimum():
 
 def test_buckets_of_very_different_lengths_give_the_same_answer():
     df = _frame([2, 3, 400, 4, 2], 3, seed=4)
-    out = rerank_geyik(df, "s", method="detconstsort", k=30, columns=COLS)
+    out = rerank_geyik(df, "s", method="detconstsort", target={2: 1.0}, k=30, columns=COLS)
+    assert out["fair_feasible"].nunique() == 2  # short queries run out of a category, the long one does not
     for qid, grp in out.groupby("query_id", sort=False):
-        alone = rerank_geyik(df[df["query_id"] == qid].reset_index(drop=True), "s", method="detconstsort", k=30,
-                             columns=COLS)
+        alone = rerank_geyik(df[df["query_id"] == qid].reset_index(drop=True), "s", method="detconstsort",
+                             target={2: 1.0}, k=30, columns=COLS)
         assert grp["s"].tolist() == alone["s"].tolist()
+        assert grp["fair_feasible"].tolist() == alone["fair_feasible"].tolist()
 
 
 # ---------------------------------------------------------------- bad input
