@@ -75,7 +75,7 @@ def sample_rankings(scores: torch.Tensor, mask: torch.Tensor, n_samples: int,
     # exp(-s) with the top real score at 0; capped so that E * rate stays finite for real items
     # (E <= -log(tiny) < 1e4), which therefore always sort before padding (+inf)
     rate = torch.exp(-_shifted(s, mask)).clamp_(max=torch.finfo(s.dtype).max / 1e4).masked_fill(~mask, float("inf"))
-    keys = torch.log(u.clamp_(min=torch.finfo(s.dtype).tiny)).neg_().mul_(rate)  # E * exp(-s) (padding: +inf)
+    keys = u.clamp_(min=torch.finfo(s.dtype).tiny).log_().neg_().mul_(rate)     # E * exp(-s) (padding: +inf), in place
     if keys.device.type == "cpu":
         import numpy as np
 
@@ -198,14 +198,17 @@ def plrank_gradient(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch
     rho_sorted = torch.gather(rho.unsqueeze(0).expand(S, Q, N), -1, rankings)
     theta = dcg_weights(N, dtype=dtype, device=s.device)
     r = rho_sorted * theta                                                        # 0 on padding (rho = 0)
-    R = r.flip(-1).cumsum(-1).flip(-1)                                            # R_k = sum_{x>=k} r_x
-    z = e_sorted.flip(-1).cumsum(-1).flip(-1)                                     # Z_k = sum_{x>=k} exp(s)
+    # R_k = sum_{x>=k} r_x = total - sum_{x<k} r_x: one cumulative sum, in place (the absolute
+    # rounding error is that of the total); Z_k below needs a true reverse sum (it is divided by)
+    R = r.cumsum(-1).neg_().add_(r).add_(r.sum(-1, keepdim=True))
+    z = e_sorted.flip(-1).cumsum_(-1).flip(-1)                                    # Z_k = sum_{x>=k} exp(s)
     # Z_1 >= 1 (the top real item has exp(0)); Z_k = 0 only on padded positions, whose values are
     # dropped below; the floor keeps them finite (theta / Z_k summed over <= N positions)
     inv_z = z.clamp_(min=torch.finfo(dtype).max ** -0.5).reciprocal_()
-    a = (inv_z * theta).cumsum_(-1)                                               # sum_{k<=r} theta_k / Z_k
     b = (R * inv_z).cumsum_(-1)                                                   # sum_{k<=r} R_k / Z_k
-    g = (R - r).add_(e_sorted * (rho_sorted * a - b))                             # R_{r+1} + pi-terms
+    a = inv_z.mul_(theta).cumsum_(-1)                                             # sum_{k<=r} theta_k / Z_k
+    # g = R_{r+1} + exp(s_d) (rho_d a_r - b_r), R_{r+1} = R_r - r_r; in place, no new buffers
+    g = R.sub_(r).add_(a.mul_(rho_sorted).sub_(b).mul_(e_sorted))
     if not bool(mask.all()):  # padded positions (a finite value times e = 0) are dropped
         g = g.mul_(_valid_positions(mask).unsqueeze(0))
     flat = rankings + (torch.arange(Q, device=rankings.device) * N).view(1, Q, 1)  # item index into (Q*N,)
