@@ -13,6 +13,7 @@ data). Then each front's hypervolume against one stated reference point per data
   one-sided notion (any R >= 1 is fair). Computed from all trials.
 
 ``max_tau_at_disparity_le_0.05``: the best relevance among trials within 5% of exposure parity.
+``trial_seconds``: the sum of the study's trial durations (stored, so resuming does not reset it).
 ``hypervolume_ci``: a bootstrap interval of the hypervolume over test queries needs audit-core's
 bootstrap; :func:`hypervolume_interval` is the hook (it says "n/a" until that exists).
 
@@ -174,7 +175,7 @@ def run_dataset(dataset: str, methods: list[str], args, storage_url: str):
             f"max_tau_at_disparity_le_{NEAR_PARITY}": float(df.loc[near, "kendall_tau"].max()) if near.any() else math.nan,
             "best_tradeoff": ", ".join(f"{k}={best[k]:.3g}" for k in (*hp_names[method], "kendall_tau",
                                                                        "exposure_disparity") if k in best),
-            "seconds": timing[method],
+            "trial_seconds": float(df["seconds"].sum()),  # the trials' own durations (a resumed run adds none)
             "reference": f"({r['kendall_tau']:.3g}, {r['exposure_disparity']:.3g})"
                          + ("" if ref else " nadir"),
         })
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     table = pd.concat(tables, ignore_index=True)
     table.to_csv(args.out / "pareto_table.csv", index=False)
     cols = ["dataset", "method", "trials", "front_size", "hypervolume", "hypervolume_ci", "hypervolume_shortfall",
-            "max_tau", f"max_tau_at_disparity_le_{NEAR_PARITY}", "best_tradeoff", "seconds", "reference"]
+            "max_tau", f"max_tau_at_disparity_le_{NEAR_PARITY}", "best_tradeoff", "trial_seconds", "reference"]
     md = markdown_table(table[cols])
     notes = where_deltr_is_not_best(table)
     md += "\n\nWhere DELTR is not best:\n\n" + ("\n".join(f"* {n}" for n in notes) if notes else "* nowhere") + "\n"
