@@ -216,8 +216,12 @@ def fair_space(share: float, p_range: tuple[float, float] | None = None,
 def method_space(method: str, train: pd.DataFrame | None = None, *, loss: str = "exposure_hinge",
                  group: str = "protected", p_range: tuple[float, float] | None = None,
                  alpha_range: tuple[float, float] = (0.01, 0.5), dpr_loss: str = "lakda_kl") -> SearchSpace:
-    """The search space of a sweep method: ``deltr`` (loss params), ``fair-pre``/``fair-post``
-    (fair_p, fair_alpha), ``dpr`` (the retrieval loss's ``alpha``)."""
+    """The search space of one of the four original sweep methods: ``deltr`` (loss params),
+    ``fair-pre``/``fair-post`` (fair_p, fair_alpha), ``dpr`` (the retrieval loss's ``alpha``).
+
+    Kept for callers of the Python API. Sweep methods declare their spaces once, in the method
+    registry (:mod:`fairltr.workflows.sweep_methods`, built from :func:`loss_space` and
+    :func:`fair_space`); a new method is not added here."""
     if method == "deltr":
         return loss_space(loss)
     if method in ("fair-pre", "fair-post"):
