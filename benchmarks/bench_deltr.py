@@ -333,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         goal = "meets" if max(r["ratio"], r["ratio_cpu"]) <= 1.5 else (
             "meets on CPU time" if r["ratio_cpu"] <= 1.5 else "MISSES")
         print(f"  (b) {r['shape']} {r['dtype']}: iteration / (X w + X^T v) = {r['ratio']:.2f} (wall), "
-              f"{r['ratio_cpu']:.2f} (CPU time); goal <= 1.5: {goal}")
+              f"{r['ratio_cpu']:.2f} (CPU time); goal <= 1.5: {goal}; "
+              f"goal <= 1.2: {'meets on CPU time' if r['ratio_cpu'] <= 1.2 else 'MISSES (see --profile)'}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))

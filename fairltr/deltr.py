@@ -272,8 +272,6 @@ class DELTR:
         if not self.__sklearn_is_fitted__():
             raise NotFittedError("this DELTR model is not fitted yet: call fit() or DELTR.load()")
 
-    _check_fitted = check_fitted  # the name fairltr.tracking.pyfunc calls
-
     @property
     def history(self) -> list[dict[str, float]]:
         """Read-only alias of ``history_``."""

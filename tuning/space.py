@@ -28,10 +28,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
-import numpy as np
 import pandas as pd
 
-from fairltr.errors import ConfigError, DataError
+from fairltr.errors import ConfigError
 from fairltr.losses import HyperParam, get_loss
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -177,15 +176,10 @@ def loss_space(loss_name: str, **kw) -> SearchSpace:
 
 
 def protected_share(df: pd.DataFrame, group: str = "protected") -> float:
-    """Share of rows in a protected group (group value >= 1)."""
-    try:
-        from fairltr.fair import protected_share as _share  # FA*IR's definition when present
-        return float(_share(df, group=group))
-    except ImportError:
-        pass
-    if group not in df.columns:
-        raise DataError(f"group column {group!r} not in the table; columns: {list(df.columns)}")
-    return float(np.mean(df[group].to_numpy() >= 1))
+    """Share of rows in a protected group (group value >= 1): FA*IR's p* (:func:`fairltr.fair.protected_share`)."""
+    from fairltr.fair import protected_share as _share
+
+    return float(_share(df, group=group))
 
 
 def fair_space(share: float, p_range: tuple[float, float] | None = None,

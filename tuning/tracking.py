@@ -36,11 +36,9 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
     ``sqlite:///<cwd>/mlflow.db``)."""
     if uri:
         return uri
-    try:
-        from fairltr.tracking.config import tracking_uri
-        return tracking_uri()
-    except ImportError:
-        return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(Path.cwd() / 'mlflow.db').resolve()}"
+    from fairltr.tracking.config import tracking_uri
+
+    return tracking_uri()
 
 
 def sqlite_wal(uri: str) -> bool:

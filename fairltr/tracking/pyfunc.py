@@ -156,9 +156,6 @@ def stage_package(dest: Path) -> Path:
     return out
 
 
-_stage_package = stage_package  # the former private name
-
-
 def _default_example(model: Ranker, n: int = 3) -> pd.DataFrame:
     cols = {model.query_: np.zeros(n, dtype=np.int64)}
     cols.update({f: np.zeros(n, dtype=np.float64) for f in model.feature_names_})
