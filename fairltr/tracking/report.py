@@ -34,6 +34,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#777;fon
 .grid{display:flex;flex-wrap:wrap;gap:1em} .grid figure{margin:0} img{max-width:100%}
 .headline{font-size:1.05em;padding:.5em .8em;background:#f6f8fa;border-left:4px solid #0969da}
 td.kind-fairness{font-weight:600}
+#audit-table{display:block;overflow-x:auto;max-width:100%} #conclusions li{margin:.15em 0}
 """
 
 
