@@ -102,8 +102,11 @@ class RankerSpec:
     fair_post: FairParams | None = None
     engine: str = "estimator"
     lightning: LightningOptions = field(default_factory=LightningOptions)
+    reference_group: str | int | None = None  # DELTR's declared reference category (None: DELTR's default)
 
     def __post_init__(self) -> None:
+        if self.reference_group is not None and self.engine != "estimator":
+            raise ConfigError("--reference-group is taken by the estimator engine only (not --engine lightning)")
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         GAMMA.validate(self.gamma)
@@ -145,7 +148,8 @@ def _estimator(spec: RankerSpec, columns: RankingColumns) -> DELTR:
     # protected= as well as columns=: model.protected keeps naming the group for its older readers
     return DELTR(spec.gamma, protected=columns.group, colorblind=spec.colorblind, l2=spec.l2,
                  optimizer=spec.optimizer, max_iter=spec.max_iter, lr=spec.lr, seed=spec.seed,
-                 device=spec.device, fairness_loss=spec.fairness_loss, columns=columns)
+                 device=spec.device, fairness_loss=spec.fairness_loss, columns=columns,
+                 **({"reference_group": spec.reference_group} if spec.reference_group is not None else {}))
 
 
 def training_table(train: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:

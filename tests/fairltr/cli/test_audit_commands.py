@@ -90,3 +90,14 @@ def test_audit_errors_are_one_line(trained):
                        (["--group", "race", "--group", "race"], "'race' given twice")):
         res = CliRunner().invoke(cli, ["evaluate", "--model", model, "--data", data, *extra])
         assert res.exit_code in (1, 2) and msg in res.output and "Traceback" not in res.output, res.output
+
+
+def test_reference_group_reaches_deltr(trained, tmp_path):
+    d, _ = trained
+    res = CliRunner().invoke(cli, ["train", "deltr", "--train", str(d / "train.csv"), "--group", "race", "--group", "sex",
+                                   "--colorblind", "--gamma", "100", "--max-iter", "10", "--reference-group", "White",
+                                   "--out", str(tmp_path / "m"), "--no-track"])
+    assert res.exit_code == 0, res.output
+    from fairltr import DELTR
+
+    assert DELTR.load(tmp_path / "m" / "model.json").reference_group == "White"
