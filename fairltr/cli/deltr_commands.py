@@ -74,6 +74,9 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @click.option("--fair-preprocess", "fair_p", type=float, default=None,
               help="FA*IR pre-processing: re-rank every training list with target proportion P first")
 @click.option("--fair-alpha", type=float, default=0.1, show_default=True, help="FA*IR significance for --fair-preprocess")
+@click.option("--reference-group", default=None,
+              help="the first --group's reference category for DELTR's exposure hinge (default: 0 for integer "
+                   "categories, the most frequent string category); e.g. --reference-group Caucasian")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/deltr", show_default=True)
 @click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json", show_default=True)
 @audit_options(what="the test metrics")
@@ -82,8 +85,8 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @data_options()
 def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_loss, optimizer, max_iter, lr, l2, seed,
                 device, engine, epochs, batch_queries, accelerator, devices, num_nodes, ddp_timeout, fair_p,
-                fair_alpha, out_dir, model_format, ci, min_category_share, n_boot, ci_seed, wide, experiment, no_track,
-                register, serve_rerank, fmt, query, group, judgment, item):
+                fair_alpha, reference_group, out_dir, model_format, ci, min_category_share, n_boot, ci_seed, wide,
+                experiment, no_track, register, serve_rerank, fmt, query, group, judgment, item):
     """Train a DELTR ranker; print test metrics; write model, ranked predictions and metrics to --out."""
     from pathlib import Path
 
@@ -96,6 +99,8 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         fair_pre=FairParams(fair_p, fair_alpha) if fair_p is not None else None, engine=engine,
         lightning=LightningOptions(epochs=epochs, batch_queries=batch_queries, accelerator=accelerator,
                                    devices=devices, num_nodes=num_nodes, ddp_timeout=ddp_timeout),
+        reference_group=(int(reference_group) if reference_group and reference_group.lstrip("-").isdigit()
+                         else reference_group),
     )
     from fairltr.metrics import DEFAULT_K
     from fairltr.workflows.audit import audit_cutoff

@@ -20,7 +20,7 @@ these statistics. NDKL (Geyik et al. 2019) is a per-query value averaged over qu
 
 from __future__ import annotations
 
-import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -213,8 +213,6 @@ class AuditPlan:
         dt = np.full_like(sr, np.nan)
         metrics: dict[str, np.ndarray] = {}
         worst = {"impact_ratio": [], "exposure_ratio_worst": [], "disparate_treatment_ratio": []}
-        import warnings
-
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: NaN, by design
             for b in self.visible:
@@ -298,7 +296,8 @@ class AuditPlan:
                              **{col: float(cells[col][0, c]) for col in cells},
                              "excluded": bool(self.excluded[c])})
         table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
-        return table, {key: float(v[0]) for key, v in metrics.items()}
+        ordered = sorted(metrics, key=lambda key: "." in key)  # the worst cases first, then per attribute
+        return table, {key: float(metrics[key][0]) for key in ordered}
 
 
 def _ndkl_per_query(qcodes: np.ndarray, ranks: np.ndarray, sizes: np.ndarray, codes: np.ndarray,

@@ -34,6 +34,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#777;fon
 .grid{display:flex;flex-wrap:wrap;gap:1em} .grid figure{margin:0} img{max-width:100%}
 .headline{font-size:1.05em;padding:.5em .8em;background:#f6f8fa;border-left:4px solid #0969da}
 td.kind-fairness{font-weight:600}
+#audit-table{display:block;overflow-x:auto;max-width:100%} #conclusions li{margin:.15em 0}
 """
 
 
@@ -239,8 +240,7 @@ def conclusions(metrics: Mapping[str, Any], low: float = 0.8, high: float = 1.25
                          + ("meets it at this confidence: yes" if iv[0] >= low
                             else "meets it at this confidence: no (the interval reaches below the line)"))
             out.append(line)
-        elif key in ("exposure_ratio", "exposure_ratio_worst", "disparate_treatment_ratio") or (
-                key.startswith("selection_ratio_at_") and "." not in key):
+        elif key in ("exposure_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "selection_ratio_at_10"):
             line = f"{key} = {v:.3f}: inside {low:g}-{high:g}: {_verdict(low <= v <= high)}"
             if iv:
                 inside = low <= iv[0] and iv[1] <= high

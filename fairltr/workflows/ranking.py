@@ -138,6 +138,7 @@ class RankerSpec:
     ranker: str = "deltr"
     gbdt: GBDTParams = field(default_factory=GBDTParams)
     geyik_post: GeyikParams | None = None
+    reference_group: str | int | None = None  # DELTR's declared reference category (None: DELTR's default)
 
     def __post_init__(self) -> None:
         if self.ranker not in RANKERS:
@@ -145,6 +146,8 @@ class RankerSpec:
         if self.ranker == "lambdamart" and (self.gamma != 0 or self.engine != "estimator"):
             raise ConfigError("LambdaMART has no exposure penalty and no Lightning engine: gamma must be 0 and "
                               "engine 'estimator'")
+        if self.reference_group is not None and self.engine != "estimator":
+            raise ConfigError("--reference-group is taken by the estimator engine only (not --engine lightning)")
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.engine != "lightning" and self.lightning.num_nodes > 1:
@@ -195,7 +198,8 @@ def _estimator(spec: RankerSpec, columns: RankingColumns) -> DELTR:
     # protected= as well as columns=: model.protected keeps naming the group for its older readers
     return DELTR(spec.gamma, protected=columns.group, colorblind=spec.colorblind, l2=spec.l2,
                  optimizer=spec.optimizer, max_iter=spec.max_iter, lr=spec.lr, seed=spec.seed,
-                 device=spec.device, fairness_loss=spec.fairness_loss, columns=columns)
+                 device=spec.device, fairness_loss=spec.fairness_loss, columns=columns,
+                 **({"reference_group": spec.reference_group} if spec.reference_group is not None else {}))
 
 
 def training_table(train: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:

@@ -153,7 +153,7 @@ def _paired_differences(loaded: Any, other_uri: str, df: pd.DataFrame, cfg: Eval
     columns = cfg.data.columns
     a, b = model_scores(loaded, df), model_scores(other, df)
     out: dict[str, dict[str, Any]] = {}
-    keys = list(headline_metrics(audit.k))
+    keys = [m for m in headline_metrics(audit.k) if not m.startswith(("mrc_", "mrr_"))]  # a ranker's headline
     for metric in keys:
         if not columns.groups and metric.startswith(("impact_ratio", "exposure_ratio_worst", "ndkl", "disparate")):
             continue

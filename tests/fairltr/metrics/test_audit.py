@@ -187,6 +187,10 @@ def test_evaluate_ranking_audit_returns_the_table_and_the_same_keys(tmp_path):
     assert set(result.metrics) <= set(metrics) and "ndcg_at_5" in metrics
     assert metrics == evaluate_ranking(df, "score", columns=c, k=(5,), audit=AuditConfig(k=5, **NO_CI))
     assert "ci_level" not in metrics and result.interval is None
+    from fairltr.metrics import evaluate_with_table
+
+    with_table, per_query = evaluate_with_table(df, "score", columns=c, k=(5,), audit=AuditConfig(k=5, **NO_CI))
+    assert with_table == metrics and len(per_query) == df["qid"].nunique()
 
 
 def test_string_and_integer_categories_read_from_a_file(tmp_path):

@@ -147,3 +147,25 @@ def test_coverage_of_the_95_percent_intervals():
         cover_er += m["exposure_ratio_worst_ci_low"] <= true_er <= m["exposure_ratio_worst_ci_high"]
     assert 0.90 <= cover_ir / reps <= 0.99, cover_ir / reps
     assert 0.90 <= cover_er / reps <= 0.99, cover_er / reps
+
+
+@pytest.mark.parametrize("n_queries", [8, 40])
+def test_the_resampled_statistic_at_unit_weights_is_the_point_evaluation(n_queries):
+    """The statistic the bootstrap resamples, evaluated on the original table (every weight 1),
+    gives exactly the point figures: the audit's, and evaluate_ranking's per-query averages
+    (queries unit) or its binary section-3 exposure figures recomputed from candidate statistics
+    (candidates unit)."""
+    from fairltr.metrics.audit import prepare_audit, resampled_figures
+    from fairltr.metrics.evaluate import per_query_extra, per_query_metrics, score_buckets
+
+    df = generate(n_queries, seed=6)
+    cfg = AuditConfig(k=10)
+    point = evaluate_ranking(df, "score", columns=COLUMNS, k=(10,), audit=AuditConfig(k=10, ci=0))
+    plan = prepare_audit(df, "score", columns=COLUMNS, config=cfg)
+    buckets, s = score_buckets(df, "score", columns=COLUMNS)
+    extra = per_query_extra(per_query_metrics(s, buckets, k=(10,)), headline_metrics(10))
+    for unit, size in (("queries", plan.n_queries), ("candidates", plan.n_rows)):
+        metrics, _ = resampled_figures(plan, unit, extra if unit == "queries" else None)(np.ones((2, size)))
+        for key, values in metrics.items():
+            np.testing.assert_allclose(values, point[key], rtol=1e-12, atol=1e-15, err_msg=f"{unit}: {key}")
+        assert {"exposure_ratio", "exposure_disparity", "selection_ratio_at_10"} <= set(metrics)

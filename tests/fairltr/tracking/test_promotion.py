@@ -269,3 +269,30 @@ def test_two_promotions_racing_with_evaluation(registered):
     """The same race, each process evaluating candidate and champion on --data (wider window)."""
     name, data, _ = registered
     _race(name, ["--data", str(data)])
+
+
+def test_promotion_keeps_the_training_summary_of_the_version(mlflow_tracking, tiny_rankings, logged):
+    """Issue 20: the verdict is added below the version's own training summary, never over it;
+    a second decision replaces the first verdict line, the summary stays."""
+    import mlflow
+
+    from fairltr.tracking import log_deltr_run
+    from fairltr.tracking.promotion import VERDICT_MARK
+
+    train, test = tiny_rankings
+    name = f"described-{uuid.uuid4().hex[:8]}"
+    model = DELTR(gamma=0.0, max_iter=20).fit(train)
+    log_deltr_run(model, train_df=train, test_df=test, test_metrics=evaluate_ranking(test, model.predict(test)),
+                  experiment="test-promotion", register=name, run_name="summary run")
+    client = mlflow.MlflowClient()
+    summary = client.get_model_version(name, "1").description
+    assert summary.startswith("Registered from run 'summary run'") and "No promotion decision yet." in summary
+    runner = CliRunner()
+    assert runner.invoke(cli, ["promote", "--model", name, "--version", "1", "--gate", "kendall_tau>=5"]).exit_code == 1
+    after = client.get_model_version(name, "1").description
+    head, verdict = after.split(VERDICT_MARK)
+    assert head == summary.replace(" No promotion decision yet.", "") and verdict.startswith("REJECTED for @champion")
+    assert runner.invoke(cli, ["promote", "--model", name, "--version", "1", "--gate", "kendall_tau>=-1"]).exit_code == 0
+    again = client.get_model_version(name, "1").description
+    assert again.split(VERDICT_MARK) == [head, again.split(VERDICT_MARK)[1]] and again.count(VERDICT_MARK) == 1
+    assert again.split(VERDICT_MARK)[1].startswith("PROMOTED to @champion")
