@@ -92,7 +92,7 @@ class BiEncoderModule(pl.LightningModule):
                     raise ConfigError(f"fairness loss {fairness_loss!r} has no option {key!r}; options: {sorted(options)}")
                 options[key] = type(options[key])(value)
         self.fair_options = options
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the workflow logs the training parameters once
         self.alpha = float(alpha)
         self._fair_fn = loss.fn
 

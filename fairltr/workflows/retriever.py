@@ -443,7 +443,11 @@ def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb
     from fairltr.tracking.retrieval_logging import log_retrieval_run
     from fairltr.tracking.retriever import build_retriever_package, log_retriever_model
 
-    log_retrieval_run(run.info.run_id, report, out_dir=cfg.out_dir)
+    ev = cfg.evaluation
+    k, mrc_k = (ev.k, ev.mrc_k) if ev is not None else (100, 5)
+    log_retrieval_run(run.info.run_id, report, out_dir=cfg.out_dir, k=k, mrc_k=mrc_k,
+                      split=ev.split if ev is not None else None)
+    _log_datasets(cfg, data)
     result.run_id = run.info.run_id
     spec = cfg.spec
     enc = cfg.out_dir / "encoder"
@@ -470,6 +474,34 @@ def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb
         result.registered_version = str(info.registered_model_version)
         mlflow.set_tags({"fairltr.registered_model": cfg.tracking.register,
                          "fairltr.registered_version": result.registered_version})
+        metrics = report.get("metrics")
+        if metrics:  # the version page: the training summary (promotions add their verdict to it)
+            from fairltr.tracking.retrieval_report import retrieval_description
+
+            params = dict(report.get("params", {}))
+            text = retrieval_description(f"{cfg.tracking.register} v{result.registered_version}: DPR retriever "
+                                         f"({params.get('fairness_loss')}, alpha={params.get('alpha')}), "
+                                         f"run {run.info.run_id}", metrics, k, mrc_k, params=params,
+                                         split=ev.split if ev is not None else None)
+            mlflow.MlflowClient().update_model_version(cfg.tracking.register, result.registered_version,
+                                                       description=text)
+
+
+def _log_datasets(cfg: TrainRetrieverConfig, data) -> None:
+    """The train and evaluation queries as ``mlflow.data`` inputs of the active run (source: the
+    data folder; digest: of the rows), so the run page lists what the retriever saw."""
+    import mlflow
+
+    def log(split: str, context: str) -> None:
+        rows = data.queries[data.queries["split"] == split].reset_index(drop=True)
+        if len(rows):
+            dataset = mlflow.data.from_pandas(rows, source=str(Path(cfg.data).resolve()),
+                                              name=f"{Path(cfg.data).name} {split} queries")
+            mlflow.log_input(dataset, context=context)
+
+    log(cfg.train_split, "training")
+    if cfg.evaluation is not None and cfg.evaluation.split != cfg.train_split:
+        log(cfg.evaluation.split, "evaluation")
 
 
 # ---------------------------------------------------------------------------------- evaluate
