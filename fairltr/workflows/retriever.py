@@ -553,7 +553,10 @@ def evaluate_retrieval(cfg: EvaluateRetrievalConfig, echo: Echo = lambda _: None
         if cfg.doc_encoder is not None:
             from transformers import AutoModel
 
-            module.doc_encoder = AutoModel.from_pretrained(cfg.doc_encoder, local_files_only=True)
+            from lightning_modules.quiet import quiet_weight_loading
+
+            with quiet_weight_loading():
+                module.doc_encoder = AutoModel.from_pretrained(cfg.doc_encoder, local_files_only=True)
         cache = CorpusEmbeddingCache(cfg.cache_dir) if cfg.use_cache else None
         res, timing, _ = evaluate_module(module, data, k=ev.k, mrc_k=ev.mrc_k, cache=cache, echo=echo)
         echo(f"encoded corpus in {timing['encode_corpus_s']:.0f} s, queries in {timing['encode_queries_s']:.0f} s")
