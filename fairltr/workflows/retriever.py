@@ -153,9 +153,11 @@ def build_module(spec: RetrieverSpec, *, alpha: float | None = None, encoder: st
 
 
 def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train", logger: Any = False,
-               callbacks: Sequence[Any] = (), progress: bool = False):
+               callbacks: Sequence[Any] = (), progress: bool = False, progress_lines: bool = False,
+               echo: Echo | None = None):
     """Train ``module`` for ``spec.steps`` steps on ``data`` (a folder or ParallelRetrievalData).
-    Returns the Lightning trainer."""
+    ``progress``: Lightning's bar (a TTY); ``progress_lines``: a line every 10 s or 10% of the
+    steps through ``echo`` (output to a file). Returns the Lightning trainer."""
     import lightning.pytorch as pl
 
     from lightning_modules import ParallelQueryDataModule
@@ -166,6 +168,10 @@ def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train",
     dm = ParallelQueryDataModule(data, batch_size=spec.batch_size, train_split=train_split, seed=spec.seed,
                                  max_train_items=spec.max_train_items)
     devices = int(spec.devices) if str(spec.devices).isdigit() else spec.devices
+    if progress_lines and not progress:
+        from lightning_modules.progress import ProgressLines
+
+        callbacks = [*callbacks, ProgressLines(echo)]
     with quiet_lightning():
         trainer = pl.Trainer(
             max_steps=spec.steps, accelerator=spec.accelerator, devices=devices, precision=spec.precision,
@@ -389,7 +395,8 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
             doc_emb = corpus_embeddings(module, data.corpus, spec, cache=cache, echo=echo)
             module.set_document_cache(data.corpus["_id"].tolist(), doc_emb)
         t0 = time.perf_counter()
-        trainer = fit_module(module, data, spec, train_split=cfg.train_split, logger=logger, progress=cfg.progress)
+        trainer = fit_module(module, data, spec, train_split=cfg.train_split, logger=logger, progress=cfg.progress,
+                             progress_lines=not cfg.progress, echo=echo)
         train_s = time.perf_counter() - t0
         if trainer.global_rank != 0:
             return TrainRetrieverResult({}, {}, train_s)
