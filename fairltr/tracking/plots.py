@@ -191,7 +191,8 @@ def mrc_heatmap(matrix: pd.DataFrame, *, title: str | None = None, vmin: float =
     fig, ax = plt.subplots(figsize=(side + 1.6, side), dpi=110)
     values = matrix.to_numpy(dtype=np.float64)
     im = ax.imshow(values, cmap="RdBu", vmin=vmin, vmax=vmax)
-    fontsize = 10 if n <= 8 else 8 if n <= 16 else 6
+    fontsize = 10 if n <= 8 else 9 if n <= 16 else 8
+    value_size = 9 if n <= 8 else 8 if n <= 16 else 6
     ax.set_xticks(range(n), [str(c) for c in matrix.columns], rotation=90 if n > 8 else 0, fontsize=fontsize)
     ax.set_yticks(range(n), [str(i) for i in matrix.index], fontsize=fontsize)
     ax.set_xlabel("language of the parallel query", fontsize=10)
@@ -201,14 +202,16 @@ def mrc_heatmap(matrix: pd.DataFrame, *, title: str | None = None, vmin: float =
             for j in range(n):
                 if np.isfinite(values[i, j]):
                     dark = abs(values[i, j]) > 0.6 * max(abs(vmin), abs(vmax))
-                    ax.text(j, i, f"{values[i, j]:.0f}", ha="center", va="center", fontsize=fontsize - 1,
+                    ax.text(j, i, f"{values[i, j]:.0f}", ha="center", va="center", fontsize=value_size,
                             color="white" if dark else "black")
     bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    disjoint = ", about -86 = disjoint top-5" if k == 5 else ""
-    bar.set_label(f"MRC{'@' + str(k) if k else ''} x100: 100 = the same ranking in both languages,\n"
-                  f"below 0 (red) = the languages retrieve different documents{disjoint}", fontsize=8)
+    name = f"MRC{'@' + str(k) if k else ''}"
+    bar.set_label(f"{name} x100", fontsize=9)
+    disjoint = " (about -86: disjoint top-5 lists)" if k == 5 else ""
     ax.set_title(title or "MRC by language pair", fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.text(0.5, 0.015, f"{name} x100: 100 (blue) = both languages get the same ranking;\n"
+             f"below 0 (red) = they retrieve different documents{disjoint}", ha="center", fontsize=8)
     return fig
 
 

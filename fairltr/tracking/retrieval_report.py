@@ -145,7 +145,8 @@ def retrieval_report_html(title: str, metrics: Mapping[str, Any], k: int = 100, 
             cells = []
             for j in range(matrix.shape[1]):
                 v = float(matrix.iloc[i, j])
-                cells.append(f"<td style='background:{_colour(v)}'>{_fmt(v)}</td>")
+                ink = ";color:#fff" if math.isfinite(v) and abs(v) > 60 else ""
+                cells.append(f"<td style='background:{_colour(v)}{ink}'>{_fmt(v)}</td>")
             parts.append(f"<tr><th>{e(str(lang))}</th>{''.join(cells)}</tr>")
         parts.append("</table><p class='scale'>Colour scale: "
                      + "".join(f"<span style='background:{_colour(v)}'>{v:g}</span>" for v in (-100, -50, 0, 50, 100))

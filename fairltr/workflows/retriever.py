@@ -570,6 +570,13 @@ def evaluate_retrieval(cfg: EvaluateRetrievalConfig, echo: Echo = lambda _: None
     if cfg.out_file is not None:
         from fairltr.files import atomic_write_text
 
+        from fairltr.tracking.retrieval_report import retrieval_report_html
+
         cfg.out_file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(cfg.out_file, json.dumps(report_of(res, ev.k, ev.mrc_k), indent=1, default=str))
+        report = report_of(res, ev.k, ev.mrc_k)
+        atomic_write_text(cfg.out_file, json.dumps(report, indent=1, default=str))
+        what = "BM25" if cfg.bm25 else f"encoder {cfg.encoder}"
+        atomic_write_text(cfg.out_file.with_suffix(".html"),
+                          retrieval_report_html(f"{what} on {Path(ev.folder).name} ({ev.split} split)", report,
+                                                ev.k, ev.mrc_k))
     return res
