@@ -36,8 +36,8 @@ from urllib.parse import urlsplit, urlunsplit
 from fairltr.errors import ConfigError
 
 __all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "lightning_logger",
-           "redact_uri", "redact_text", "check_tracking_uri", "check_database", "FAST_FAIL_ENV", "init_store", "sqlite_path",
-           "install_redaction", "registry_prints_follow_log_level"]
+           "redact_uri", "redact_text", "check_tracking_uri", "check_database", "FAST_FAIL_ENV", "init_store",
+           "sqlite_path", "install_redaction", "registry_prints_follow_log_level"]
 
 # MLflow's HTTP client defaults (120 s timeout, 7 retries with exponential backoff) make an
 # unreachable server cost minutes; fairltr fails in seconds unless the user set them: a refused
