@@ -381,7 +381,7 @@ def _beyond_int64(ids: pd.Series) -> int | None:
     Python ints in an object column), or None."""
     if ids.dtype == np.uint64:
         bad = ids.to_numpy() > np.uint64(INT64_MAX)
-    elif ids.dtype == object:
+    elif ids.dtype == object and pd.api.types.infer_dtype(ids, skipna=True) in ("integer", "mixed-integer"):
         bad = np.fromiter((isinstance(v, int) and not isinstance(v, bool) and not INT64_MIN <= v <= INT64_MAX
                            for v in ids), dtype=bool, count=len(ids))
     else:

@@ -5,6 +5,11 @@ The console script imports :mod:`fairltr.cli` (click and the command modules) be
 process is that script) makes SIGINT print ``interrupted`` and leave at once (nothing is open
 yet), and :func:`end_startup` (``fairltr.cli.main``) restores Python's KeyboardInterrupt, which
 the commands handle (runs KILLED, exit 130). A library import never changes signal handling.
+
+Before ``fairltr/__init__`` runs, the interpreter is still starting: a SIGINT then either ends
+the process by the signal (no output; the shell shows 130) or, inside a ``.pth`` file of
+``site`` (the editable install's finder), is reported by ``site`` and ignored — Python's own
+behaviour, outside fairltr's reach.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ def guard_startup() -> None:
             signal.default_int_handler:
         signal.signal(signal.SIGINT, _leave)
         _guarded = True
+    marker = os.environ.get("FAIRLTR_STARTUP_MARKER")  # tests: the moment the guard is on
+    if marker:
+        open(marker, "a").close()
 
 
 def end_startup() -> None:

@@ -92,16 +92,19 @@ class BiEncoderModule(pl.LightningModule):
                     raise ConfigError(f"fairness loss {fairness_loss!r} has no option {key!r}; options: {sorted(options)}")
                 options[key] = type(options[key])(value)
         self.fair_options = options
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the workflow logs the training parameters once
         self.alpha = float(alpha)
         self._fair_fn = loss.fn
 
         from transformers import AutoModel, AutoTokenizer
 
         load = dict(local_files_only=local_files_only)
-        self.tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, **load)
-        self.query_encoder = AutoModel.from_pretrained(model_name_or_path, **load)
-        self.doc_encoder = self.query_encoder if shared else AutoModel.from_pretrained(model_name_or_path, **load)
+        from lightning_modules.quiet import quiet_weight_loading
+
+        with quiet_weight_loading():
+            self.tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, **load)
+            self.query_encoder = AutoModel.from_pretrained(model_name_or_path, **load)
+            self.doc_encoder = self.query_encoder if shared else AutoModel.from_pretrained(model_name_or_path, **load)
         for enc in {id(self.query_encoder): self.query_encoder, id(self.doc_encoder): self.doc_encoder}.values():
             if getattr(enc, "pooler", None) is not None:
                 enc.pooler = None  # BERT-style pooler head: unused (we pool the last hidden state); DDP needs every parameter used

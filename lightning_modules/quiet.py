@@ -8,7 +8,7 @@ import logging
 import os
 import warnings
 
-__all__ = ["quiet_lightning"]
+__all__ = ["quiet_lightning", "quiet_weight_loading"]
 
 _QUIET_ENV = "FAIRLTR_QUIET_LIGHTNING"
 _LOGGERS = ("lightning.pytorch", "lightning.fabric", "pytorch_lightning")
@@ -52,3 +52,27 @@ def quiet_lightning(enabled: bool | None = None):
 
 if os.environ.get(_QUIET_ENV) == "1":  # imported while unpickling a DDP worker of a quiet call
     _silence()
+
+
+@contextlib.contextmanager
+def quiet_weight_loading(enabled: bool | None = None):
+    """transformers' load report (``BertModel LOAD REPORT ... MISSING``: the pooler a sentence
+    encoder checkpoint does not ship, which fairltr never uses) and its advisory warnings,
+    silenced while a model loads, on the Python API paths as in the CLI. ``enabled=None``: on
+    unless the fairltr command runs with ``--verbose``."""
+    if enabled is None:
+        enabled = not os.environ.get("FAIRLTR_VERBOSE")
+    if not enabled:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()  # "Loading weights: 100%|..." on every load
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()

@@ -133,7 +133,8 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
             logged = {**finite, "train_seconds": seconds,
                       "feasible": float(all(v <= 0 for v in cons.values()))}
             logged.update({f"constraint_{i}": v for i, v in enumerate(cons.values())})
-            tracker.log_trial(trial.number, params, logged, tags={"fairltr.sweep.objectives": ",".join(o.short for o in objectives)})
+            tracker.log_trial(trial.number, params, logged, tags={"fairltr.sweep.objectives": ",".join(o.short for o in objectives)},
+                              first=[o.name for o in objectives])
         return out
 
     objective.scopes_interrupts = True
@@ -211,8 +212,27 @@ def _report(cfg: SweepConfig, study, storage, worker: WorkerReport, objectives, 
             summary.update({f"best_{k}": rep.best[k] for k in [*rep.objectives, *runner.space.names] if k in rep.best})
         for r in reports[1:]:  # study names may hold characters MLflow keys do not allow (lambdamart+fair)
             summary[f"hypervolume_{key_part(r.study)}"] = r.hypervolume
-        tracker.log_summary(summary, files, finished=result.finished)
+        front = [int(x) for x in rep.front["trial"]] if len(rep.front) else []
+        tracker.log_summary(summary, files, finished=result.finished, front_trials=front, best_trial=rep.best_trial,
+                            description=sweep_description(cfg, rep, runner.space.names))
     return result, rep, reports
+
+
+def sweep_description(cfg: SweepConfig, rep: FrontReport, params: Sequence[str]) -> str:
+    """The parent run's description (Markdown): what was searched, the front, the best trade-off."""
+    goals = ", ".join(f"{o} ({'max' if d == 'maximize' else 'min'})" for o, d in zip(rep.objectives, rep.directions))
+    lines = [f"**Sweep {rep.study}** ({rep.method}): {rep.n_complete} complete trials of {cfg.n_trials}, "
+             f"{rep.n_feasible} feasible; objectives {goals}.", "",
+             f"- Pareto front: {len(rep.front)} trial(s) (nested runs tagged `fairltr.sweep.front = true`); "
+             f"hypervolume {rep.hypervolume:.4g} against the {rep.reference_kind} reference "
+             + ", ".join(f"{k}={v:.4g}" for k, v in rep.reference.items())]
+    if rep.best is not None and rep.best_trial is not None:
+        values = ", ".join(f"{k}={float(rep.best[k]):.4g}" for k in [*rep.objectives, *params]
+                           if k in rep.best and isinstance(rep.best[k], (int, float)))
+        lines.append(f"- Best trade-off: trial {rep.best_trial} (tag `fairltr.sweep.best_tradeoff = true`): {values}")
+    if rep.constraints:
+        lines.append("- Constraints: " + "; ".join(rep.constraints))
+    return "\n".join(lines)
 
 
 def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=None,

@@ -18,7 +18,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from fairltr.errors import ConfigError
 
@@ -29,6 +29,8 @@ TAG_STUDY = "fairltr.sweep.study"
 TAG_TRIAL = "fairltr.sweep.trial"
 TAG_ROLE = "fairltr.sweep.role"
 TAG_WORKER = "fairltr.sweep.worker"
+TAG_FRONT = "fairltr.sweep.front"  # "true" on the nested runs of the Pareto-front trials
+TAG_BEST = "fairltr.sweep.best_tradeoff"  # "true" on the best trade-off's nested run
 
 
 def resolve_tracking_uri(uri: str | None = None) -> str:
@@ -136,8 +138,9 @@ class SweepTracker:
 
     # ------------------------------------------------------------------ trials
     def log_trial(self, number: int, params: Mapping[str, Any], metrics: Mapping[str, float],
-                  tags: Mapping[str, str] | None = None) -> str:
-        """One nested run: params, finite metrics, FINISHED. Returns its run id."""
+                  tags: Mapping[str, str] | None = None, first: Sequence[str] = ()) -> str:
+        """One nested run: params, finite metrics (those named in ``first``, the objectives, in a
+        first call so that they head the run page's metric list), FINISHED. Returns its run id."""
         from mlflow.entities import Metric, Param, RunTag
 
         from fairltr.tracking.runs import finite_metrics
@@ -151,12 +154,17 @@ class SweepTracker:
         rid = run.info.run_id
         self._open_trial_run = rid
         ts = int(time.time() * 1000)
+        finite = finite_metrics(metrics)
+        head = [k for k in dict.fromkeys(first) if k in finite]
         self.client.log_batch(
             rid,
-            metrics=[Metric(k, v, ts, 0) for k, v in finite_metrics(metrics).items()],
+            metrics=[Metric(k, finite[k], ts, 0) for k in head],
             params=[Param(k, str(v)) for k, v in params.items()],
             tags=[RunTag("optuna.trial_number", str(number))],
         )
+        rest = [Metric(k, v, ts, 0) for k, v in finite.items() if k not in head]
+        if rest:
+            self.client.log_batch(rid, metrics=rest)
         self.client.set_terminated(rid, "FINISHED")
         self._open_trial_run = None
         return rid
@@ -222,12 +230,31 @@ class SweepTracker:
         return deleted
 
     # ------------------------------------------------------------------ summary
-    def log_summary(self, metrics: Mapping[str, float], artifacts: list[Path], finished: bool) -> None:
-        """Summary metrics and files on the parent; status FINISHED when the study is complete."""
+    def log_summary(self, metrics: Mapping[str, float], artifacts: list[Path], finished: bool, *,
+                    front_trials: Sequence[int] = (), best_trial: int | None = None,
+                    description: str | None = None) -> None:
+        """Summary metrics and files on the parent; the parent's description (the run page's
+        text) and tags ``fairltr.sweep.n_front`` / ``fairltr.sweep.best_trial``; the nested runs
+        of the Pareto-front trials tagged ``fairltr.sweep.front=true`` and the best trade-off's
+        ``fairltr.sweep.best_tradeoff=true`` (searchable: ``tags.`fairltr.sweep.front` = 'true'``);
+        status FINISHED when the study is complete."""
         from mlflow.entities import Metric
 
         from fairltr.tracking.runs import finite_metrics
 
+        front = {int(n) for n in front_trials}
+        for run in self.nested_runs():
+            n = int(run.data.tags.get(TAG_TRIAL, -1))
+            on_front, best = n in front, best_trial is not None and n == int(best_trial)
+            if run.data.tags.get(TAG_FRONT) != str(on_front).lower():
+                self.client.set_tag(run.info.run_id, TAG_FRONT, str(on_front).lower())
+            if best or TAG_BEST in run.data.tags:
+                self.client.set_tag(run.info.run_id, TAG_BEST, str(best).lower())
+        self.client.set_tag(self.parent_run_id, "fairltr.sweep.n_front", str(len(front)))
+        if best_trial is not None:
+            self.client.set_tag(self.parent_run_id, "fairltr.sweep.best_trial", str(int(best_trial)))
+        if description:
+            self.client.set_tag(self.parent_run_id, "mlflow.note.content", description)
         ts = int(time.time() * 1000)
         self.client.log_batch(self.parent_run_id,
                               metrics=[Metric(k, v, ts, 0) for k, v in finite_metrics(metrics).items()])

@@ -114,7 +114,8 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
 @click.option("--mrc-k", type=int, default=5, show_default=True)
 @click.option("--threads", type=int, default=None)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False), help="write the metrics JSON here")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="write the metrics JSON here, and the HTML report beside it (.html)")
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
               help="corpus-embedding cache [default: corpus-embeddings in fairltr's state folder]")
 @click.option("--no-cache", is_flag=True, help="encode the corpus without reading or writing the cache")

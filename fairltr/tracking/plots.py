@@ -180,25 +180,40 @@ def relevance_fairness_scatter(
     return fig
 
 
-def mrc_heatmap(matrix: pd.DataFrame, *, title: str | None = None, vmin: float = -100, vmax: float = 100):
-    """Heat map of an L x L language-pair matrix (rows/columns = languages, values x100)."""
+def mrc_heatmap(matrix: pd.DataFrame, *, title: str | None = None, vmin: float = -100, vmax: float = 100,
+                k: int | None = None):
+    """Heat map of an L x L language-pair matrix (rows/columns = languages, values x100): every
+    cell's value printed (white on dark cells), both axes titled, the colour bar labelled with
+    what its ends mean (100: the two languages rank the same top-k; about -86: disjoint top-k)."""
     if not isinstance(matrix, pd.DataFrame) or matrix.shape[0] != matrix.shape[1]:
         raise DataError("mrc_heatmap expects a square DataFrame indexed and labelled by language")
     plt = _pyplot()
     n = matrix.shape[0]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.5 * n, 0.8 + 0.5 * n))
+    side = max(5.0, 1.6 + 0.55 * n)
+    fig, ax = plt.subplots(figsize=(side + 1.6, side), dpi=110)
     values = matrix.to_numpy(dtype=np.float64)
     im = ax.imshow(values, cmap="RdBu", vmin=vmin, vmax=vmax)
-    ax.set_xticks(range(n), [str(c) for c in matrix.columns], rotation=90, fontsize=7)
-    ax.set_yticks(range(n), [str(i) for i in matrix.index], fontsize=7)
-    if n <= 12:
+    fontsize = 10 if n <= 8 else 9 if n <= 16 else 8
+    value_size = 9 if n <= 8 else 8 if n <= 16 else 6
+    ax.set_xticks(range(n), [str(c) for c in matrix.columns], rotation=90 if n > 8 else 0, fontsize=fontsize)
+    ax.set_yticks(range(n), [str(i) for i in matrix.index], fontsize=fontsize)
+    ax.set_xlabel("language of the parallel query", fontsize=10)
+    ax.set_ylabel("query language", fontsize=10)
+    if n <= 24:
         for i in range(n):
             for j in range(n):
                 if np.isfinite(values[i, j]):
-                    ax.text(j, i, f"{values[i, j]:.0f}", ha="center", va="center", fontsize=6)
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    ax.set_title(title or "MRC by language pair")
-    fig.tight_layout()
+                    dark = abs(values[i, j]) > 0.6 * max(abs(vmin), abs(vmax))
+                    ax.text(j, i, f"{values[i, j]:.0f}", ha="center", va="center", fontsize=value_size,
+                            color="white" if dark else "black")
+    bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    name = f"MRC{'@' + str(k) if k else ''}"
+    bar.set_label(f"{name} x100", fontsize=9)
+    disjoint = " (about -86: disjoint top-5 lists)" if k == 5 else ""
+    ax.set_title(title or "MRC by language pair", fontsize=11)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.text(0.5, 0.015, f"{name} x100: 100 (blue) = both languages get the same ranking;\n"
+             f"below 0 (red) = they retrieve different documents{disjoint}", ha="center", fontsize=8)
     return fig
 
 

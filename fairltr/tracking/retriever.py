@@ -123,8 +123,19 @@ class RetrieverEncoder:
         self.folder = check_tower(folder)
         self.pooling, self.normalize, self.max_length = pooling, bool(normalize), int(max_length)
         self.device = torch.device(device)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder), local_files_only=True)
-        model = AutoModel.from_pretrained(str(self.folder), local_files_only=True)
+        from transformers.utils import logging as hf_logging
+
+        level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+        if not os.environ.get("FAIRLTR_VERBOSE"):  # the load report names the unused pooler as MISSING
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder), local_files_only=True)
+            model = AutoModel.from_pretrained(str(self.folder), local_files_only=True)
+        finally:
+            hf_logging.set_verbosity(level)
+            if bars:
+                hf_logging.enable_progress_bar()
         if getattr(model, "pooler", None) is not None:
             model.pooler = None  # BERT's pooler head is unused: we pool the last hidden state
         self.model = model.to(self.device).eval()

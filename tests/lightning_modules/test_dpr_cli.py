@@ -85,6 +85,8 @@ def test_a_second_evaluate_retrieval_reads_the_corpus_embeddings_from_the_cache(
     assert runs["no-cache"][0] == [n_docs] and runs["cls"][0] == [n_docs]
     assert runs["second"][2] == runs["first"][2] == runs["no-cache"][2]
     assert len(list((tmp_path / "cache").glob("corpus-*.safetensors"))) == 2  # mean and cls pooling
+    page = (tmp_path / "first.html").read_text()  # the evaluation's HTML report beside its JSON
+    assert "MRC@5 by language pair" in page and "Conclusion:" in page
 
 
 def test_encoding_progress_is_written_off_a_tty(tiny_bert, parallel_dir, tmp_path):

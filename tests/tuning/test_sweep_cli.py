@@ -69,6 +69,16 @@ def test_sweep_logs_parent_and_nested_runs_and_resumes(ranking_files, tmp_path, 
     assert summary["hypervolume"] == pytest.approx(hypervolume_2d(vals, ["maximize", "minimize"], ref))
     assert run.data.metrics["hypervolume"] == pytest.approx(summary["hypervolume"])
     assert summary["best_trial"] in brute
+    # the front and the best trade-off are tagged, the parent describes the sweep
+    runs = nested(client, parent)
+    tagged = {int(r.data.tags["fairltr.sweep.trial"]) for r in runs if r.data.tags.get("fairltr.sweep.front") == "true"}
+    assert tagged == brute and all(r.data.tags.get("fairltr.sweep.front") in ("true", "false") for r in runs)
+    best = [int(r.data.tags["fairltr.sweep.trial"]) for r in runs if r.data.tags.get("fairltr.sweep.best_tradeoff") == "true"]
+    assert best == [summary["best_trial"]]
+    run = client.get_run(parent)
+    assert run.data.tags["fairltr.sweep.best_trial"] == str(summary["best_trial"])
+    note = run.data.tags["mlflow.note.content"]
+    assert note.startswith("**Sweep deltr-a**") and f"trial {summary['best_trial']}" in note and "Pareto front" in note
 
     # rerun the same command: resumes, nothing new to do
     res = sweep(ranking_files, out, *common, mlflow_uri=mlflow_sqlite)
