@@ -376,12 +376,14 @@ def train_deltr_lightning(
 
         strategy = DDPStrategy(timeout=timedelta(seconds=rendezvous.timeout))
     options = dict(
-        max_epochs=epochs, accelerator=accelerator, devices=devices, num_nodes=rendezvous.num_nodes if rendezvous else 1,
-        strategy=strategy, use_distributed_sampler=False,
+        max_epochs=epochs, accelerator=accelerator, devices=devices, strategy=strategy, use_distributed_sampler=False,
         logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
         num_sanity_val_steps=0, limit_val_batches=0,
     )
-    fixed = {"max_epochs", "accelerator", "devices", "num_nodes", "strategy", "use_distributed_sampler"}
+    fixed = {"max_epochs", "accelerator", "devices", "strategy", "use_distributed_sampler"}
+    if rendezvous is not None:  # else trainer_options={"num_nodes": M} keeps working for a launcher's script
+        fixed.add("num_nodes")
+        options["num_nodes"] = rendezvous.num_nodes
     clash = fixed & set(trainer_options or {})
     if clash:
         raise ConfigError(f"trainer_options may not set {sorted(clash)}: use the function's own arguments")

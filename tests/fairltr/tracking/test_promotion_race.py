@@ -29,6 +29,11 @@ GATES = ["--gate", "ndcg_at_10>=champion", "--gate", "exposure_ratio>=0.5"]
 def race_models(mlflow_server, tiny_rankings):
     """Logged rankers whose training runs carry chosen metrics: distinct ndcg_at_10 values, and
     exposure_ratio below 0.5 (ineligible) for a third of them."""
+    return make_race_models(mlflow_server.uri, tiny_rankings)
+
+
+def make_race_models(server_uri: str, tiny_rankings) -> list[dict]:
+    """The race's models logged to the server at ``server_uri`` (see ``race_models``)."""
     import mlflow
 
     from fairltr.tracking import log_deltr_run
@@ -38,8 +43,8 @@ def race_models(mlflow_server, tiny_rankings):
     ndcgs = rng.sample([round(0.5 + 0.01 * i, 4) for i in range(40)], N_MODELS)
     models = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
-        mlflow.set_tracking_uri(mlflow_server.uri)
+        mp.setenv("MLFLOW_TRACKING_URI", server_uri)
+        mlflow.set_tracking_uri(server_uri)
         model = DELTR(gamma=0.0, max_iter=5).fit(train)
         for i, ndcg in enumerate(ndcgs):
             exposure = 0.3 if i % 3 == 2 else 0.9
@@ -65,7 +70,9 @@ def forkserver(tmp_path_factory):
     return ctx
 
 
-def _round(ctx, models, server_uri: str, r: int, workdir: Path) -> dict:
+def _round(ctx, models, server_uri: str, r: int, workdir: Path, launch=None) -> dict:
+    """One round; ``launch(r, jobs)`` (default: forkserver processes here) runs the racers, each
+    job ``(version, argv, env, out_path)``, concurrently and returns {version: exit code}."""
     import mlflow
 
     client = mlflow.MlflowClient()
@@ -84,21 +91,21 @@ def _round(ctx, models, server_uri: str, r: int, workdir: Path) -> dict:
 
     from promotion_race_worker import promote_process
 
-    procs = []
     env = {"MLFLOW_TRACKING_URI": server_uri, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    for idx in chosen:
-        out = workdir / f"r{r}-v{version_of[idx]}.txt"
-        p = ctx.Process(target=promote_process,
-                        args=(["promote", "--model", name, "--version", version_of[idx], *GATES], env, str(out)))
-        procs.append((idx, p, out))
+    jobs = [(version_of[idx], ["promote", "--model", name, "--version", version_of[idx], *GATES], env,
+             str(workdir / f"r{r}-v{version_of[idx]}.txt")) for idx in chosen]
     t0 = time.monotonic()
-    for _, p, _ in procs:
-        p.start()
-    for _, p, _ in procs:
-        p.join(300)
+    if launch is None:
+        procs = [(v, ctx.Process(target=promote_process, args=(argv, e, out))) for v, argv, e, out in jobs]
+        for _, p in procs:
+            p.start()
+        for _, p in procs:
+            p.join(300)
+        codes = {v: p.exitcode for v, p in procs}
+    else:
+        codes = launch(r, jobs)
     print(f"round {r}: {time.monotonic() - t0:.1f} s")
-    outputs = {version_of[idx]: out.read_text() for idx, _, out in procs}
-    codes = {version_of[idx]: p.exitcode for idx, p, _ in procs}
+    outputs = {v: Path(out).read_text() for v, _, _, out in jobs}
     assert set(codes.values()) <= {0, 1}, (codes, outputs)
 
     ndcg = {version_of[i]: models[i]["ndcg"] for i in order}
