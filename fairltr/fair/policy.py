@@ -17,7 +17,6 @@ Request ``params`` override the recorded policy field by field (``{"rerank": "fa
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
@@ -72,7 +71,9 @@ class ServingPolicy:
         if self.method in GEYIK_METHODS and self.p is not None:
             raise ConfigError(f"rerank {self.method!r} takes target (a category mix), not p (FA*IR's)")
         if self.target is not None:
-            _parse_target(self.target)
+            from fairltr.fair.target import parse_target
+
+            parse_target(self.target)  # the Geyik re-rankers' own grammar: [column=]cat:share,...
 
     @property
     def active(self) -> bool:
@@ -97,29 +98,6 @@ class ServingPolicy:
 
 
 NO_POLICY = ServingPolicy()
-
-
-def _parse_target(text: str) -> dict[str, float]:
-    """``"A:0.3,B:0.7"`` -> {"A": 0.3, "B": 0.7}; shares in [0, 1] summing to 1 (1e-6)."""
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"rerank target must be 'CATEGORY:SHARE,...', got {text!r}")
-    out: dict[str, float] = {}
-    for item in text.split(","):
-        name, sep, share = item.strip().rpartition(":")
-        if not sep or not name:
-            raise ConfigError(f"rerank target item {item.strip()!r} is not CATEGORY:SHARE")
-        try:
-            v = float(share)
-        except ValueError:
-            raise ConfigError(f"rerank target share of {name!r} is not a number: {share!r}") from None
-        if not (math.isfinite(v) and 0.0 <= v <= 1.0):
-            raise ConfigError(f"rerank target share of {name!r} must be in [0, 1], got {share}")
-        if name in out:
-            raise ConfigError(f"rerank target names category {name!r} twice")
-        out[name] = v
-    if abs(sum(out.values()) - 1.0) > 1e-6:
-        raise ConfigError(f"rerank target shares must sum to 1, got {sum(out.values()):g} ({text})")
-    return out
 
 
 def _coerce(field: str, raw: Any) -> Any:
