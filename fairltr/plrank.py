@@ -71,6 +71,8 @@ class PLRank(DELTR):
 
     _FILE_KIND = "PLRank"
 
+    reference_group = None  # the policy compares group 0 with the others (no declared reference category)
+
     def __init__(
         self,
         lam: float = LAMBDA.default,

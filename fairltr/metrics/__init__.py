@@ -1,26 +1,17 @@
 """Ranking metrics: relevance, group exposure, parity (exposure disparity, selection ratio),
 the audit of any number of group attributes with bootstrap intervals (docs/audit.md), the
-metric registry (directions, ideal values, HEADLINE_METRICS) and evaluate_ranking."""
+metric registry (directions, ideal values, HEADLINE_METRICS) and evaluate_ranking.
 
-from fairltr.metrics.audit import AuditConfig, AuditResult, audit_ranking
-from fairltr.metrics.bootstrap import paired_difference
+Exports are lazy (:mod:`fairltr.lazy`) except the registry's: reading a metric's direction
+loads no torch.
+"""
 
-from fairltr.metrics.evaluate import (
-    CI_METADATA_KEYS, DEFAULT_K, aggregate, evaluate_batch, evaluate_ranking, evaluate_ranking_audit,
-    evaluate_with_table, per_query_metrics, per_query_table, score_buckets,
-)
-from fairltr.metrics.expected_exposure import (
-    ee_from_exposure, expected_exposure, expected_exposure_metrics, group_exposure, rbp_exposure, target_exposure,
-)
-from fairltr.metrics.exposure import exposure_per_query, position_bias
-from fairltr.metrics.ordering import order_by, ranks_by, ranks_from_order
-from fairltr.metrics.parity import derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k
+from fairltr.lazy import lazy_exports
 from fairltr.metrics.registry import (
     AUDIT_METRICS, CI_SUFFIXES, direction, direction_label, DIRECTIONS, distance_from_ideal, HEADLINE_METRICS,
     headline_metrics, higher_is_better, ideal, is_better, is_metric_key, key_part, metric_info, MetricInfo,
     METRICS, optimisation_direction,
 )
-from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
 __all__ = [
     "DEFAULT_K", "DIRECTIONS", "METRICS", "MetricInfo", "aggregate", "derive_from_ratio", "direction",
@@ -34,3 +25,25 @@ __all__ = [
     "expected_exposure", "expected_exposure_metrics", "group_exposure", "rbp_exposure", "target_exposure",
     "key_part",
 ]
+
+lazy_exports(__name__, {
+    **dict.fromkeys(['AuditConfig', 'AuditResult', 'audit_ranking'],
+                    'fairltr.metrics.audit'),
+    **dict.fromkeys(['paired_difference'],
+                    'fairltr.metrics.bootstrap'),
+    **dict.fromkeys(['CI_METADATA_KEYS', 'DEFAULT_K', 'aggregate', 'evaluate_batch', 'evaluate_ranking',
+                     'evaluate_ranking_audit', 'evaluate_with_table', 'per_query_metrics',
+                     'per_query_table', 'score_buckets'],
+                    'fairltr.metrics.evaluate'),
+    **dict.fromkeys(['ee_from_exposure', 'expected_exposure', 'expected_exposure_metrics', 'group_exposure',
+                     'rbp_exposure', 'target_exposure'],
+                    'fairltr.metrics.expected_exposure'),
+    **dict.fromkeys(['exposure_per_query', 'position_bias'],
+                    'fairltr.metrics.exposure'),
+    **dict.fromkeys(['order_by', 'ranks_by', 'ranks_from_order'],
+                    'fairltr.metrics.ordering'),
+    **dict.fromkeys(['derive_from_ratio', 'exposure_disparity', 'exposure_shortfall', 'selection_ratio_at_k'],
+                    'fairltr.metrics.parity'),
+    **dict.fromkeys(['kendall_tau', 'mrr_at_k', 'ndcg_at_k', 'precision_at_k', 'recall_at_k'],
+                    'fairltr.metrics.relevance'),
+})

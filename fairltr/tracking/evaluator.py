@@ -69,7 +69,7 @@ def model_scores(model, df: pd.DataFrame, column: str = "score") -> np.ndarray:
 def audit_frame(df: pd.DataFrame, scores: np.ndarray, config: Mapping[str, Any]):
     """SPEC 3b's audit of the config's ``audit`` settings (None without them or without a group):
     (metrics incl. ``_ci_low`` / ``_ci_high`` and the ``ci_*`` metadata, {k: AuditResult})."""
-    from fairltr.workflows.audit import audit_cutoffs_in, audit_evaluation, audit_from_config
+    from fairltr.metrics.audit_jobs import audit_cutoffs_in, audit_evaluation, audit_from_config
 
     audit = audit_from_config(config.get("audit"))
     columns = config_columns(config)
@@ -125,7 +125,7 @@ def evaluate_frame(
     finite = {name: float(v) for name, v in metrics.items()
               if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
     if audited is not None:
-        from fairltr.workflows.audit import interval_metadata
+        from fairltr.metrics.audit_jobs import interval_metadata
 
         finite = {k: v for k, v in finite.items() if not k.startswith("ci_")}
         table.attrs["audit"] = audited[1]
@@ -228,7 +228,7 @@ class FairRankingEvaluator(ModelEvaluator):
 
                     log_params(run_id, interval, client=client)
                 if audits:
-                    from fairltr.workflows.audit import write_audit_table
+                    from fairltr.metrics.audit_jobs import write_audit_table
 
                     main_k = int((config.get("audit") or {}).get("k", 10))
                     write_audit_table(audits.get(main_k) or next(iter(audits.values())), Path(tmp) / AUDIT_ARTIFACT)

@@ -652,14 +652,14 @@ def promote(
     groups = list(c.groups)
     config = {"query": c.query, "group": groups[0] if len(groups) == 1 else groups or None, "judgment": c.judgment,
               "k": ks, **extra}
-    from fairltr.workflows.audit import names_audit_metric
+    from fairltr.metrics.audit_jobs import names_audit_metric
 
     # the audit runs when the decision reads it: a gate on an audit figure, or intervals (--confidence)
     needs_audit = names_audit_metric(g.metric for g in parsed) or confidence is not None or bool(audit and audit.ci)
     if isinstance(data, pd.DataFrame) and groups and needs_audit:
         from dataclasses import replace as _replace
 
-        from fairltr.workflows.audit import audit_cutoffs_in, audit_to_config, make_audit_config
+        from fairltr.metrics.audit_jobs import audit_cutoffs_in, audit_to_config, make_audit_config
 
         gate_ks = audit_cutoffs_in(g.metric for g in parsed)
         audit = _replace(audit or make_audit_config(), k=gate_ks[0] if gate_ks else (audit.k if audit else 10))
@@ -669,7 +669,7 @@ def promote(
         config["audit_metrics"] = [g.metric for g in parsed]
     interval = None
     if confidence is not None:
-        from fairltr.workflows.audit import make_audit_config
+        from fairltr.metrics.audit_jobs import make_audit_config
 
         audit = audit or make_audit_config(ci=float(confidence))
         from fairltr.metrics.resampling import resolve_unit

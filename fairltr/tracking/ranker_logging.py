@@ -152,7 +152,7 @@ def log_result_metrics(run_id: str, metrics: Mapping[str, Any], artifact_dir: st
     from fairltr.tracking.report import HEADLINE_METRICS, ordered_metric_keys, split_counts
     from fairltr.tracking.runs import finite_metrics, log_metrics
 
-    from fairltr.workflows.audit import INTERVAL_KEYS
+    from fairltr.metrics.audit_jobs import INTERVAL_KEYS
 
     values, counts = split_counts(metrics)
     interval = {k: values.pop(k) for k in INTERVAL_KEYS if k in values}

@@ -27,7 +27,8 @@ import pandas as pd
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.errors import ConfigError, DataError
 from fairltr.workflows.ranking import RankerSpec, train_and_evaluate, validate_tables
-from fairltr.workflows.sweep_registry import SweepInputs, get_sweep_method, sweep_method_names
+from fairltr.workflows.sweep_registry import (RankingContext, RankingPlan, SweepInputs, get_sweep_method,
+                                             sweep_method_names)
 
 __all__ = ["RankingTrial", "DprTrial", "PLRankTrial", "RankingPlan", "RankingContext", "ranking_trial", "dpr_trial",
            "run_sweep_job", "mean_over_folds", "RANKING_METHODS"]
@@ -57,33 +58,6 @@ def mean_over_folds(per_fold: Sequence[Mapping[str, float]]) -> dict[str, float]
         out[k] = float(vals[ok].mean()) if ok.any() else float("nan")
     out["n_folds"] = float(len(per_fold))
     return derive_from_ratio(out)
-
-
-@dataclass(frozen=True)
-class RankingContext:
-    """What a ranking method's search space may depend on: the pooled training table of all
-    folds (FA*IR's ``fair_p`` range comes from its protected share), the column contract and
-    the sweep's method settings."""
-
-    train: pd.DataFrame
-    columns: RankingColumns = DEFAULT_COLUMNS
-    loss: str = "exposure_hinge"
-    p_range: tuple[float, float] | None = None
-    alpha_range: tuple[float, float] = (0.01, 0.5)
-
-
-@dataclass(frozen=True)
-class RankingPlan:
-    """How a ranking method's trial is made: ``space(context)`` -> its search space;
-    ``to_spec(base, values, context)`` -> the ranker setting of a trial's values; ``reuse_base``:
-    post-processing, the setting without post-processing is fitted once per fold and re-ranked
-    by every trial; ``uses_loss``: the method trains with the sweep's ``--loss`` (recorded on the
-    study and checked on resume)."""
-
-    space: Callable[[RankingContext], Any]
-    to_spec: Callable[[RankerSpec, Mapping[str, float], RankingContext], RankerSpec]
-    reuse_base: bool = False
-    uses_loss: bool = False
 
 
 @dataclass
@@ -128,7 +102,8 @@ class RankingTrial:
                                                               self.columns).model
                 model = self._base_models[i]
             per_fold.append(train_and_evaluate(train, test, spec, self.columns, model=model, audit=self.audit,
-                                               extra_audit_ks=self.audit_ks).metrics)
+                                               extra_audit_ks=self.audit_ks,
+                                               audit_required=self.audit is not None).metrics)
         return mean_over_folds(per_fold)
 
 

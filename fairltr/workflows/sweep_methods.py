@@ -12,10 +12,28 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from fairltr.workflows.ranking import FairParams, RankerSpec
-from fairltr.workflows.sweep import (RankingContext, RankingPlan, dpr_trial_from, plrank_trial_from,
-                                     ranking_trial_from)
-from fairltr.workflows.sweep_registry import SweepMethod, register_sweep_method
+from typing import TYPE_CHECKING, Any
+
+from fairltr.workflows.sweep_registry import RankingContext, RankingPlan, SweepMethod, register_sweep_method
+
+if TYPE_CHECKING:  # the declarations load no pandas or torch (``fairltr sweep --help`` lists the methods)
+    from fairltr.workflows.ranking import FairParams, RankerSpec
+
+
+def _trial(name: str):
+    """The trial builder ``fairltr.workflows.sweep.<name>``, imported at the first call."""
+    def build(inputs: Any):
+        from fairltr.workflows import sweep
+
+        return getattr(sweep, name)(inputs)
+
+    build.__name__ = build.__qualname__ = name
+    return build
+
+
+ranking_trial_from = _trial("ranking_trial_from")
+plrank_trial_from = _trial("plrank_trial_from")
+dpr_trial_from = _trial("dpr_trial_from")
 
 __all__ = ["ranking_method"]
 
@@ -65,6 +83,8 @@ def _deltr(base: RankerSpec, values: Mapping[str, float], ctx: RankingContext) -
 
 
 def _fair(values: Mapping[str, float]) -> FairParams:
+    from fairltr.workflows.ranking import FairParams
+
     return FairParams(float(values["fair_p"]), float(values["fair_alpha"]))
 
 

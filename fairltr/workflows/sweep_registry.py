@@ -19,16 +19,44 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
 from fairltr.metrics.registry import key_part
 
-__all__ = ["SweepInputs", "SweepMethod", "register_sweep_method", "unregister_sweep_method", "get_sweep_method",
+__all__ = ["SweepInputs", "SweepMethod", "RankingContext", "RankingPlan", "register_sweep_method", "unregister_sweep_method", "get_sweep_method",
            "sweep_method_names", "sweep_methods", "methods_markdown", "DATA_KINDS"]
 
 DATA_KINDS = ("ranking", "parallel")  # ranking files / folds; a parallel-query folder (retrieval)
 _REGISTRY: dict[str, "SweepMethod"] = {}
 _BUILTINS_LOADED = False
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+_.-]*$")
+
+
+@dataclass(frozen=True)
+class RankingContext:
+    """What a ranking method's search space may depend on: the pooled training table of all
+    folds (FA*IR's ``fair_p`` range comes from its protected share), the column contract and
+    the sweep's method settings."""
+
+    train: Any  # pandas.DataFrame
+    columns: Any = DEFAULT_COLUMNS  # fairltr.RankingColumns
+    loss: str = "exposure_hinge"
+    p_range: tuple[float, float] | None = None
+    alpha_range: tuple[float, float] = (0.01, 0.5)
+
+
+@dataclass(frozen=True)
+class RankingPlan:
+    """How a ranking method's trial is made: ``space(context)`` -> its search space;
+    ``to_spec(base, values, context)`` -> the ranker setting of a trial's values; ``reuse_base``:
+    post-processing, the setting without post-processing is fitted once per fold and re-ranked
+    by every trial; ``uses_loss``: the method trains with the sweep's ``--loss`` (recorded on the
+    study and checked on resume)."""
+
+    space: Callable[["RankingContext"], Any]
+    to_spec: Callable[[Any, Mapping[str, float], "RankingContext"], Any]  # (RankerSpec, values, context) -> RankerSpec
+    reuse_base: bool = False
+    uses_loss: bool = False
 
 
 @dataclass(frozen=True)

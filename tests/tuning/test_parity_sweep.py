@@ -24,7 +24,7 @@ def test_default_sweep_stores_parity_objectives(ranking_files, tmp_path):
     assert study.user_attrs["objectives"] == ["kendall_tau", "exposure_disparity"]
     assert study.metric_names == ["kendall_tau", "exposure_disparity"]
     assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
-    assert study.user_attrs["constraints"] == ["selection_ratio_at_5>=0.8"]
+    assert study.user_attrs["constraints"] == ["impact_ratio_at_5>=0.8"]  # four-fifths reads the pooled impact ratio
     assert result.report.objectives == ["kendall_tau", "exposure_disparity"]
     assert result.report.directions == ["maximize", "minimize"]
     for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
@@ -32,7 +32,7 @@ def test_default_sweep_stores_parity_objectives(ranking_files, tmp_path):
         assert t.values == [pytest.approx(m["kendall_tau"]), pytest.approx(m["exposure_disparity"])]
         # the objective is the distance of the reported ratio from parity
         assert m["exposure_disparity"] == pytest.approx(exposure_disparity(m["exposure_ratio"]))
-        sel = m.get("selection_ratio_at_5", math.nan)
-        want = 0.8 - sel if math.isfinite(sel) else 1e10
-        assert t.constraints == {"selection_ratio_at_5>=0.8": pytest.approx(want)}
+        ir = m.get("impact_ratio_at_5", math.nan)
+        want = 0.8 - ir if math.isfinite(ir) else 1e10
+        assert t.constraints == {"impact_ratio_at_5>=0.8": pytest.approx(want)}
         assert {"selection_ratio_at_10", "exposure_shortfall"} <= set(m)

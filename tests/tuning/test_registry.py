@@ -65,7 +65,7 @@ class AnalyticTrial:
     def __call__(self, values):
         self.calls += 1
         x = float(values["x"])
-        return {"ndcg_at_10": 1.0 - x * x, "exposure_gap": x, "kendall_tau": math.nan}
+        return {"ndcg_at_10": 1.0 - x * x, "exposure_disparity": x, "kendall_tau": math.nan}
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def toy_trial_method():
         return built[-1]
 
     method = register_sweep_method(SweepMethod("toy-analytic", "analytic test trial", build, searches="`x`",
-                                               objectives="ndcg_at_10:max,exposure_gap:min"))
+                                               objectives="ndcg_at_10:max,exposure_disparity:min"))
     yield method, built
     unregister_sweep_method(method.name)
 
@@ -156,9 +156,9 @@ def test_toy_trial_method_with_its_own_objectives(toy_trial_method, ranking_file
     res = _sweep(ranking_files, tmp_path, "--method", "toy-analytic", "--study", "analytic", "--trials", "4",
                  "--no-mlflow")
     assert res.exit_code == 0, res.output
-    assert "objectives ['ndcg_at_10:max', 'exposure_gap:min']" in res.output
+    assert "objectives ['ndcg_at_10:max', 'exposure_disparity:min']" in res.output
     study = optuna.load_study(study_name="analytic", storage=make_storage(f"sqlite:///{tmp_path / 'optuna.db'}"))
-    assert study.user_attrs["objectives"] == ["ndcg_at_10", "exposure_gap"]
+    assert study.user_attrs["objectives"] == ["ndcg_at_10", "exposure_disparity"]
     assert len(built) == 1 and built[0].calls == 4
     for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
         x = t.user_attrs["x"]

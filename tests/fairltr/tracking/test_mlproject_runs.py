@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-ALL_ENTRY_POINTS = {"quickstart", "train_deltr", "reproduce_deltr", "train_dpr", "evaluate", "evaluate_registered",
-                    "promote", "compare_runs", "sweep"}
+ALL_ENTRY_POINTS = {"quickstart", "train_deltr", "train_lambdamart", "train_plrank", "reproduce_deltr", "train_dpr",
+                    "evaluate", "evaluate_registered", "promote", "compare_runs", "sweep"}
 
 
 def mlflow_run(entry: str, params: dict[str, object], experiment: str, cwd: Path, uri: str):
@@ -124,6 +124,24 @@ def test_train_dpr_registers_a_retriever(mlflow_tracking, tiny_bert, parallel_di
     model = mlflow.pyfunc.load_model(f"models:/{name}/1")
     out = model.predict(pd.DataFrame({"query_id": ["a"], "text": ["red apple"]}), params={"k": 3})
     assert list(out["rank"]) == [1, 2, 3]
+
+
+def test_train_lambdamart(files, tmp_path, mlflow_tracking):
+    exp = exp_name("train-lambdamart")
+    mlflow_run("train_lambdamart", {"train": files / "train.csv", "test": files / "test.csv", "n_estimators": 20,
+                                    "out": tmp_path / "lm"}, exp, tmp_path, mlflow_tracking)
+    run, _ = runs_of(exp)
+    assert run.data.tags["fairltr.model"] == "LambdaMART" and "ndcg_at_10" in run.data.metrics
+    assert (tmp_path / "lm" / "model.json").is_file() and (tmp_path / "lm" / "model.txt").is_file()
+
+
+def test_train_plrank(files, tmp_path, mlflow_tracking):
+    exp = exp_name("train-plrank")
+    mlflow_run("train_plrank", {"train": files / "train.csv", "test": files / "test.csv", "max_iter": 15, "samples": 8,
+                                "out": tmp_path / "pl"}, exp, tmp_path, mlflow_tracking)
+    run, _ = runs_of(exp)
+    assert run.data.tags["fairltr.model"] == "PLRank" and "exposure_ratio" in run.data.metrics
+    assert (tmp_path / "pl" / "model.json").is_file()
 
 
 def test_evaluate(files, tmp_path, registered, mlflow_tracking):
