@@ -206,7 +206,7 @@ def log_ranker_model(
     not a feature, the group column as an optional input."""
     from mlflow.models import infer_signature
 
-    from fairltr.tracking.verify import record_digest
+    from fairltr.tracking.digests import record_digest
 
     model.check_fitted()
     if input_example is None:
