@@ -17,7 +17,7 @@ that a stray ``./mlruns`` folder never switches the store to the deprecated file
   URIs with a password (``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT=true``, even when set otherwise), and a logging filter redacts ``scheme://user:password@`` in MLflow's,
   urllib3's and alembic's log records (:func:`redact_text`);
 * ends runs left RUNNING by an earlier fairltr command that lost the tracking server: those
-  commands record the run in a small local file (:mod:`fairltr.tracking.runs`), and the next
+  commands record the run in a small local file (:mod:`fairltr.tracking.pending_ends`), and the next
   command against the same store sets the recorded status.
 """
 
@@ -27,13 +27,14 @@ import contextlib
 import io
 import logging
 import os
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from fairltr.errors import ConfigError
+from fairltr.tracking.pending_ends import settle_pending_ends
+from fairltr.tracking.redaction import install_redaction, redact_text, redact_uri
 
 __all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "logger_target",
            "redact_uri", "redact_text", "check_tracking_uri", "check_database", "FAST_FAIL_ENV", "init_store", "sqlite_path",
@@ -123,35 +124,6 @@ def _create_sqlite_store(db: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-class _RedactFilter:
-    """A logging filter that redacts ``scheme://user:password@`` in a record's message."""
-
-    def filter(self, record) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:
-            return True
-        cleaned = redact_text(message)
-        if cleaned != message:
-            record.msg, record.args = cleaned, None
-        return True
-
-
-_REDACT_FILTER = _RedactFilter()
-
-
-def install_redaction(names: tuple[str, ...] = ("mlflow", "urllib3", "alembic", "")) -> None:
-    """Add the redacting filter to the named loggers and to their handlers (idempotent)."""
-    import logging
-
-    for name in names:
-        logger = logging.getLogger(name)
-        targets = [logger, *logger.handlers]
-        for target in targets:
-            if _REDACT_FILTER not in getattr(target, "filters", []):
-                target.addFilter(_REDACT_FILTER)
-
-
 def configure(experiment: str | None = None) -> str:
     """Point MLflow at :func:`tracking_uri` (and the registry at the same store); select
     ``experiment`` unless a run is active or ``mlflow run`` handed us one (``MLFLOW_RUN_ID``).
@@ -168,8 +140,6 @@ def configure(experiment: str | None = None) -> str:
     if not mlflow.is_tracking_uri_set():
         mlflow.set_tracking_uri(uri)
     init_store(uri)
-    from fairltr.tracking.runs import settle_pending_ends
-
     settle_pending_ends(uri)
     if experiment and mlflow.active_run() is None and not os.environ.get("MLFLOW_RUN_ID"):
         mlflow.set_experiment(experiment)
@@ -186,28 +156,6 @@ def logger_target() -> tuple[str, str | None]:
     init_store(uri)
     active = mlflow.active_run()
     return uri, (active.info.run_id if active is not None else os.environ.get("MLFLOW_RUN_ID"))
-
-
-_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
-
-
-def redact_uri(uri: str) -> str:
-    """``uri`` with its password replaced by ``***`` (``http://alice:***@host``); other URIs unchanged."""
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return redact_text(uri)
-    if parts.password is None:
-        return uri
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"{parts.username}:***@{host}", parts.path, parts.query, parts.fragment))
-
-
-def redact_text(text: str) -> str:
-    """Every ``scheme://user:password@`` in ``text`` with the password replaced by ``***``."""
-    return _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
 
 
 def check_tracking_uri(uri: str | None = None, timeout: float = 5.0) -> str:

@@ -187,6 +187,21 @@ def _serving_signature(signature, group: str | None):
     return ModelSignature(inputs=Schema(inputs), outputs=signature.outputs, params=params)
 
 
+def _save_artifacts(model: Ranker, folder: Path) -> tuple[dict[str, str], dict[str, Path]]:
+    """Save ``model``'s files in ``folder``: (pyfunc ``artifacts``, ``{"artifact:<key>": local file}``
+    for :func:`~fairltr.tracking.digests.record_digest`); a LambdaMART model adds its booster."""
+    lambdamart = isinstance(model, LambdaMART)
+    weights = model.save(folder / (LAMBDAMART_FILE if lambdamart else WEIGHTS_FILE))
+    artifacts = {"weights": str(weights)}
+    uploaded = {"artifact:weights": weights}
+    if lambdamart:
+        from fairltr.gbdt import booster_path_for
+
+        artifacts["booster"] = str(booster_path_for(weights))
+        uploaded["artifact:booster"] = booster_path_for(weights)
+    return artifacts, uploaded
+
+
 def log_ranker_model(
     model: Ranker,
     name: str = "model",
@@ -198,7 +213,7 @@ def log_ranker_model(
     """Log ``model`` as a pyfunc (in the active run, if any) and optionally register it as a
     new version of ``register``. Returns MLflow's ``ModelInfo`` (``model_uri``,
     ``registered_model_version``...). The folder's digest is recorded on the logged model and
-    the version (tag ``fairltr.digest``, :func:`fairltr.tracking.verify.record_digest`).
+    the version (tag ``fairltr.digest``, :func:`fairltr.tracking.digests.record_digest`).
 
     ``serve_rerank``: the default serving policy (``"fair:p=0.3,alpha=0.1"``), recorded in the
     model config (so inside the digest) and applied by every ``predict`` unless a request's
@@ -206,7 +221,7 @@ def log_ranker_model(
     not a feature, the group column as an optional input."""
     from mlflow.models import infer_signature
 
-    from fairltr.tracking.verify import record_digest
+    from fairltr.tracking.digests import record_digest
 
     model.check_fitted()
     if input_example is None:
@@ -221,14 +236,7 @@ def log_ranker_model(
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
         lambdamart = isinstance(model, LambdaMART)
-        weights = model.save(tmp_path / (LAMBDAMART_FILE if lambdamart else WEIGHTS_FILE))
-        artifacts = {"weights": str(weights)}
-        uploaded = {"artifact:weights": weights}
-        if lambdamart:
-            from fairltr.gbdt import booster_path_for
-
-            artifacts["booster"] = str(booster_path_for(weights))
-            uploaded["artifact:booster"] = booster_path_for(weights)
+        artifacts, uploaded = _save_artifacts(model, tmp_path)
         with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
             warnings.simplefilter("ignore", UserWarning)
             example_out = (predict_frame(model, input_example) if not policy.active else

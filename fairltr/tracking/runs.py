@@ -22,16 +22,21 @@ fairltr command against the same store (:func:`fairltr.tracking.config.configure
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import numpy as np
+
+from fairltr.tracking.config import configure, redact_text, redact_uri, tracking_uri
+from fairltr.tracking.pending_ends import (  # noqa: F401  (re-exported: the names before pending_ends.py)
+    _SETTLED, _store_key, pending_ends_file, read_pending, record_pending_end, settle_pending_ends,
+)
+
+_read_pending = read_pending
 
 __all__ = ["job_run", "child_run", "end_run_status", "log_params", "log_metrics", "finite_metrics", "mark_run",
            "record_pending_end", "settle_pending_ends", "pending_ends_file", "RUN_STATUSES"]
@@ -96,8 +101,6 @@ def _end_quietly(run_id: str, status: str, raise_errors: bool = False) -> None:
 def _report_unended(run_id: str, status: str, exc: BaseException) -> None:
     import sys
 
-    from fairltr.tracking.config import redact_text, redact_uri, tracking_uri
-
     uri = tracking_uri()
     try:
         saved = record_pending_end(uri, run_id, status)
@@ -120,85 +123,6 @@ def _short_reason(text: str) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-# ---------------------------------------------------------------------------- pending ends
-def pending_ends_file() -> Path:
-    """``pending_run_ends.json`` in ``$FAIRLTR_STATE_DIR`` / ``$XDG_STATE_HOME/fairltr`` /
-    ``~/.local/state/fairltr``."""
-    from fairltr.files import state_dir
-
-    return state_dir() / "pending_run_ends.json"
-
-
-def _store_key(uri: str) -> str:
-    return hashlib.sha256(uri.encode("utf-8")).hexdigest()
-
-
-def _read_pending(path: Path) -> list[dict[str, Any]]:
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [e for e in entries if isinstance(e, dict) and {"store", "run_id", "status"} <= set(e)] \
-        if isinstance(entries, list) else []
-
-
-def record_pending_end(uri: str, run_id: str, status: str) -> Path:
-    """Remember that ``run_id`` of the store ``uri`` should be ended with ``status``."""
-    from fairltr.files import atomic_write_text, file_lock
-    from fairltr.tracking.config import redact_uri
-
-    path = pending_ends_file()
-    with file_lock(path.with_name(path.name + ".lock"), timeout=30.0):
-        entries = [e for e in _read_pending(path) if e["run_id"] != run_id]
-        entries.append({"store": _store_key(uri), "shown": redact_uri(uri), "run_id": run_id, "status": status,
-                        "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        atomic_write_text(path, json.dumps(entries, indent=1))
-    return path
-
-
-_SETTLED: set[str] = set()
-
-
-def settle_pending_ends(uri: str) -> list[str]:
-    """End the recorded runs of store ``uri`` that are still RUNNING (once per process and
-    store; best effort: any failure leaves the records for the next command). Returns the ids
-    of the runs ended."""
-    path = pending_ends_file()
-    if uri in _SETTLED or not path.is_file():
-        return []
-    _SETTLED.add(uri)
-    key = _store_key(uri)
-    try:
-        if not any(e["store"] == key for e in _read_pending(path)):
-            return []
-        from mlflow import MlflowClient
-        from mlflow.exceptions import MlflowException
-
-        from fairltr.files import atomic_write_text, file_lock
-
-        client = MlflowClient(uri)
-        ended: list[str] = []
-        with file_lock(path.with_name(path.name + ".lock"), timeout=30.0):
-            keep = []
-            reachable = True
-            for e in _read_pending(path):
-                if e["store"] != key or not reachable:
-                    keep.append(e)
-                    continue
-                try:
-                    if client.get_run(e["run_id"]).info.status == "RUNNING":
-                        client.set_terminated(e["run_id"], e["status"])
-                        ended.append(e["run_id"])
-                except MlflowException as exc:
-                    if getattr(exc, "error_code", "") != "RESOURCE_DOES_NOT_EXIST":
-                        keep.append(e)  # store unreachable: keep this one and the rest for later
-                        reachable = False
-            atomic_write_text(path, json.dumps(keep, indent=1))
-        return ended
-    except Exception:
-        return []
-
-
 def mark_run(run_id: str, status: str = "FAILED", *, force: bool = False) -> tuple[str, str]:
     """Set the status of ``run_id`` to ``status`` (FINISHED, FAILED or KILLED) when it is
     RUNNING (any status with ``force``); forget its pending record. Returns (status before,
@@ -207,7 +131,6 @@ def mark_run(run_id: str, status: str = "FAILED", *, force: bool = False) -> tup
 
     from fairltr.errors import ConfigError
     from fairltr.files import atomic_write_text, file_lock
-    from fairltr.tracking.config import configure
 
     status = status.upper()
     if status not in RUN_STATUSES:
@@ -215,7 +138,7 @@ def mark_run(run_id: str, status: str = "FAILED", *, force: bool = False) -> tup
     path = pending_ends_file()
     if path.is_file():  # this command decides the run's status: forget what was recorded for it
         with file_lock(path.with_name(path.name + ".lock"), timeout=30.0):
-            entries = _read_pending(path)
+            entries = read_pending(path)
             rest = [e for e in entries if e["run_id"] != run_id]
             if len(rest) != len(entries):
                 atomic_write_text(path, json.dumps(rest, indent=1))
@@ -238,7 +161,6 @@ def job_run(experiment: str | None, run_name: str | None = None, *, tags: Mappin
     a nested run."""
     import mlflow
 
-    from fairltr.tracking.config import configure
 
     configure(experiment)
     tags = dict(tags or {})
