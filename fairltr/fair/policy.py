@@ -206,6 +206,11 @@ def apply_policy(
                           f"columns: {list(df.columns)}")
     frame = df[[columns.query, group]].reset_index(drop=True)
     frame["__row__"] = np.arange(len(df))
+    g = frame[group]
+    if pd.api.types.is_float_dtype(g) and bool(np.all(np.isfinite(g))) and bool(np.all(g == np.round(g))):
+        # a group that is also a model feature arrives as double (the signature casts features): its
+        # categories are the integers 0, 1, ... again, as a target names them ("0:0.5,1:0.5")
+        frame[group] = g.astype(np.int64)
     if policy.method == "fair":
         ranked = rerank(frame, s, k=policy.k, p=policy.p, alpha=policy.alpha, adjust=policy.adjust,
                         columns=RankingColumns(query=columns.query, group=group, judgment=None))
@@ -228,5 +233,26 @@ def _geyik(frame: pd.DataFrame, scores: np.ndarray, policy: ServingPolicy, colum
         from fairltr.fair import geyik
     except ImportError:  # pragma: no cover - present once the multi-group re-rankers land
         raise ConfigError(f"rerank {policy.method!r} needs fairltr.fair.geyik, which this build lacks") from None
-    return geyik.rerank_geyik(frame, scores, columns=columns, method=policy.method,
-                              target=policy.target, k=policy.k)
+    target, missing = _target_in_batch(policy.target, frame[columns.group])
+    ranked = geyik.rerank_geyik(frame, scores, columns=columns, method=policy.method, target=target, k=policy.k)
+    if missing:  # a category the target asks for is absent from the whole request: it cannot be met
+        ranked["fair_feasible"] = False
+    return ranked
+
+
+def _target_in_batch(text: str | None, groups: pd.Series) -> tuple[dict[str, float] | None, bool]:
+    """The policy's target restricted to the categories present in a request's group column
+    (renormalised), and whether a category with a positive share was absent. A served batch
+    need not hold every category the target names (Geyik's re-ranker refuses such a target)."""
+    if text is None:
+        return None, False
+    from fairltr.fair.target import parse_target
+
+    _, shares = parse_target(text)
+    present = set(groups.astype(str))
+    kept = {c: v for c, v in shares.items() if c in present}
+    missing = any(v > 0 for c, v in shares.items() if c not in present)
+    total = sum(kept.values())
+    if total <= 0:
+        return None, True
+    return {c: v / total for c, v in kept.items()}, missing

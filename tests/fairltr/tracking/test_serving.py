@@ -218,3 +218,40 @@ def test_mlflow_models_serve_returns_fair_rankings_and_4xx_for_bad_payloads(mlfl
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
+
+
+def test_geyik_policy_serves_target_mix(mlflow_tracking, served_model):
+    """A DetConstSort policy: every query's top k holds at least floor(j * share) candidates of each
+    category at every prefix j where the query had them (Geyik's minimum-count constraint),
+    checked by a loop; a bad target is a one-line 400."""
+    import math
+
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from fairltr.tracking import log_ranker_model
+
+    model, test = served_model
+    mlflow.set_experiment("test-serving")
+    with mlflow.start_run():
+        info = log_ranker_model(model, input_example=test.head(6), serve_rerank="detconstsort:k=6,target=0:0.5,1:0.5")
+    loaded = mlflow.pyfunc.load_model(info.model_uri)
+    out = loaded.predict(test)
+    assert list(out.columns) == ["query_id", "score", "rank", "fair_feasible"]
+    groups = test["protected"].to_numpy()
+    checked = 0
+    for q in pd.unique(out["query_id"]):
+        rows = np.flatnonzero(out["query_id"].to_numpy() == q)
+        order = rows[np.argsort(out["rank"].to_numpy()[rows], kind="stable")]
+        if not out["fair_feasible"].to_numpy()[rows[0]]:
+            continue
+        for j in range(1, min(6, len(rows)) + 1):
+            top = groups[order[:j]]
+            for cat in (0, 1):
+                if (groups[rows] == cat).sum() >= math.floor(j * 0.5):
+                    assert (top == cat).sum() >= math.floor(j * 0.5), (q, j, cat)
+        checked += 1
+    assert checked > 0
+    with pytest.raises(MlflowException) as err:
+        loaded.predict(test, params={"target": "0:0.7,1:0.7"})
+    assert err.value.error_code == "INVALID_PARAMETER_VALUE" and "sum to 1" in err.value.message
