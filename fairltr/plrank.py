@@ -113,6 +113,8 @@ class PLRank(DELTR):
 
     # the registry's name of this method's loss (run params, tags) and DELTR's name of the weight
     fairness_loss = "plrank"
+    # DELTR's optional reference category is not a PLRank parameter: the inherited fit sees none
+    reference_group = None
 
     @property
     def gamma(self) -> float:
