@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import numbers
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from fairltr.losses.objective import ObjectiveTerms, deltr_objective
 from fairltr.losses.registry import get_loss
 from fairltr.model_file import (ARRAY_KEYS, DTYPES, FORMAT_VERSION, HISTORY_KEYS, MODEL_SUFFIXES,  # noqa: F401
                                 PARAM_KINDS as _PARAM_KINDS, STATE_KEYS, read_model_file, write_model_file)
+from fairltr.training_loop import LoopLabels, run_training_loop
 
 __all__ = ["DELTR", "DELTRSettings", "resolve_device", "rank_frame"]
 
@@ -72,6 +72,18 @@ def rank_frame(
     out["rank"] = positions_in_query(codes[order])[0] + 1
     out.attrs.pop(ORIGIN_KEY, None)  # rows are re-ordered and re-indexed: the reader's line map no longer applies
     return out.reset_index(drop=True)
+
+
+@dataclass
+class TrainingInputs:
+    """What a linear ranker trains on (:meth:`DELTR._training_inputs`): per bucket the features
+    (unstandardised, ``self.dtype``), the feature names, the standardisation and the group count."""
+
+    xs: list[torch.Tensor]
+    names: list[str]
+    mean: torch.Tensor
+    std: torch.Tensor
+    n_groups: int
 
 
 @dataclass(frozen=True)
@@ -451,6 +463,23 @@ class DELTR:
         device = self._device()
         gen = torch.Generator().manual_seed(self.seed)  # a local generator: the global RNG is left alone
         batches = list(buckets.batches)
+        inputs = self._training_inputs(batches, columns, names, settings)
+        w = self._initial_weights(inputs, gen, device)
+        terms = self._objective(batches, inputs, w, settings, device)
+        step, final = self._optimizer_steps(w, terms, settings.lr)
+        labels = LoopLabels(model="DELTR", weight="gamma", desc=f"DELTR gamma={settings.gamma:g}", postfix="loss")
+        n_iter, history = run_training_loop(step, final, max_iter=settings.max_iter, tol=settings.tol,
+                                            labels=labels, callback=callback, progress=progress)
+        return self.set_fitted_state(columns=columns, feature_names=inputs.names, weights=w.detach().cpu().numpy(),
+                                     mean=inputs.mean.cpu().numpy(), scale=inputs.std.cpu().numpy(), n_iter=n_iter,
+                                     history=history)
+
+    def _training_inputs(self, batches: list[RankingBatch], columns: RankingColumns, names: list[str],
+                         settings: DELTRSettings) -> TrainingInputs:
+        """The features of ``batches`` in ``self.dtype`` (the group column dropped when colorblind),
+        checked against ``names`` and for a fairness signal, with the standardisation over real
+        candidates (scale 1 for a constant feature; mean 0, scale 1 without ``standardize``) and
+        the number of groups (>= 2). Shared with :class:`~fairltr.PLRank`."""
         xs = [b.features.to(self.dtype) for b in batches]
         if self.colorblind and columns.group in names:
             keep = [i for i, name in enumerate(names) if name != columns.group]
@@ -461,7 +490,6 @@ class DELTR:
         if not names or n_features != len(names):
             raise DataError(f"the batch has {n_features} feature(s) but {len(names)} feature name(s)")
         self._check_fairness_signal(batches, None, settings)
-        gamma, l2 = settings.gamma, settings.l2
         if self.standardize:
             real = xs[0][batches[0].mask] if len(xs) == 1 else torch.cat([x[b.mask] for x, b in zip(xs, batches)])
             mean = real.mean(0)
@@ -473,15 +501,28 @@ class DELTR:
             std = torch.ones(n_features, dtype=self.dtype)
         real_groups = [b.groups[b.mask] for b in batches if bool(b.mask.any())]
         n_groups = max(2, max((int(gr.max()) + 1 for gr in real_groups), default=1))
-        w = (0.01 * torch.randn(n_features, generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
+        return TrainingInputs(xs=xs, names=names, mean=mean, std=std, n_groups=n_groups)
 
+    def _initial_weights(self, inputs: TrainingInputs, gen: torch.Generator, device: torch.device) -> torch.Tensor:
+        """w ~ 0.01 * N(0, 1) from the seeded generator, on ``device``, requiring a gradient."""
+        n_features = len(inputs.names)
+        return (0.01 * torch.randn(n_features, generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
+
+    def _objective(self, batches: list[RankingBatch], inputs: TrainingInputs, w: torch.Tensor,
+                   settings: DELTRSettings, device: torch.device) -> Callable[[], tuple[torch.Tensor, ObjectiveTerms]]:
+        """``terms()`` -> (total + l2 * |w|^2, the objective's terms) at the current ``w``: the
+        DELTR objective summed over the buckets holding a real candidate (standardised features
+        on ``device``; a fused analytic-gradient objective, or autograd for a plugin loss).
+        Releases ``inputs.xs`` as the tensors move."""
+        gamma, l2 = settings.gamma, settings.l2
+        n_groups, xs = inputs.n_groups, inputs.xs
         fused, variant = fused_variant(self.fairness_loss)
         # buckets without a real candidate contribute nothing (keep one so that the sum is defined)
         used = [i for i, b in enumerate(batches) if bool(b.mask.any())] or [0]
         parts = []  # per bucket: a fused objective, or the standardised tensors for autograd
         for i in used:
             b = batches[i]
-            x = ((xs[i] - mean) / std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
+            x = ((xs[i] - inputs.mean) / inputs.std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
             xs[i] = None  # type: ignore[call-overload]  # release the (colorblind) copy early
             y, g, m = b.judgments.to(device, self.dtype), b.groups.to(device), b.mask.to(device)
             if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
@@ -490,7 +531,7 @@ class DELTR:
             else:
                 parts.append((x, y, g, m))
             del x
-        del xs
+        xs.clear()
 
         def bucket_terms(part) -> ObjectiveTerms:
             if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
@@ -509,19 +550,25 @@ class DELTR:
         if fused and len(parts) == 1:  # one bucket (e.g. equal-length queries): call the objective directly
             evaluate = functools.partial(parts[0], w)  # noqa: F811
 
-        def terms():
+        def terms() -> tuple[torch.Tensor, ObjectiveTerms]:
             t = evaluate()
             total = t.total + l2 * (w * w).sum() if l2 else t.total
             return total, t
 
-        history: list[dict[str, float]] = []
+        return terms
+
+    def _optimizer_steps(self, w: torch.Tensor, terms: Callable[[], tuple[torch.Tensor, ObjectiveTerms]],
+                         lr: float) -> tuple[Callable[[], dict[str, float]], Callable[[], dict[str, float]]]:
+        """(step, final) for :func:`~fairltr.training_loop.run_training_loop`: ``step`` takes one
+        L-BFGS (strong Wolfe line search) or Adam step and returns the terms at the weights before
+        it; ``final`` the terms at the current weights."""
         if self.optimizer == "lbfgs":
             opt: torch.optim.Optimizer = torch.optim.LBFGS(
-                [w], lr=settings.lr, max_iter=1, max_eval=25, history_size=20, line_search_fn="strong_wolfe",
+                [w], lr=lr, max_iter=1, max_eval=25, history_size=20, line_search_fn="strong_wolfe",
                 tolerance_grad=0.0, tolerance_change=0.0,
             )
         else:
-            opt = torch.optim.Adam([w], lr=settings.lr)
+            opt = torch.optim.Adam([w], lr=lr)
 
         # The first closure call of every optimizer step is made at the current weights, so it
         # gives the objective after the previous iteration (line-search trials are not recorded).
@@ -535,44 +582,21 @@ class DELTR:
                 last.update(total=total.detach(), listnet=t.listnet.detach(), exposure=t.exposure.detach())
             return total
 
-        def record(iteration: int) -> dict[str, float]:
-            rec = {"iteration": iteration, "total": float(last["total"]), "listnet": float(last["listnet"]),
-                   "exposure": float(last["exposure"])}
-            if not math.isfinite(rec["total"]):
-                raise FloatingPointError(
-                    f"DELTR objective became {rec['total']} at iteration {iteration}; try a smaller lr or gamma"
-                )
-            history.append(rec)
-            if callback is not None:
-                callback(iteration, rec)
-            return rec
+        def recorded() -> dict[str, float]:
+            return {"total": float(last["total"]), "listnet": float(last["listnet"]),
+                    "exposure": float(last["exposure"])}
 
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-            bar = tqdm(total=settings.max_iter, desc=f"DELTR gamma={gamma:g}", unit="it", leave=False)
-        # history[i] is the objective after i optimizer steps; the last entry is always the
-        # objective at the returned weights, and n_iter_ is the number of steps taken.
-        prev = math.inf
-        it = 0
-        while it < settings.max_iter:
+        def step() -> dict[str, float]:
             last.clear()
             opt.step(closure)
-            rec = record(it)
-            it += 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{rec['total']:.6g}")
-            if abs(prev - rec["total"]) <= settings.tol * max(1.0, abs(rec["total"])):
-                break
-            prev = rec["total"]
-        last.clear()
-        closure()  # objective at the final weights
-        record(it)
-        if bar is not None:
-            bar.close()
-        return self.set_fitted_state(columns=columns, feature_names=names, weights=w.detach().cpu().numpy(),
-                                     mean=mean.cpu().numpy(), scale=std.cpu().numpy(), n_iter=it, history=history)
+            return recorded()
+
+        def final() -> dict[str, float]:
+            last.clear()
+            closure()  # objective at the final weights
+            return recorded()
+
+        return step, final
 
     # ------------------------------------------------------------------ inference
     @property
