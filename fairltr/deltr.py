@@ -28,8 +28,9 @@ from fairltr.buckets import BucketedBatch, split_batch, to_buckets
 from fairltr.columns import DEFAULT_COLUMNS, UNSET, RankingColumns, resolve_columns
 from fairltr.data import (NAMES_ONLY, ORIGIN_KEY, RankingBatch, category_codes, check_group_column, frame_source,
                           numeric_matrix, positions_in_query, query_codes, score_order, select_features)
-from fairltr.errors import ConfigError, DataError, NotFittedError
+from fairltr.errors import ConfigError, DataError
 from fairltr.files import check_writable
+from fairltr.fitted import FittedRanker
 from fairltr.losses.builtin import GAMMA
 from fairltr.losses.linear import LinearDELTRObjective, fused_variant
 from fairltr.losses.objective import ObjectiveTerms, deltr_objective
@@ -99,7 +100,7 @@ class DELTRSettings:
     lr: float
 
 
-class DELTR:
+class DELTR(FittedRanker):
     """Disparate Exposure Learning to Rank (Zehlike et al.) with a linear scoring function.
 
     Objective: sum_q ListNet_q + gamma * U_q + l2 * ||w||^2, where U_q is the registered ranking
@@ -280,31 +281,9 @@ class DELTR:
         return f"DELTR({args})"
 
     # ------------------------------------------------------------------ fitted state
+    # check_fitted, history, query_, judgment_: fairltr.fitted.FittedRanker
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "weights_")
-
-    def check_fitted(self) -> None:
-        """Raise :class:`NotFittedError` unless the model was fitted or loaded."""
-        if not self.__sklearn_is_fitted__():
-            raise NotFittedError("this DELTR model is not fitted yet: call fit() or DELTR.load()")
-
-    @property
-    def history(self) -> list[dict[str, float]]:
-        """Read-only alias of ``history_``."""
-        self.check_fitted()
-        return self.history_
-
-    @property
-    def query_(self) -> str:
-        """The query column of the fitted contract (``columns_.query``)."""
-        self.check_fitted()
-        return self.columns_.query
-
-    @property
-    def judgment_(self) -> str:
-        """The judgment column of the fitted contract (``columns_.judgment``)."""
-        self.check_fitted()
-        return self.columns_.judgment
 
     def set_fitted_state(
         self,

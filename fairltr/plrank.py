@@ -159,14 +159,6 @@ class PLRank(DELTR):
             "dtype": str(self.dtype).replace("torch.", ""),
         }
 
-    def check_fitted(self) -> None:
-        if not self.__sklearn_is_fitted__():
-            from fairltr.errors import NotFittedError
-
-            raise NotFittedError("this PLRank model is not fitted yet: call fit() or PLRank.load()")
-
-    _check_fitted = check_fitted
-
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"PLRank({args})"
