@@ -13,13 +13,9 @@ are read from the signature, so ``sklearn.base.clone`` works; validation and der
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
-import json
-import math
 import numbers
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,17 +27,22 @@ import torch
 from fairltr.buckets import BucketedBatch, split_batch, to_buckets
 from fairltr.columns import DEFAULT_COLUMNS, UNSET, RankingColumns, resolve_columns
 from fairltr.data import (NAMES_ONLY, ORIGIN_KEY, RankingBatch, category_codes, check_group_column, frame_source,
-                          numeric_matrix, positions_in_query, query_codes, score_order, select_features, show_value)
-from fairltr.errors import ConfigError, DataError, NotFittedError, one_line
-from fairltr.files import atomic_write_bytes, atomic_write_text, check_writable
+                          numeric_matrix, positions_in_query, query_codes, score_order, select_features)
+from fairltr.errors import ConfigError, DataError
+from fairltr.files import check_writable
+from fairltr.fitted import FittedRanker
 from fairltr.losses.builtin import GAMMA
 from fairltr.losses.linear import LinearDELTRObjective, fused_variant
 from fairltr.losses.objective import ObjectiveTerms, deltr_objective
 from fairltr.losses.registry import get_loss
+from fairltr.model_file import (ARRAY_KEYS, DTYPES, FORMAT_VERSION, HISTORY_KEYS, MODEL_SUFFIXES,  # noqa: F401
+                                PARAM_KINDS as _PARAM_KINDS, STATE_KEYS, read_model_file, write_model_file)
+from fairltr.training_loop import LoopLabels, run_training_loop
 
 __all__ = ["DELTR", "DELTRSettings", "resolve_device", "rank_frame"]
 
-FORMAT_VERSION = 1
+REFERENCE_CODES = "__fairltr_reference_codes__"
+"""Hidden column holding the group codes when ``reference_group`` is declared (never a feature)."""
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "adam": 3000}
 """``max_iter=None``: iterations of each optimizer."""
@@ -74,6 +75,18 @@ def rank_frame(
     return out.reset_index(drop=True)
 
 
+@dataclass
+class TrainingInputs:
+    """What a linear ranker trains on (:meth:`DELTR._training_inputs`): per bucket the features
+    (unstandardised, ``self.dtype``), the feature names, the standardisation and the group count."""
+
+    xs: list[torch.Tensor]
+    names: list[str]
+    mean: torch.Tensor
+    std: torch.Tensor
+    n_groups: int
+
+
 @dataclass(frozen=True)
 class DELTRSettings:
     """A :class:`DELTR`'s parameters after validation, with the derived defaults filled in:
@@ -87,7 +100,7 @@ class DELTRSettings:
     lr: float
 
 
-class DELTR:
+class DELTR(FittedRanker):
     """Disparate Exposure Learning to Rank (Zehlike et al.) with a linear scoring function.
 
     Objective: sum_q ListNet_q + gamma * U_q + l2 * ||w||^2, where U_q is the registered ranking
@@ -123,6 +136,10 @@ class DELTR:
 
     _FILE_KIND = "DELTR"
     """Model files of this class carry the format marker ``fairltr.<_FILE_KIND>``."""
+    _PARAM_KINDS = _PARAM_KINDS
+    """Each parameter's JSON kind in a model file (:mod:`fairltr.model_file`)."""
+    _HISTORY_KEYS = HISTORY_KEYS
+    """The keys of each ``history_`` record in a model file."""
     _PARAM_KINDS: dict[str, str]  # the model file's "params" and their JSON types (set below)
     _HISTORY_KEYS: frozenset[str]  # the keys of a history record (set below)
 
@@ -264,31 +281,9 @@ class DELTR:
         return f"DELTR({args})"
 
     # ------------------------------------------------------------------ fitted state
+    # check_fitted, history, query_, judgment_: fairltr.fitted.FittedRanker
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "weights_")
-
-    def check_fitted(self) -> None:
-        """Raise :class:`NotFittedError` unless the model was fitted or loaded."""
-        if not self.__sklearn_is_fitted__():
-            raise NotFittedError("this DELTR model is not fitted yet: call fit() or DELTR.load()")
-
-    @property
-    def history(self) -> list[dict[str, float]]:
-        """Read-only alias of ``history_``."""
-        self.check_fitted()
-        return self.history_
-
-    @property
-    def query_(self) -> str:
-        """The query column of the fitted contract (``columns_.query``)."""
-        self.check_fitted()
-        return self.columns_.query
-
-    @property
-    def judgment_(self) -> str:
-        """The judgment column of the fitted contract (``columns_.judgment``)."""
-        self.check_fitted()
-        return self.columns_.judgment
 
     def set_fitted_state(
         self,
@@ -447,6 +442,23 @@ class DELTR:
         device = self._device()
         gen = torch.Generator().manual_seed(self.seed)  # a local generator: the global RNG is left alone
         batches = list(buckets.batches)
+        inputs = self._training_inputs(batches, columns, names, settings)
+        w = self._initial_weights(inputs, gen, device)
+        terms = self._objective(batches, inputs, w, settings, device)
+        step, final = self._optimizer_steps(w, terms, settings.lr)
+        labels = LoopLabels(model="DELTR", weight="gamma", desc=f"DELTR gamma={settings.gamma:g}", postfix="loss")
+        n_iter, history = run_training_loop(step, final, max_iter=settings.max_iter, tol=settings.tol,
+                                            labels=labels, callback=callback, progress=progress)
+        return self.set_fitted_state(columns=columns, feature_names=inputs.names, weights=w.detach().cpu().numpy(),
+                                     mean=inputs.mean.cpu().numpy(), scale=inputs.std.cpu().numpy(), n_iter=n_iter,
+                                     history=history)
+
+    def _training_inputs(self, batches: list[RankingBatch], columns: RankingColumns, names: list[str],
+                         settings: DELTRSettings) -> TrainingInputs:
+        """The features of ``batches`` in ``self.dtype`` (the group column dropped when colorblind),
+        checked against ``names`` and for a fairness signal, with the standardisation over real
+        candidates (scale 1 for a constant feature; mean 0, scale 1 without ``standardize``) and
+        the number of groups (>= 2). Shared with :class:`~fairltr.PLRank`."""
         xs = [b.features.to(self.dtype) for b in batches]
         if self.colorblind and columns.group in names:
             keep = [i for i, name in enumerate(names) if name != columns.group]
@@ -457,7 +469,6 @@ class DELTR:
         if not names or n_features != len(names):
             raise DataError(f"the batch has {n_features} feature(s) but {len(names)} feature name(s)")
         self._check_fairness_signal(batches, None, settings)
-        gamma, l2 = settings.gamma, settings.l2
         if self.standardize:
             real = xs[0][batches[0].mask] if len(xs) == 1 else torch.cat([x[b.mask] for x, b in zip(xs, batches)])
             mean = real.mean(0)
@@ -469,15 +480,28 @@ class DELTR:
             std = torch.ones(n_features, dtype=self.dtype)
         real_groups = [b.groups[b.mask] for b in batches if bool(b.mask.any())]
         n_groups = max(2, max((int(gr.max()) + 1 for gr in real_groups), default=1))
-        w = (0.01 * torch.randn(n_features, generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
+        return TrainingInputs(xs=xs, names=names, mean=mean, std=std, n_groups=n_groups)
 
+    def _initial_weights(self, inputs: TrainingInputs, gen: torch.Generator, device: torch.device) -> torch.Tensor:
+        """w ~ 0.01 * N(0, 1) from the seeded generator, on ``device``, requiring a gradient."""
+        n_features = len(inputs.names)
+        return (0.01 * torch.randn(n_features, generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
+
+    def _objective(self, batches: list[RankingBatch], inputs: TrainingInputs, w: torch.Tensor,
+                   settings: DELTRSettings, device: torch.device) -> Callable[[], tuple[torch.Tensor, ObjectiveTerms]]:
+        """``terms()`` -> (total + l2 * |w|^2, the objective's terms) at the current ``w``: the
+        DELTR objective summed over the buckets holding a real candidate (standardised features
+        on ``device``; a fused analytic-gradient objective, or autograd for a plugin loss).
+        Releases ``inputs.xs`` as the tensors move."""
+        gamma, l2 = settings.gamma, settings.l2
+        n_groups, xs = inputs.n_groups, inputs.xs
         fused, variant = fused_variant(self.fairness_loss)
         # buckets without a real candidate contribute nothing (keep one so that the sum is defined)
         used = [i for i, b in enumerate(batches) if bool(b.mask.any())] or [0]
         parts = []  # per bucket: a fused objective, or the standardised tensors for autograd
         for i in used:
             b = batches[i]
-            x = ((xs[i] - mean) / std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
+            x = ((xs[i] - inputs.mean) / inputs.std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
             xs[i] = None  # type: ignore[call-overload]  # release the (colorblind) copy early
             y, g, m = b.judgments.to(device, self.dtype), b.groups.to(device), b.mask.to(device)
             if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
@@ -486,7 +510,7 @@ class DELTR:
             else:
                 parts.append((x, y, g, m))
             del x
-        del xs
+        xs.clear()
 
         def bucket_terms(part) -> ObjectiveTerms:
             if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
@@ -505,19 +529,25 @@ class DELTR:
         if fused and len(parts) == 1:  # one bucket (e.g. equal-length queries): call the objective directly
             evaluate = functools.partial(parts[0], w)  # noqa: F811
 
-        def terms():
+        def terms() -> tuple[torch.Tensor, ObjectiveTerms]:
             t = evaluate()
             total = t.total + l2 * (w * w).sum() if l2 else t.total
             return total, t
 
-        history: list[dict[str, float]] = []
+        return terms
+
+    def _optimizer_steps(self, w: torch.Tensor, terms: Callable[[], tuple[torch.Tensor, ObjectiveTerms]],
+                         lr: float) -> tuple[Callable[[], dict[str, float]], Callable[[], dict[str, float]]]:
+        """(step, final) for :func:`~fairltr.training_loop.run_training_loop`: ``step`` takes one
+        L-BFGS (strong Wolfe line search) or Adam step and returns the terms at the weights before
+        it; ``final`` the terms at the current weights."""
         if self.optimizer == "lbfgs":
             opt: torch.optim.Optimizer = torch.optim.LBFGS(
-                [w], lr=settings.lr, max_iter=1, max_eval=25, history_size=20, line_search_fn="strong_wolfe",
+                [w], lr=lr, max_iter=1, max_eval=25, history_size=20, line_search_fn="strong_wolfe",
                 tolerance_grad=0.0, tolerance_change=0.0,
             )
         else:
-            opt = torch.optim.Adam([w], lr=settings.lr)
+            opt = torch.optim.Adam([w], lr=lr)
 
         # The first closure call of every optimizer step is made at the current weights, so it
         # gives the objective after the previous iteration (line-search trials are not recorded).
@@ -531,44 +561,21 @@ class DELTR:
                 last.update(total=total.detach(), listnet=t.listnet.detach(), exposure=t.exposure.detach())
             return total
 
-        def record(iteration: int) -> dict[str, float]:
-            rec = {"iteration": iteration, "total": float(last["total"]), "listnet": float(last["listnet"]),
-                   "exposure": float(last["exposure"])}
-            if not math.isfinite(rec["total"]):
-                raise FloatingPointError(
-                    f"DELTR objective became {rec['total']} at iteration {iteration}; try a smaller lr or gamma"
-                )
-            history.append(rec)
-            if callback is not None:
-                callback(iteration, rec)
-            return rec
+        def recorded() -> dict[str, float]:
+            return {"total": float(last["total"]), "listnet": float(last["listnet"]),
+                    "exposure": float(last["exposure"])}
 
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-            bar = tqdm(total=settings.max_iter, desc=f"DELTR gamma={gamma:g}", unit="it", leave=False)
-        # history[i] is the objective after i optimizer steps; the last entry is always the
-        # objective at the returned weights, and n_iter_ is the number of steps taken.
-        prev = math.inf
-        it = 0
-        while it < settings.max_iter:
+        def step() -> dict[str, float]:
             last.clear()
             opt.step(closure)
-            rec = record(it)
-            it += 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{rec['total']:.6g}")
-            if abs(prev - rec["total"]) <= settings.tol * max(1.0, abs(rec["total"])):
-                break
-            prev = rec["total"]
-        last.clear()
-        closure()  # objective at the final weights
-        record(it)
-        if bar is not None:
-            bar.close()
-        return self.set_fitted_state(columns=columns, feature_names=names, weights=w.detach().cpu().numpy(),
-                                     mean=mean.cpu().numpy(), scale=std.cpu().numpy(), n_iter=it, history=history)
+            return recorded()
+
+        def final() -> dict[str, float]:
+            last.clear()
+            closure()  # objective at the final weights
+            return recorded()
+
+        return step, final
 
     # ------------------------------------------------------------------ inference
     @property
@@ -624,271 +631,10 @@ class DELTR:
             raise ConfigError(f"cannot save a DELTR model as {p}: unsupported file type {p.suffix or '(none)'!r}; "
                               f"use one of {list(MODEL_SUFFIXES)}")
         check_writable(p)
-        if p.suffix == ".safetensors":
-            from safetensors.numpy import save as to_bytes
-
-            tensors = {k: np.ascontiguousarray(v, dtype=np.float64)
-                       for k, v in (("weights", self.weights_), ("mean", self.mean_), ("scale", self.scale_))}
-            atomic_write_bytes(p, to_bytes(tensors, metadata={"fairltr": json.dumps(state)}))
-        else:
-            state.update(weights=self.weights_.tolist(), mean=self.mean_.tolist(), scale=self.scale_.tolist())
-            atomic_write_text(p, json.dumps(state, indent=1))
-        return p
+        return write_model_file(p, state, {"weights": self.weights_, "mean": self.mean_, "scale": self.scale_})
 
     @classmethod
     def load(cls, path: str | Path) -> "DELTR":
-        """Read a model file of this class (see :meth:`_load`); messages name the class's format."""
-        token = _KIND.set(cls._FILE_KIND)
-        try:
-            return cls._load(path)
-        finally:
-            _KIND.reset(token)
-
-    @classmethod
-    def _load(cls, path: str | Path) -> "DELTR":
-        """Read a model written by :meth:`save` (format chosen by suffix), validating every field:
-        known keys only, the format marker and version, parameter types (``dtype`` from
-        {float32, float64}), distinct feature names, weights/mean/scale as finite float32/float64
-        vectors of one value per feature, scale > 0, the history records. Any defect is a
-        :class:`DataError` naming the file and the field."""
-        p = Path(path)
-        if not p.exists():
-            raise DataError(f"model file not found: {p}")
-        if not p.is_file():
-            raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: not a regular file")
-        try:
-            data = p.read_bytes()
-        except OSError as exc:
-            raise DataError(f"{p}: cannot read the model file: {exc.strerror or exc}") from None
-        try:
-            if p.suffix == ".safetensors":
-                state, arrays = _read_safetensors(p, data)
-                _check_state(p, state, STATE_KEYS, "the 'fairltr' metadata")
-            else:
-                state = _json_object(p, data, "the file")
-                _check_state(p, state, STATE_KEYS | set(ARRAY_KEYS), "the file")
-                arrays = {k: _json_vector(p, k, state[k]) for k in ARRAY_KEYS}
-            params = _params(p, state["params"], cls._PARAM_KINDS)
-            names = state["feature_names"]
-            if (not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names)
-                    or len(set(names)) != len(names)):
-                raise _bad(p, "feature_names", "must be a non-empty list of distinct non-empty strings")
-            for key in ("query", "judgment"):
-                if not isinstance(state[key], str) or not state[key]:
-                    raise _bad(p, key, f"must be a non-empty string, got {show_value(state[key])}")
-                if state[key] in names:
-                    raise _bad(p, key, f"{state[key]!r} is also a feature in 'feature_names'")
-            if state["query"] == state["judgment"]:
-                raise _bad(p, "judgment", f"the query and judgment columns must differ, both are {state['query']!r}")
-            if params["colorblind"] and params["protected"] in names:
-                raise _bad(p, "feature_names",
-                           f"a colorblind model cannot use the group column {params['protected']!r}")
-            for key, arr in arrays.items():
-                if arr.shape != (len(names),):
-                    raise _bad(p, key, f"shape {tuple(arr.shape)}, expected ({len(names)},): one value per feature "
-                                       f"in 'feature_names'")
-                if not np.all(np.isfinite(arr)):
-                    raise _bad(p, key, "holds a non-finite value (NaN or infinity)")
-            if not np.all(arrays["scale"] > 0):
-                raise _bad(p, "scale", f"must be > 0, got {show_value(float(arrays['scale'].min()))}")
-            n_iter = state["n_iter"]
-            if not _is_int(n_iter) or n_iter < 0:
-                raise _bad(p, "n_iter", f"must be an integer >= 0, got {show_value(n_iter)}")
-            history = _history(p, state["history"], cls._HISTORY_KEYS)
-            try:
-                columns = RankingColumns(query=state["query"], group=params["protected"], judgment=state["judgment"])
-                model = cls(**params, columns=columns)
-                model.settings()
-            except ConfigError as exc:
-                raise _bad(p, "params", str(exc)) from None
-        except DataError:
-            raise
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
-            raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {one_line(exc)}") from None
-        return model.set_fitted_state(columns=columns, feature_names=names, weights=arrays["weights"],
-                                      mean=arrays["mean"], scale=arrays["scale"], n_iter=n_iter, history=history)
-
-
-# ---------------------------------------------------------------------------- model file checks
-_KIND: contextvars.ContextVar[str] = contextvars.ContextVar("fairltr_model_file_kind", default="DELTR")
-"""The model class whose file is being read (``fairltr.<kind>`` format marker, error messages)."""
-MODEL_SUFFIXES = (".json", ".safetensors")
-STATE_KEYS = frozenset({"format", "format_version", "params", "feature_names", "query", "judgment", "n_iter",
-                        "history"})
-ARRAY_KEYS = ("weights", "mean", "scale")
-HISTORY_KEYS = frozenset({"iteration", "total", "listnet", "exposure"})
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
-_PARAM_KINDS = {
-    "gamma": "number", "protected": "str", "colorblind": "bool", "standardize": "bool", "l2": "number",
-    "optimizer": "str", "max_iter": "int", "lr": "number", "tol": "number", "seed": "int", "device": "str",
-    "fairness_loss": "str", "reduce": "str", "dtype": "str",
-}
-_OPTIONAL_PARAMS = {"reference_group": None}  # absent from model files written before issue 18
-REFERENCE_CODES = "__fairltr_reference_codes__"
-"""Hidden column holding the group codes when ``reference_group`` is declared (never a feature)."""
-DELTR._PARAM_KINDS, DELTR._HISTORY_KEYS = _PARAM_KINDS, HISTORY_KEYS
-# safetensors dtype codes accepted in a model file (little-endian floats only)
-_SAFETENSORS_DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
-
-
-def _bad(p: Path, field: str, problem: str) -> DataError:
-    return DataError(f"{p}: not a fairltr {_KIND.get()} model file: field {field!r}: {problem}")
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: object) -> bool:
-    """A finite JSON number (not a boolean; integers beyond float range are not numbers here)."""
-    if isinstance(v, float):
-        return math.isfinite(v)
-    return _is_int(v) and abs(v) < 2 ** 1023
-
-
-def _json_object(p: Path, data: bytes, what: str) -> dict:
-    try:
-        obj = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {what} is not UTF-8 text "
-                        f"(byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {what} is not valid JSON "
-                        f"(line {exc.lineno} column {exc.colno}: {exc.msg})") from None
-    except RecursionError:
-        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {what} is nested too deeply") from None
-    if not isinstance(obj, dict):
-        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {what} holds a JSON {type(obj).__name__}, "
-                        "not an object")
-    return obj
-
-
-def _check_state(p: Path, state: dict, expected: frozenset | set, what: str) -> None:
-    """The format marker and version first (another program's JSON says so), then the keys."""
-    if "format" not in state:
-        raise _bad(p, "format", f"missing from {what}; expected 'fairltr.{_KIND.get()}'")
-    _check_format(p, state)
-    _check_keys(p, state, expected, what)
-
-
-def _check_keys(p: Path, state: dict, expected: frozenset | set, what: str) -> None:
-    missing = sorted(set(expected) - set(state))
-    extra = sorted(str(k) for k in set(state) - set(expected))
-    if missing:
-        raise _bad(p, missing[0], f"missing from {what} (missing: {missing})")
-    if extra:
-        raise _bad(p, extra[0], f"unknown field in {what} (unknown: {extra})")
-
-
-def _check_format(p: Path, state: dict) -> None:
-    expected = f"fairltr.{_KIND.get()}"
-    if state.get("format") != expected:
-        raise _bad(p, "format", f"{show_value(state.get('format'))}, expected {expected!r}")
-    version = state.get("format_version")
-    if not _is_int(version) or version != FORMAT_VERSION:
-        raise _bad(p, "format_version", f"unsupported version {show_value(version)}; this fairltr reads "
-                                        f"version {FORMAT_VERSION}")
-
-
-def _json_vector(p: Path, field: str, value: object) -> np.ndarray:
-    # NaN / infinity (Python's json reads them) pass here and are reported as non-finite later
-    if not isinstance(value, list) or not all(_is_number(v) or isinstance(v, float) for v in value):
-        raise _bad(p, field, "must be a flat list of numbers")
-    return np.asarray(value, dtype=np.float64)
-
-
-def _params(p: Path, params: object, kinds: dict[str, str] | None = None) -> dict[str, Any]:
-    kinds = _PARAM_KINDS if kinds is None else kinds
-    if not isinstance(params, dict):
-        raise _bad(p, "params", f"must be an object, got {type(params).__name__}")
-    missing = sorted(set(kinds) - set(params))
-    extra = sorted(str(k) for k in set(params) - set(kinds) - set(_OPTIONAL_PARAMS))
-    if missing or extra:
-        raise _bad(p, "params", f"missing {missing}, unknown {extra}" if missing and extra
-                   else f"missing {missing}" if missing else f"unknown key(s) {extra}")
-    out: dict[str, Any] = {}
-    for key, kind in kinds.items():
-        v = params[key]
-        ok = {"number": _is_number, "int": _is_int, "bool": lambda x: isinstance(x, bool),
-              "str": lambda x: isinstance(x, str)}[kind](v)
-        if not ok:
-            raise _bad(p, f"params.{key}", f"must be a {'finite number' if kind == 'number' else kind}, "
-                                           f"got {show_value(v)}")
-        out[key] = v
-    if kinds is _PARAM_KINDS:  # DELTR's optional reference category (other estimators have no such param)
-        ref = params.get("reference_group")
-        if not (ref is None or (isinstance(ref, str) and ref) or _is_int(ref)):
-            raise _bad(p, "params.reference_group", f"must be null, a string or an integer, got {show_value(ref)}")
-        out["reference_group"] = ref
-    if out["dtype"] not in DTYPES:  # never getattr(torch, <text from the file>)
-        raise _bad(p, "params.dtype", f"{out['dtype']!r} is not one of {sorted(DTYPES)}")
-    out["dtype"] = DTYPES[out["dtype"]]
-    if out["device"] != "auto":
-        try:
-            torch.device(out["device"])
-        except (RuntimeError, ValueError):
-            raise _bad(p, "params.device", f"{out['device']!r} is not a torch device") from None
-    return out
-
-
-def _history(p: Path, history: object, keys: frozenset[str] = HISTORY_KEYS) -> list[dict[str, float]]:
-    if not isinstance(history, list):
-        raise _bad(p, "history", f"must be a list of records, got {type(history).__name__}")
-    out = []
-    for i, rec in enumerate(history):
-        if not isinstance(rec, dict) or set(rec) != keys:
-            raise _bad(p, "history", f"record {i} must have exactly the keys {sorted(keys)}")
-        if not _is_int(rec["iteration"]) or not all(_is_number(rec[k]) for k in keys - {"iteration"}):
-            raise _bad(p, "history", f"record {i} must hold an integer iteration and finite numbers")
-        out.append(dict(rec))
-    return out
-
-
-def _read_safetensors(p: Path, data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
-    """Parse and check a safetensors file by its published layout (8-byte little-endian header
-    length, JSON header, contiguous little-endian buffers). Done here rather than by the
-    safetensors package so that every defect becomes a DataError naming the field (the package
-    raises SafetensorError or panics on some malformed files)."""
-    if len(data) < 8:
-        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: truncated ({len(data)} bytes; a safetensors file "
-                        "starts with an 8-byte header length)")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n > len(data) - 8:
-        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: truncated (the header needs {n} bytes, "
-                        f"{len(data) - 8} follow)")
-    header = _json_object(p, data[8:8 + n], "the safetensors header")
-    body = memoryview(data)[8 + n:]
-    meta = header.pop("__metadata__", None)
-    if not isinstance(meta, dict) or set(meta) != {"fairltr"} or not isinstance(meta["fairltr"], str):
-        raise _bad(p, "__metadata__", "must hold exactly one entry, 'fairltr' (the model state as JSON text)")
-    _check_keys(p, header, set(ARRAY_KEYS), "the tensors")
-    arrays: dict[str, np.ndarray] = {}
-    spans = []
-    for name in ARRAY_KEYS:
-        info = header[name]
-        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
-            raise _bad(p, name, "tensor entry must have exactly 'dtype', 'shape' and 'data_offsets'")
-        dtype = _SAFETENSORS_DTYPES.get(info["dtype"]) if isinstance(info["dtype"], str) else None
-        if dtype is None:
-            raise _bad(p, name, f"dtype {show_value(info['dtype'])}; only F32 and F64 (float32, float64) are accepted")
-        shape, offsets = info["shape"], info["data_offsets"]
-        if not isinstance(shape, list) or len(shape) != 1 or not _is_int(shape[0]) or shape[0] < 0:
-            raise _bad(p, name, f"shape {show_value(shape)}; expected a vector [n]")
-        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)
-                or not 0 <= offsets[0] <= offsets[1] <= len(body)):
-            raise _bad(p, name, f"data_offsets {show_value(offsets)} lie outside the {len(body)}-byte data "
-                                "(truncated file?)")
-        if offsets[1] - offsets[0] != shape[0] * dtype.itemsize:
-            raise _bad(p, name, f"data_offsets {offsets} do not hold {shape[0]} {info['dtype']} value(s)")
-        arrays[name] = np.frombuffer(body, dtype=dtype, count=shape[0], offset=offsets[0]).astype(np.float64)
-        spans.append(tuple(offsets))
-    end = 0
-    for begin, stop in sorted(spans):
-        if begin != end:
-            raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: tensor data overlap or leave a gap at byte {end}")
-        end = stop
-    if end != len(body):
-        raise DataError(f"{p}: not a fairltr {_KIND.get()} model file: {len(body) - end} unexpected byte(s) after the tensor "
-                        "data")
-    state = _json_object(p, meta["fairltr"].encode("utf-8"), "the 'fairltr' metadata")
-    return state, arrays
+        """Read a model written by :meth:`save` (format chosen by suffix), validating every field
+        (:func:`fairltr.model_file.read_model_file`); messages name the class's format."""
+        return read_model_file(cls, path)

@@ -33,8 +33,9 @@ import pandas as pd
 from fairltr.columns import RankingColumns, resolve_columns
 from fairltr.data import frame_source, numeric_matrix, query_codes, select_features
 from fairltr.deltr import rank_frame
-from fairltr.errors import ConfigError, DataError, NotFittedError, one_line
+from fairltr.errors import ConfigError, DataError, one_line
 from fairltr.files import atomic_write_text, check_writable
+from fairltr.fitted import FittedRanker
 from fairltr.losses import HyperParam
 
 __all__ = ["GBDTParams", "LambdaMART", "LAMBDAMART_SPACE", "INTEGER_PARAMS", "FORMAT", "MAX_GRADE",
@@ -124,7 +125,7 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class LambdaMART:
+class LambdaMART(FittedRanker):
     """A LightGBM ``lambdarank`` ranker with the column contract of :class:`fairltr.DELTR`.
 
     ``colorblind`` drops the group column from the features; ``features=None`` trains on every
@@ -148,20 +149,7 @@ class LambdaMART:
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "booster_")
 
-    def check_fitted(self) -> None:
-        if not self.__sklearn_is_fitted__():
-            raise NotFittedError("this LambdaMART model is not fitted yet: call fit() or LambdaMART.load()")
-
-    @property
-    def query_(self) -> str:
-        self.check_fitted()
-        return self.columns_.query
-
-    @property
-    def judgment_(self) -> str:
-        self.check_fitted()
-        return self.columns_.judgment
-
+    # check_fitted, query_, judgment_: fairltr.fitted.FittedRanker
     @property
     def history(self) -> list[dict[str, float]]:
         """Per boosting round: ``iteration`` and the training NDCG at 10 (LightGBM's own eval)."""

@@ -22,11 +22,13 @@ import torch
 
 from fairltr.buckets import BucketedBatch
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
-from fairltr.deltr import DELTR, _PARAM_KINDS as _DELTR_PARAM_KINDS
-from fairltr.errors import ConfigError, DataError
+from fairltr.deltr import DELTR
+from fairltr.errors import ConfigError
 from fairltr.losses.builtin import LAMBDA
 from fairltr.losses.merit import check_merits
 from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS, pl_policy_objective
+from fairltr.model_file import PARAM_KINDS as _DELTR_PARAM_KINDS
+from fairltr.training_loop import LoopLabels, run_training_loop
 
 __all__ = ["PLRank", "PLRankSettings", "PL_DEFAULT_MAX_ITER", "PL_DEFAULT_LR", "PL_OPTIMIZERS"]
 
@@ -71,8 +73,6 @@ class PLRank(DELTR):
 
     _FILE_KIND = "PLRank"
 
-    reference_group = None  # the policy compares group 0 with the others (no declared reference category)
-
     def __init__(
         self,
         lam: float = LAMBDA.default,
@@ -115,6 +115,8 @@ class PLRank(DELTR):
 
     # the registry's name of this method's loss (run params, tags) and DELTR's name of the weight
     fairness_loss = "plrank"
+    # DELTR's optional reference category is not a PLRank parameter: the inherited fit sees none
+    reference_group = None
 
     @property
     def gamma(self) -> float:
@@ -157,14 +159,6 @@ class PLRank(DELTR):
             "dtype": str(self.dtype).replace("torch.", ""),
         }
 
-    def check_fitted(self) -> None:
-        if not self.__sklearn_is_fitted__():
-            from fairltr.errors import NotFittedError
-
-            raise NotFittedError("this PLRank model is not fitted yet: call fit() or PLRank.load()")
-
-    _check_fitted = check_fitted
-
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"PLRank({args})"
@@ -196,29 +190,13 @@ class PLRank(DELTR):
         device = self._device()
         gen = torch.Generator().manual_seed(self.seed)
         batches = [b for b in buckets.batches if bool(b.mask.any())] or list(buckets.batches[:1])
-        xs = [b.features.to(self.dtype) for b in batches]
-        if self.colorblind and columns.group in names:
-            keep = [i for i, name in enumerate(names) if name != columns.group]
-            if not keep:
-                raise DataError("no feature columns to train on after dropping the group column (colorblind)")
-            xs, names = [x[..., keep] for x in xs], [names[i] for i in keep]
-        n_features = xs[0].shape[-1]
-        if not names or n_features != len(names):
-            raise DataError(f"the batch has {n_features} feature(s) but {len(names)} feature name(s)")
-        self._check_fairness_signal(batches, None, settings)
-        if self.standardize:
-            real = torch.cat([x[b.mask] for x, b in zip(xs, batches)])
-            mean, std = real.mean(0), real.std(0, unbiased=False)
-            std = torch.where(std > 0, std, torch.ones_like(std))
-        else:
-            mean = torch.zeros(n_features, dtype=self.dtype)
-            std = torch.ones(n_features, dtype=self.dtype)
-        n_groups = max(2, max((int(b.groups[b.mask].max()) + 1 for b in batches if bool(b.mask.any())), default=1))
+        inputs = self._training_inputs(batches, columns, names, settings)
         parts = []
-        for x, b in zip(xs, batches):
-            xn = ((x - mean) / std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
+        for x, b in zip(inputs.xs, batches):
+            xn = ((x - inputs.mean) / inputs.std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
             parts.append((xn, b.judgments.to(device, self.dtype), b.groups.to(device), b.mask.to(device)))
-        w = (0.01 * torch.randn(n_features, generator=gen, dtype=self.dtype)).to(device).requires_grad_(True)
+        inputs.xs.clear()
+        w = self._initial_weights(inputs, gen, device)
         opt: torch.optim.Optimizer = (torch.optim.Adam([w], lr=settings.lr) if self.optimizer == "adam"
                                       else torch.optim.SGD([w], lr=settings.lr))
 
@@ -228,7 +206,7 @@ class PLRank(DELTR):
             for x, y, g, m in parts:
                 t = pl_policy_objective(x @ w, y, g, m, lam=settings.lam, n_samples=settings.samples,
                                         estimator=self.estimator, disparity=self.disparity, merit=self.merit,
-                                        reduce=self.reduce, n_groups=n_groups, generator=gen)
+                                        reduce=self.reduce, n_groups=inputs.n_groups, generator=gen)
                 surrogate = surrogate + t.surrogate
                 total, dcg, disp = total + float(t.total), dcg + float(t.dcg), disp + float(t.disparity)
             if settings.l2:
@@ -236,44 +214,22 @@ class PLRank(DELTR):
                 total -= settings.l2 * float((w.detach() ** 2).sum())
             return surrogate, {"total": total, "dcg": dcg, "disparity": disp}
 
-        history: list[dict[str, float]] = []
-
-        def record(iteration: int, terms: dict[str, float]) -> dict[str, float]:
-            rec = {"iteration": iteration, **terms}
-            if not all(math.isfinite(v) for v in terms.values()):
-                raise FloatingPointError(f"PLRank objective became {terms['total']} at iteration {iteration}; "
-                                         "try a smaller lr or lambda")
-            history.append(rec)
-            if callback is not None:
-                callback(iteration, rec)
-            return rec
-
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-            bar = tqdm(total=settings.max_iter, desc=f"PLRank lambda={settings.lam:g}", unit="it", leave=False)
-        prev = math.inf
-        it = 0
-        while it < settings.max_iter:
+        def step() -> dict[str, float]:
             opt.zero_grad()
             surrogate, terms = step_terms()
             (-surrogate).backward()  # ascent on the objective
-            rec = record(it, terms)
             opt.step()
-            it += 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(objective=f"{rec['total']:.6g}")
-            if settings.tol > 0 and abs(prev - rec["total"]) <= settings.tol * max(1.0, abs(rec["total"])):
-                break
-            prev = rec["total"]
-        _, terms = step_terms()  # sampled objective at the returned weights
-        record(it, terms)
-        if bar is not None:
-            bar.close()
-        return self.set_fitted_state(columns=columns, feature_names=names, weights=w.detach().cpu().numpy(),
-                                     mean=mean.cpu().numpy(), scale=std.cpu().numpy(), n_iter=it, history=history)
+            return terms
 
+        labels = LoopLabels(model="PLRank", weight="lambda", desc=f"PLRank lambda={settings.lam:g}",
+                            postfix="objective", finite=("total", "dcg", "disparity"))
+        # a sampled objective: tol=0 never stops early; final() samples the objective at the returned weights
+        n_iter, history = run_training_loop(step, lambda: step_terms()[1], max_iter=settings.max_iter,
+                                            tol=settings.tol, labels=labels, callback=callback, progress=progress,
+                                            exact_stall_stops=False)
+        return self.set_fitted_state(columns=columns, feature_names=inputs.names, weights=w.detach().cpu().numpy(),
+                                     mean=inputs.mean.cpu().numpy(), scale=inputs.std.cpu().numpy(), n_iter=n_iter,
+                                     history=history)
 
 PLRank._PARAM_KINDS = {
     "lam": "number", "samples": "int", "estimator": "str", "disparity": "str", "merit": "bool", "reduce": "str",
