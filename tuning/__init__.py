@@ -2,12 +2,13 @@
 mirrored to MLflow, on SQLite, journal-file or PostgreSQL storages (N cooperating workers).
 
 Public API: search spaces from the loss registry (:mod:`tuning.space`), objectives and
-constraints by metric name (:mod:`tuning.objectives`), studies, samplers and the exactly-N
-worker loop (:mod:`tuning.study`), hypervolume and best trade-off of Optuna's front
-(:mod:`tuning.pareto`, :mod:`tuning.report`), plots (:mod:`tuning.plots`), the MLflow mirror
-(:mod:`tuning.tracking`) and :func:`run_sweep` (:mod:`tuning.sweep`). The trial of each method
-is built by the workflows (:func:`fairltr.workflows.run_sweep_job`): adapters never import
-workflows.
+constraints by metric name (:mod:`tuning.objectives`), studies (:mod:`tuning.study`, which also
+re-exports storages :mod:`tuning.storage`, samplers :mod:`tuning.samplers`, the Ctrl-C guard
+:mod:`tuning.interrupts` and the exactly-N worker loop :mod:`tuning.worker`), hypervolume and
+best trade-off of Optuna's front (:mod:`tuning.pareto`, :mod:`tuning.report`), plots
+(:mod:`tuning.plots`), the MLflow mirror (:mod:`tuning.tracking`) and :func:`run_sweep`
+(:mod:`tuning.sweep`). The trial of each method is built by the workflows
+(:func:`fairltr.workflows.run_sweep_job`): adapters never import workflows.
 """
 
 from tuning.objectives import (

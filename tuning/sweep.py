@@ -259,6 +259,31 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
         raise ConfigError(f"--trials must be >= 1, got {cfg.n_trials}")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    storage, study, created, checked = _open_sweep_study(cfg, runner, objectives, constraints, out, echo)
+    tracker = _attach_tracker(cfg, runner, study, created, checked, echo) if cfg.mlflow else None
+    bar, on_progress = _progress_bar(cfg)
+    objective = make_objective(runner, objectives, constraints, tracker,
+                               {"method": cfg.method, "seed": cfg.seed})
+    try:
+        try:
+            worker = run_worker(study, objective, cfg.n_trials, storage=storage, grace_period=cfg.grace_period,
+                                max_retry=cfg.max_retry, on_progress=on_progress)
+        finally:
+            if bar is not None:
+                bar.close()
+        result, rep, reports = _report(cfg, study, storage, worker, objectives, constraints, runner, tracker, out)
+    except BaseException as exc:
+        if tracker is not None:  # no run this worker touched stays RUNNING; a resumed sweep reopens the parent
+            tracker.abort(exc)
+        raise
+    _echo_outcome(echo, rep, reports, runner.space.names)
+    return result
+
+
+def _open_sweep_study(cfg: SweepConfig, runner, objectives: Sequence[ObjectiveSpec],
+                      constraints: Sequence[Constraint], out: Path, echo: Callable[[str], None]):
+    """Storage, sampler and the study (created, or resumed when its stored configuration
+    matches): ``(storage, study, created, checked)``, ``checked`` being that configuration."""
     storage = make_storage(cfg.storage, out=out, heartbeat_interval=cfg.heartbeat_interval,
                            grace_period=cfg.grace_period, max_retry=cfg.max_retry)
     sampler = make_sampler(cfg.sampler, cfg.seed, n_trials=cfg.n_trials, population_size=cfg.population_size)
@@ -287,24 +312,32 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
     echo(f"study {cfg.study!r} ({'created' if created else 'resumed'}): {cfg.method}, "
          f"{runner.space!r}, objectives {[o.short for o in objectives]}"
          + (f", constraints {[c.key for c in constraints]}" if constraints else ""))
+    return storage, study, created, checked
 
-    tracker = None
-    if cfg.mlflow:
-        from fairltr.tracking.config import redact_uri
-        from tuning.tracking import SweepTracker
 
-        tracker = SweepTracker(cfg.tracking_uri, cfg.experiment, cfg.study)
-        try:
-            tracker.attach(study, created, {
-                **{k: v for k, v in checked.items() if k != "search_space"}, "sampler": cfg.sampler,
-                "seed": cfg.seed, "n_trials": cfg.n_trials, "train": cfg.train, "test": cfg.test,
-                "search_space": repr(runner.space),
-            })
-        except BaseException as exc:
-            tracker.abort(exc)
-            raise
-        echo(f"MLflow: parent run {tracker.parent_run_id} in {redact_uri(tracker.tracking_uri)}")
+def _attach_tracker(cfg: SweepConfig, runner, study, created: bool, checked: dict[str, Any],
+                    echo: Callable[[str], None]):
+    """The MLflow mirror: create (first worker) or join the study's parent run."""
+    from fairltr.tracking.config import redact_uri
+    from tuning.tracking import SweepTracker
 
+    tracker = SweepTracker(cfg.tracking_uri, cfg.experiment, cfg.study)
+    try:
+        tracker.attach(study, created, {
+            **{k: v for k, v in checked.items() if k != "search_space"}, "sampler": cfg.sampler,
+            "seed": cfg.seed, "n_trials": cfg.n_trials, "train": cfg.train, "test": cfg.test,
+            "search_space": repr(runner.space),
+        })
+    except BaseException as exc:
+        tracker.abort(exc)
+        raise
+    echo(f"MLflow: parent run {tracker.parent_run_id} in {redact_uri(tracker.tracking_uri)}")
+    return tracker
+
+
+def _progress_bar(cfg: SweepConfig) -> tuple[Any, Callable[[int, int], None]]:
+    """A tqdm bar of COMPLETE trials (None with ``cfg.progress`` off) and the worker's progress
+    callback that moves it."""
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
@@ -316,25 +349,16 @@ def run_sweep(cfg: SweepConfig, echo: Callable[[str], None] = print, *, runner=N
             bar.n = min(done, total)
             bar.refresh()
 
-    objective = make_objective(runner, objectives, constraints, tracker,
-                               {"method": cfg.method, "seed": cfg.seed})
-    try:
-        try:
-            worker = run_worker(study, objective, cfg.n_trials, storage=storage, grace_period=cfg.grace_period,
-                                max_retry=cfg.max_retry, on_progress=on_progress)
-        finally:
-            if bar is not None:
-                bar.close()
-        result, rep, reports = _report(cfg, study, storage, worker, objectives, constraints, runner, tracker, out)
-    except BaseException as exc:
-        if tracker is not None:  # no run this worker touched stays RUNNING; a resumed sweep reopens the parent
-            tracker.abort(exc)
-        raise
+    return bar, on_progress
+
+
+def _echo_outcome(echo: Callable[[str], None], rep: FrontReport, reports: Sequence[FrontReport],
+                  params: Sequence[str]) -> None:
+    """The closing lines: counts, front and hypervolume, best trade-off, compared studies."""
     echo(f"{rep.n_complete} complete trials ({rep.n_feasible} feasible); front of {len(rep.front)}; "
          f"hypervolume {rep.hypervolume:.6g} w.r.t. {rep.reference} ({rep.reference_kind})")
     if rep.best is not None:
         echo("best trade-off: trial {} ".format(rep.best_trial)
-             + ", ".join(f"{k}={rep.best[k]:.6g}" for k in [*runner.space.names, *rep.objectives] if k in rep.best))
+             + ", ".join(f"{k}={rep.best[k]:.6g}" for k in [*params, *rep.objectives] if k in rep.best))
     for r in reports[1:]:
         echo(f"  compare {r.study} ({r.method}): hypervolume {r.hypervolume:.6g}, front of {len(r.front)}")
-    return result
