@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 
-__all__ = ["guard_startup", "end_startup", "is_console_script"]
+__all__ = ["guard_startup", "end_startup", "is_console_script", "redeliver_lost_interrupts"]
 
 _guarded = False
 
@@ -48,8 +48,41 @@ def guard_startup() -> None:
 
 
 def end_startup() -> None:
-    """Back to Python's KeyboardInterrupt on SIGINT (if :func:`guard_startup` changed it)."""
+    """Back to Python's KeyboardInterrupt on SIGINT (if :func:`guard_startup` changed it), and
+    from now on a KeyboardInterrupt that Python swallows is delivered again
+    (:func:`redeliver_lost_interrupts`)."""
     global _guarded
     if _guarded:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _guarded = False
+    redeliver_lost_interrupts()
+
+
+_previous_hook = None
+REDELIVER_SECONDS = 0.05
+
+
+def _redeliver(unraisable) -> None:
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) or (
+            isinstance(unraisable.exc_type, type) and issubclass(unraisable.exc_type, KeyboardInterrupt)):
+        import _thread
+
+        timer = threading.Timer(REDELIVER_SECONDS, _thread.interrupt_main)  # from outside the callback
+        timer.daemon = True
+        timer.start()
+        return
+    (_previous_hook or sys.__unraisablehook__)(unraisable)
+
+
+def redeliver_lost_interrupts() -> None:
+    """Ctrl-C must never be lost. When SIGINT's KeyboardInterrupt is raised inside code whose
+    exceptions Python only reports ("Exception ignored in: <function WeakKeyDictionary...>": a
+    weakref callback, a ``__del__``, an import lock's clean-up), the interrupt would vanish and the
+    command run on. This ``sys.unraisablehook`` sees it and interrupts the main thread again
+    :data:`REDELIVER_SECONDS` later, from a timer thread, at an ordinary point of the program
+    (``_thread.interrupt_main``: the same path as a real SIGINT, so the sweep's interrupt guard
+    and every run clean-up see it). Other unraisable exceptions go to the previous hook. Idempotent."""
+    global _previous_hook
+    if sys.unraisablehook is not _redeliver:
+        _previous_hook = sys.unraisablehook
+        sys.unraisablehook = _redeliver
