@@ -230,6 +230,19 @@ class SweepTracker:
         return deleted
 
     # ------------------------------------------------------------------ summary
+    def _set_tag(self, run_id: str, key: str, value: str) -> None:
+        """``set_tag`` that tolerates a racing worker: two workers finishing a study both tag the
+        front trials and the parent, and the SQL stores insert a new tag row, so the slower insert
+        fails on the unique key ("UNIQUE constraint failed" on SQLite, "duplicate key" on
+        PostgreSQL). The row exists then: the same call again updates it."""
+        try:
+            self.client.set_tag(run_id, key, value)
+        except Exception as exc:  # MlflowException or the SQL store's IntegrityError, by the store
+            text = str(exc)
+            if "UNIQUE constraint" not in text and "duplicate key" not in text:
+                raise
+            self.client.set_tag(run_id, key, value)
+
     def log_summary(self, metrics: Mapping[str, float], artifacts: list[Path], finished: bool, *,
                     front_trials: Sequence[int] = (), best_trial: int | None = None,
                     description: str | None = None) -> None:
@@ -247,14 +260,14 @@ class SweepTracker:
             n = int(run.data.tags.get(TAG_TRIAL, -1))
             on_front, best = n in front, best_trial is not None and n == int(best_trial)
             if run.data.tags.get(TAG_FRONT) != str(on_front).lower():
-                self.client.set_tag(run.info.run_id, TAG_FRONT, str(on_front).lower())
+                self._set_tag(run.info.run_id, TAG_FRONT, str(on_front).lower())
             if best or TAG_BEST in run.data.tags:
-                self.client.set_tag(run.info.run_id, TAG_BEST, str(best).lower())
-        self.client.set_tag(self.parent_run_id, "fairltr.sweep.n_front", str(len(front)))
+                self._set_tag(run.info.run_id, TAG_BEST, str(best).lower())
+        self._set_tag(self.parent_run_id, "fairltr.sweep.n_front", str(len(front)))
         if best_trial is not None:
-            self.client.set_tag(self.parent_run_id, "fairltr.sweep.best_trial", str(int(best_trial)))
+            self._set_tag(self.parent_run_id, "fairltr.sweep.best_trial", str(int(best_trial)))
         if description:
-            self.client.set_tag(self.parent_run_id, "mlflow.note.content", description)
+            self._set_tag(self.parent_run_id, "mlflow.note.content", description)
         ts = int(time.time() * 1000)
         self.client.log_batch(self.parent_run_id,
                               metrics=[Metric(k, v, ts, 0) for k, v in finite_metrics(metrics).items()])
