@@ -28,7 +28,7 @@ from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, pad_queries, ranking_rows
 from fairltr.errors import ConfigError
 
-__all__ = ["DEFAULT_MAX_PADDING", "length_buckets", "BucketedBatch", "to_buckets", "split_batch"]
+__all__ = ["DEFAULT_MAX_PADDING", "length_buckets", "bucket_rows", "BucketedBatch", "to_buckets", "split_batch"]
 
 DEFAULT_MAX_PADDING = 2.0
 
@@ -112,6 +112,18 @@ class BucketedBatch:
             m = b.mask.cpu()
             out[b.row_index.cpu()[m].numpy()] = v.detach().cpu()[m].to(torch.float64).numpy()
         return out
+
+
+def bucket_rows(codes: np.ndarray, queries: np.ndarray, n_queries: int, whole: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of one length bucket (``queries``: its query codes) and each row's query index
+    inside the bucket; ``whole``: the bucket is the whole table (rows and codes as they are)."""
+    if whole:
+        return np.arange(len(codes)), codes
+    to_local = np.full(n_queries, -1, dtype=np.int64)
+    to_local[queries] = np.arange(len(queries))
+    local = to_local[codes]
+    rows = np.flatnonzero(local >= 0)
+    return rows, local[rows]
 
 
 def to_buckets(

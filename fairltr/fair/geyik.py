@@ -42,7 +42,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from fairltr.buckets import length_buckets
+from fairltr.buckets import bucket_rows, length_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError
@@ -108,14 +108,7 @@ def rerank_geyik(
     feasible = np.ones(n_q, dtype=bool)
     buckets = length_buckets(sizes)
     for queries in buckets:
-        if len(buckets) == 1:
-            rows, local = np.arange(n), codes
-        else:
-            to_local = np.full(n_q, -1, dtype=np.int64)
-            to_local[queries] = np.arange(len(queries))
-            local = to_local[codes]
-            rows = np.flatnonzero(local >= 0)
-            local = local[rows]
+        rows, local = bucket_rows(codes, queries, n_q, whole=len(buckets) == 1)
         bucket_shares = np.ascontiguousarray(shares[queries])
         _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, gcodes, n_g, bucket_shares, rank,
                        method, strict)

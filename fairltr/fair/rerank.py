@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from fairltr.buckets import length_buckets
+from fairltr.buckets import bucket_rows, length_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import ORIGIN_KEY, category_codes, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError, DataError
@@ -127,14 +127,7 @@ def rerank(
     tables: dict[int, np.ndarray] = {}  # required counts per distinct k_q (adjusted tables depend on k)
     buckets = length_buckets(sizes)
     for queries in buckets:
-        if len(buckets) == 1:
-            rows, local = np.arange(n), codes
-        else:
-            to_local = np.full(n_q, -1, dtype=np.int64)
-            to_local[queries] = np.arange(len(queries))
-            local = to_local[codes]
-            rows = np.flatnonzero(local >= 0)
-            local = local[rows]
+        rows, local = bucket_rows(codes, queries, n_q, whole=len(buckets) == 1)
         feasible[queries] = _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, prot, rank,
                                            tables, p, alpha, adjust)
 
