@@ -152,7 +152,10 @@ def _judgments(df: pd.DataFrame, c: RankingColumns) -> tuple[np.ndarray, bool]:
     return y, bool((y >= 0).all())
 
 
-def _check_scores(df: pd.DataFrame, scores: Any, c: RankingColumns) -> np.ndarray:
+def finite_scores(df: pd.DataFrame, scores: Any, c: RankingColumns) -> np.ndarray:
+    """``scores`` (one per row of ``df``, or a column name) as a finite float array; a missing
+    column, a wrong length or a non-finite score is a :class:`DataError` naming the row and query.
+    The one check of every metric call (:func:`fairltr.metrics.evaluate.score_buckets` too)."""
     if isinstance(scores, str):
         if scores not in df.columns:
             raise DataError(f"score column {scores!r} not in the table; columns: {list(df.columns)}")
@@ -324,7 +327,7 @@ def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, con
     :class:`AuditPlan` of the ranking ``scores`` (one per row, or a column name)."""
     c = columns.require("group", "judgment", purpose="the audit")
     check_table(df, c)
-    s = _check_scores(df, scores, c)
+    s = finite_scores(df, scores, c)
     y, merit_defined = _judgments(df, c)
     qcodes, qids = query_codes(df, c.query)
     n_q, n_rows = len(qids), len(df)

@@ -18,7 +18,8 @@ from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, show_value
 from fairltr.errors import DataError
 from fairltr.metrics.audit import (
-    AuditConfig, AuditPlan, AuditResult, PerQueryValues, attach_table_bounds, interval_bounds, prepare_audit,
+    AuditConfig, AuditPlan, AuditResult, PerQueryValues, attach_table_bounds, finite_scores, interval_bounds,
+    prepare_audit,
 )
 from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import ranks_by
@@ -129,17 +130,7 @@ def score_buckets(
     missing = [col for col in named if col not in df.columns]
     if missing:
         raise DataError(f"missing column(s) {missing}; available columns: {list(df.columns)}")
-    if isinstance(scores, str):
-        if scores not in df.columns:
-            raise DataError(f"score column {scores!r} not in the table; columns: {list(df.columns)}")
-        scores = df[scores]
-    s = np.asarray(scores, dtype=np.float64).reshape(-1)
-    if len(s) != len(df):
-        raise DataError(f"got {len(s)} scores for {len(df)} rows")
-    if not np.all(np.isfinite(s)):
-        row = int(np.flatnonzero(~np.isfinite(s))[0])
-        raise DataError(f"score at row {row} is {s[row]} (query {show_value(df[c.query].iloc[row])}); "
-                        "scores must be finite")
+    s = finite_scores(df, scores, c)
     frame = df[named].copy()
     frame["__score__"] = s
     buckets = to_buckets(frame, columns=c, features=["__score__"])
