@@ -123,26 +123,22 @@ def _data(smoke: bool, work: Path) -> Path:
 
 def lakda(steps: int, devices: int, smoke: bool, work: Path, accelerator: str) -> dict:
     """``steps`` LaKDA steps (bf16 on CUDA) with the workflow's recipe; then one evaluation."""
-    from fairltr.retrieval import read_parallel_data
-    from fairltr.workflows.retriever import RetrieverSpec, build_module, evaluate_module, fit_module
+    from fairltr.retrieval import read_parallel_data, retrieval_cutoffs
+    from fairltr.workflows.retriever import RetrieverSpec, train_and_evaluate_retriever
 
     cuda = accelerator == "gpu"
     data = read_parallel_data(_data(smoke, work))
     spec = RetrieverSpec(_encoder(smoke, work), fairness_loss="lakda_kl", steps=steps, batch_size=8 if smoke else 32,
                          lr=5e-5, shared=False, freeze_documents=False, accelerator=accelerator, devices=devices,
                          precision="bf16-mixed" if cuda else "32-true", seed=0)
-    module = build_module(spec)
-    t0 = time.perf_counter()
-    fit_module(module, data, spec)
-    train_s = time.perf_counter() - t0
+    test = data.split("test", 200 if not smoke else None, 0) if devices == 1 else None  # one process evaluates
+    k, mrc_k = retrieval_cutoffs(["mrr_at_100", "mrc_at_5"])  # the figures reported below
+    done = train_and_evaluate_retriever(spec, data, test, k=k, mrc_k=mrc_k)
+    train_s = done.train_s
     out = {"steps": steps, "devices": devices, "precision": spec.precision, "train_s": train_s, "batch": spec.batch_size,
            "steps_per_s": steps / train_s, "items_per_s": steps * spec.batch_size * devices / train_s}
-    if devices == 1:
-        test = data.split("test", 200 if not smoke else None, 0)
-        module.to("cuda" if cuda else "cpu")
-        ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
-        with ctx:
-            res, timing, _ = evaluate_module(module, test, k=100, mrc_k=5)
+    if done.evaluation is not None:
+        res, timing = done.evaluation, done.timing
         out.update(eval_queries=len(test.queries), queries_per_s=len(test.queries) / max(timing["encode_queries_s"], 1e-9),
                    docs_per_s=len(test.corpus) / max(timing["encode_corpus_s"], 1e-9), mrc_at_5=res["mrc_at_5"],
                    mrr_at_100=res["mrr_at_100"])

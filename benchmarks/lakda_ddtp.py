@@ -90,17 +90,6 @@ def record(results: dict, key: str, res: dict, **extra) -> None:
     }
 
 
-def evaluate_on(module, test, batch_size: int, device: torch.device, bf16: bool,
-                doc_embeddings: torch.Tensor | None = None) -> tuple[dict, dict, torch.Tensor]:
-    """The workflow's evaluation on ``device`` (bf16 autocast on a GPU)."""
-    from fairltr.workflows.retriever import evaluate_module
-
-    module.eval().to(device)
-    ctx = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else torch.autocast("cpu", enabled=False)
-    with ctx:
-        return evaluate_module(module, test, k=100, mrc_k=5, batch_size=batch_size, doc_embeddings=doc_embeddings)
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "ddtp-mlir"))
@@ -126,7 +115,6 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
-    device = torch.device("cuda" if cuda else "cpu")
     t_start = time.perf_counter()
     data = read_parallel_data(args.data)
     test = data.split("test", args.max_test_items, args.seed)
@@ -148,28 +136,29 @@ def main(argv: list[str] | None = None) -> None:
 
     import lightning.pytorch as pl
 
-    from fairltr.workflows.retriever import (CorpusEmbeddingCache, RetrieverSpec, build_module, corpus_embeddings,
-                                             fit_module)
+    from fairltr.retrieval import retrieval_cutoffs
+    from fairltr.workflows.retriever import CorpusEmbeddingCache, RetrieverSpec, train_and_evaluate_retriever
 
     base = RetrieverSpec(encoder_path(), fairness_loss="none", alpha=None, steps=args.steps, batch_size=args.batch_size,
                          lr=args.lr, warmup_steps=args.warmup_steps, temperature=args.temperature, pooling="mean",
                          normalize=True, shared=False, freeze_documents=not args.train_documents,
                          max_query_length=args.max_query_length, max_doc_length=args.max_doc_length, seed=args.seed,
                          devices=1, precision="bf16-mixed" if cuda else "32-true")
+    k, mrc_k = retrieval_cutoffs(["mrr_at_100", "mrc_at_5"])  # the bound below reads MRR@100 and MRC@5
     cache = CorpusEmbeddingCache(args.doc_cache) if args.doc_cache else None
     doc_emb = None
     if "zero_shot" in wanted or not args.train_documents:
         t0 = time.perf_counter()
-        module = build_module(base.with_(freeze_documents=True) if args.train_documents else base)
-        zero_shot_docs = corpus_embeddings(module, data.corpus, base.with_(freeze_documents=True), cache=cache,
-                                           batch_size=args.eval_batch_size, echo=lambda m: print(m, flush=True))
+        zero = train_and_evaluate_retriever(base.with_(freeze_documents=True), data,
+                                            test if "zero_shot" in wanted else None, k=k, mrc_k=mrc_k, fit=False,
+                                            cache=cache, eval_batch_size=args.eval_batch_size,
+                                            echo=lambda m: print(m, flush=True))
         if not args.train_documents:
-            doc_emb = zero_shot_docs  # the frozen document tower = the pretrained one: encode the corpus once
+            doc_emb = zero.doc_embeddings  # the frozen document tower = the pretrained one: encode the corpus once
         if "zero_shot" in wanted:
-            res, timing, _ = evaluate_on(module, test, args.eval_batch_size, device, cuda, zero_shot_docs)
-            record(results, "zero_shot", res, eval_s=time.perf_counter() - t0, timing=timing)
+            record(results, "zero_shot", zero.evaluation, eval_s=time.perf_counter() - t0, timing=zero.timing)
             write_outputs(out, results)
-            print("zero_shot", results["models"]["zero_shot"]["summary"], timing, flush=True)
+            print("zero_shot", results["models"]["zero_shot"]["summary"], zero.timing, flush=True)
 
     class Progress(pl.Callback):
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
@@ -187,18 +176,14 @@ def main(argv: list[str] | None = None) -> None:
         if key not in wanted:
             continue
         spec = base.with_(fairness_loss=loss, alpha=args.alpha)
-        module = build_module(spec)
-        if doc_emb is not None:
-            module.set_document_cache(data.corpus["_id"].tolist(), doc_emb)
-        print(f"== {key} (fairness_loss={loss}, alpha={module.alpha})", flush=True)
+        print(f"== {key} (fairness_loss={loss})", flush=True)
         t0 = time.perf_counter()
-        fit_module(module, data, spec, callbacks=[Progress()])
-        train_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        res, timing, _ = evaluate_on(module, test, args.eval_batch_size, device, cuda, doc_emb)
-        record(results, key, res, train_s=train_s, eval_s=time.perf_counter() - t0, timing=timing,
-               alpha=module.alpha, s_per_step=train_s / args.steps)
+        done = train_and_evaluate_retriever(spec, data, test, k=k, mrc_k=mrc_k, doc_embeddings=doc_emb,
+                                            callbacks=[Progress()], eval_batch_size=args.eval_batch_size)
+        record(results, key, done.evaluation, train_s=done.train_s, eval_s=time.perf_counter() - t0 - done.train_s,
+               timing=done.timing, alpha=done.module.alpha, s_per_step=done.train_s / args.steps)
         write_outputs(out, results)
+        train_s = done.train_s
         print(key, results["models"][key]["summary"], f"train {train_s:.0f} s", flush=True)
 
     results["wall_s"] = time.perf_counter() - t_start

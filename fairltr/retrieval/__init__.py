@@ -5,7 +5,7 @@ Imports torch, numpy and pandas only; encoders are passed in as callables.
 """
 
 from fairltr.retrieval.bm25 import bm25_search
-from fairltr.retrieval.evaluate import dense_run, evaluate_run
+from fairltr.retrieval.evaluate import SUMMARY_KEYS, dense_run, evaluate_run, retrieval_cutoffs, summary_of
 from fairltr.retrieval.metrics import doc_language_share, rankings_by_item, retrieval_metrics, run_matrix
 from fairltr.retrieval.mrc import mrc_at_k, mrc_matrix, overlap_at_k, pair_scores, rank_correlation, rbo
 from fairltr.retrieval.parallel_data import ParallelRetrievalData, read_jsonl, read_parallel_data
@@ -17,6 +17,6 @@ __all__ = [
     "encode_chunked", "topk_search", "retrieve",
     "retrieval_metrics", "doc_language_share", "rankings_by_item", "run_matrix",
     "mrc_at_k", "mrc_matrix", "overlap_at_k", "rbo", "pair_scores", "rank_correlation",
-    "bm25_search", "evaluate_run", "dense_run",
+    "bm25_search", "evaluate_run", "dense_run", "SUMMARY_KEYS", "summary_of", "retrieval_cutoffs",
     "pool", "POOLINGS",
 ]

@@ -7,8 +7,9 @@ tables: ``per_language`` (MRR/Recall per query language), ``doc_language_share``
 
 from __future__ import annotations
 
+import re
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 
@@ -17,7 +18,38 @@ from fairltr.retrieval.mrc import mrc_at_k, mrc_matrix, overlap_at_k, rbo
 from fairltr.retrieval.parallel_data import ParallelRetrievalData
 from fairltr.retrieval.search import encode_chunked, retrieve
 
-__all__ = ["evaluate_run", "dense_run"]
+__all__ = ["evaluate_run", "dense_run", "SUMMARY_KEYS", "summary_of", "retrieval_cutoffs"]
+
+# the headline keys of an evaluation, declared once: ``{k}`` is the retrieval cut-off (MRR and
+# Recall), ``{m}`` the cut-off of the language-fairness figures (MRC, overlap, RBO)
+SUMMARY_KEYS = ("mrr_at_{k}", "recall_at_{k}", "mrc_at_{m}", "mrc_at_{m}_intersection", "overlap_at_{m}", "rbo_at_{m}")
+_CUTOFF_KEY = re.compile(r"^(?P<name>[a-z]+)_at_(?P<cut>\d+)")
+_RETRIEVAL_CUTOFF = {key.split("_at_")[0]: key.split("{")[1][0] for key in SUMMARY_KEYS}  # name -> "k" | "m"
+
+
+def summary_of(res: Mapping[str, Any], k: int = 100, mrc_k: int = 5) -> dict[str, float]:
+    """The headline numbers (:data:`SUMMARY_KEYS`, x100) of an :func:`evaluate_run` result."""
+    return {key.format(k=k, m=mrc_k): float(res[key.format(k=k, m=mrc_k)]) for key in SUMMARY_KEYS}
+
+
+def retrieval_cutoffs(metric_names: Iterable[str], k: int = 100, mrc_k: int = 5) -> tuple[int, int]:
+    """The ``(k, mrc_k)`` of an evaluation that computes every figure ``metric_names`` read (sweep
+    objectives and constraints, promotion gates; a per-language suffix such as ``/de`` is ignored).
+
+    When the names carry exactly one retrieval cut-off (``mrr_at_<k>`` / ``recall_at_<k>``) it
+    replaces ``k``; exactly one fairness cut-off (``mrc_at_<m>`` / ``overlap_at_<m>`` /
+    ``rbo_at_<m>``) replaces ``mrc_k``. Several cut-offs of one kind keep the given one (a name at
+    another cut-off is then absent from the evaluation, and whoever reads it fails closed). The
+    result has ``mrc_k <= k`` (``k`` is raised to ``mrc_k``: the fairness figures read the top
+    ``mrc_k`` of the same run)."""
+    found: dict[str, set[int]] = {"k": set(), "m": set()}
+    for name in metric_names:
+        m = _CUTOFF_KEY.match(str(name))
+        if m and m.group("name") in _RETRIEVAL_CUTOFF:
+            found[_RETRIEVAL_CUTOFF[m.group("name")]].add(int(m.group("cut")))
+    k = found["k"].pop() if len(found["k"]) == 1 else k
+    mrc_k = found["m"].pop() if len(found["m"]) == 1 else mrc_k
+    return max(k, mrc_k), mrc_k
 
 
 def evaluate_run(

@@ -1,13 +1,15 @@
 """Jobs on multilingual dense retrievers: train a DPR bi-encoder with a language-fairness loss
 (``fairltr train dpr``), evaluate an encoder or BM25 (``fairltr evaluate-retrieval``), and the
-pieces the DPR sweep trial and the LaKDA benchmark reuse (one recipe, three callers).
+recipe every caller uses.
 
-The recipe: :func:`build_module` (a :class:`lightning_modules.BiEncoderModule` from a
-:class:`RetrieverSpec`) -> :func:`fit_module` (Lightning, ``steps`` optimizer steps on the
-train split) -> :func:`evaluate_module` (the test split's queries against the whole corpus:
-MRR/Recall@k per language, MRC@k, overlap, RBO). A frozen document tower's corpus embeddings are
-computed once and cached on disk (:class:`CorpusEmbeddingCache`), keyed by the encoder and the
-settings that change them.
+The recipe, :func:`train_and_evaluate_retriever` (called by ``train dpr``, the DPR sweep trial,
+``benchmarks/lakda_ddtp.py`` and ``benchmarks/device_check.py``): :func:`build_module` (a
+:class:`lightning_modules.BiEncoderModule` from a :class:`RetrieverSpec`) -> a frozen document
+tower's corpus embeddings, computed once and cached on disk (:class:`CorpusEmbeddingCache`, keyed
+by the encoder and the settings that change them) -> :func:`fit_module` (Lightning, ``steps``
+optimizer steps on the train split) -> :func:`evaluate_module` (the test split's queries against
+the whole corpus: MRR/Recall@k per language, MRC@k, overlap, RBO, at the cut-offs the caller's
+objectives or gates read: :func:`fairltr.retrieval.retrieval_cutoffs`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from fairltr.errors import ConfigError
+from fairltr.retrieval.evaluate import SUMMARY_KEYS, summary_of
 from fairltr.workflows.options import TrackingOptions
 from fairltr.workflows.registry import RetrievalEvalData
 
 __all__ = ["RetrieverSpec", "TrainRetrieverConfig", "TrainRetrieverResult", "train_retriever",
            "EvaluateRetrievalConfig", "evaluate_retrieval", "build_module", "fit_module", "evaluate_module",
+           "RetrieverOutcome", "train_and_evaluate_retriever",
            "CorpusEmbeddingCache", "encode_corpus", "default_cache_dir", "summary_of", "SUMMARY_KEYS",
            "default_encoder", "setup_torch"]
 
@@ -129,14 +133,6 @@ class RetrieverSpec:
 
     def params(self) -> dict[str, Any]:
         return {**asdict(self), "shared": not self.separate_towers}
-
-
-SUMMARY_KEYS = ("mrr_at_{k}", "recall_at_{k}", "mrc_at_{m}", "mrc_at_{m}_intersection", "overlap_at_{m}", "rbo_at_{m}")
-
-
-def summary_of(res: dict[str, Any], k: int = 100, mrc_k: int = 5) -> dict[str, float]:
-    """The headline numbers of an evaluation (x100)."""
-    return {key.format(k=k, m=mrc_k): float(res[key.format(k=k, m=mrc_k)]) for key in SUMMARY_KEYS}
 
 
 def build_module(spec: RetrieverSpec, *, alpha: float | None = None, encoder: str | None = None):
@@ -304,6 +300,69 @@ def evaluate_module(module, data, *, k: int = 100, mrc_k: int = 5, batch_size: i
     return evaluate_run(run, data, k=k, mrc_k=mrc_k), timing, doc_embeddings
 
 
+@dataclass
+class RetrieverOutcome:
+    """What :func:`train_and_evaluate_retriever` produced."""
+
+    module: Any
+    trainer: Any = None  # None when not trained (``fit=False``)
+    train_s: float = 0.0
+    evaluation: dict[str, Any] | None = None  # the evaluate_run result; None without test data
+    timing: dict[str, float] = field(default_factory=dict)  # encode_corpus_s, encode_queries_s, search_s
+    doc_embeddings: Any = None  # E_D of the corpus when the document tower is frozen or evaluated
+
+
+def _evaluation_context(module, spec: RetrieverSpec):
+    """Evaluate where the module trained: on the GPU (bf16 autocast under a bf16 precision) when
+    ``spec.accelerator`` put it there, else on the CPU in full precision."""
+    import contextlib
+
+    import torch
+
+    if spec.accelerator in ("gpu", "cuda") or (spec.accelerator == "auto" and torch.cuda.is_available()):
+        module.to("cuda")
+        if str(spec.precision).startswith("bf16"):
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+    module.to("cpu")
+    return contextlib.nullcontext()
+
+
+def train_and_evaluate_retriever(spec: RetrieverSpec, data, test=None, *, k: int = 100, mrc_k: int = 5,
+                                 alpha: float | None = None, module=None, fit: bool = True,
+                                 cache: CorpusEmbeddingCache | None = None, doc_embeddings=None,
+                                 train_split: str = "train", logger: Any = False, callbacks: Sequence[Any] = (),
+                                 progress: bool = False, progress_lines: bool = False, eval_batch_size: int = 128,
+                                 echo: Echo = lambda _: None) -> RetrieverOutcome:
+    """The one DPR recipe: build the bi-encoder (unless ``module`` is given; ``alpha`` overrides the
+    spec's loss weight) -> with a frozen document tower, the corpus embeddings once
+    (``doc_embeddings``, else ``cache``, else encoded) and training against them -> ``fit`` for
+    ``spec.steps`` steps on ``data``'s ``train_split`` -> evaluate ``test`` (a
+    :class:`~fairltr.retrieval.ParallelRetrievalData` split; None skips it) at cut-offs ``k`` /
+    ``mrc_k`` (take them from the objectives or gates with
+    :func:`fairltr.retrieval.retrieval_cutoffs`, never a constant). Non-zero DDP ranks return
+    after training, without evaluating."""
+    module = module if module is not None else build_module(spec, alpha=alpha)
+    if spec.freeze_documents:
+        if doc_embeddings is None:
+            doc_embeddings = encode_corpus(module, data.corpus, cache=cache, batch_size=eval_batch_size, echo=echo)
+        module.set_document_cache(data.corpus["_id"].tolist(), doc_embeddings)
+    outcome = RetrieverOutcome(module, doc_embeddings=doc_embeddings)
+    if fit:
+        t0 = time.perf_counter()
+        outcome.trainer = fit_module(module, data, spec, train_split=train_split, logger=logger, callbacks=callbacks,
+                                     progress=progress, progress_lines=progress_lines, echo=echo)
+        outcome.train_s = time.perf_counter() - t0
+        if outcome.trainer.global_rank != 0:
+            return outcome
+    if test is not None:
+        with _evaluation_context(module, spec):
+            outcome.evaluation, outcome.timing, outcome.doc_embeddings = evaluate_module(
+                module, test, k=k, mrc_k=mrc_k, batch_size=eval_batch_size,
+                doc_embeddings=doc_embeddings if spec.freeze_documents else None, cache=cache, echo=echo)
+    return outcome
+
+
 def _eval_split(data, ev: RetrievalEvalData):
     test = data.split(ev.split, ev.max_items, ev.seed)
     if ev.languages:
@@ -379,25 +438,20 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
 
     with _tracked(cfg, module) as (run, logger):
         cache = CorpusEmbeddingCache(cfg.cache_dir) if cfg.use_cache else None
-        doc_emb = None
-        if spec.freeze_documents:  # frozen tower: encode the corpus once, train against the cache
-            doc_emb = corpus_embeddings(module, data.corpus, spec, cache=cache, echo=echo)
-            module.set_document_cache(data.corpus["_id"].tolist(), doc_emb)
-        t0 = time.perf_counter()
-        trainer = fit_module(module, data, spec, train_split=cfg.train_split, logger=logger, progress=cfg.progress,
-                             progress_lines=not cfg.progress, echo=echo)
-        train_s = time.perf_counter() - t0
-        if trainer.global_rank != 0:
+        ev = cfg.evaluation
+        k, mrc_k = (ev.k, ev.mrc_k) if ev is not None else (100, 5)
+        done = train_and_evaluate_retriever(spec, data, test, k=k, mrc_k=mrc_k, module=module, cache=cache,
+                                            train_split=cfg.train_split, logger=logger, progress=cfg.progress,
+                                            progress_lines=not cfg.progress, echo=echo)
+        train_s, doc_emb, evaluation = done.train_s, done.doc_embeddings, done.evaluation
+        if done.trainer.global_rank != 0:
             return TrainRetrieverResult({}, {}, train_s)
         echo(f"trained {spec.steps} steps in {train_s:.0f} s")
         report: dict[str, Any] = {"params": {**spec.params(), "alpha": module.alpha}, "train_s": train_s}
-        evaluation = None
-        if test is not None:
-            ev = cfg.evaluation
-            evaluation, timing, doc_emb = evaluate_module(module, test, k=ev.k, mrc_k=ev.mrc_k, doc_embeddings=doc_emb,
-                                                        cache=cache, echo=echo)
+        if evaluation is not None:
+            timing = done.timing
             echo(f"evaluated {len(test.queries)} queries in {timing['encode_queries_s'] + timing['search_s']:.0f} s")
-            report["metrics"] = report_of(evaluation, ev.k, ev.mrc_k)
+            report["metrics"] = report_of(evaluation, k, mrc_k)
         with out:
             module.save_encoders(out.out_dir / "encoder")  # a folder per tower (Hugging Face layout)
             out.path("metrics.json").write_text(json.dumps(report, indent=1, default=str))

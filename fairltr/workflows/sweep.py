@@ -205,38 +205,40 @@ class DprTrial:
     trial's ``alpha`` for ``spec.steps`` steps, retrieve the test split over the whole corpus,
     evaluate (MRR@100, Recall@100, MRC@5 ...). The document tower is frozen, so the corpus
     embeddings are computed once (and cached on disk under ``cache_dir``, default fairltr's state
-    folder, shared with ``train dpr`` and ``evaluate-retrieval``)."""
+    folder, shared with ``train dpr`` and ``evaluate-retrieval``). ``k`` / ``mrc_k``: the cut-offs
+    of the evaluation, from the sweep's objectives and constraints
+    (:func:`fairltr.retrieval.retrieval_cutoffs`)."""
 
     data: Any
     test: Any
     spec: Any
     space: Any
     cache_dir: Path | None = None
+    k: int = 100
+    mrc_k: int = 5
     method: str = "dpr"
     _doc_emb: Any = field(default=None, repr=False)
     study_loss = ""  # the retrieval loss is recorded as option_loss
 
     def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
-        from fairltr.workflows.retriever import (CorpusEmbeddingCache, build_module, corpus_embeddings,
-                                                 evaluate_module, fit_module)
+        from fairltr.workflows.retriever import CorpusEmbeddingCache, train_and_evaluate_retriever
 
         weight = self.space.params[0].param.name
-        module = build_module(self.spec, alpha=float(values[weight]))
-        if self._doc_emb is None:
-            cache = CorpusEmbeddingCache(self.cache_dir)  # None: fairltr's state folder, shared with train dpr
-            self._doc_emb = corpus_embeddings(module, self.data.corpus, self.spec, cache=cache)
-        module.set_document_cache(self.data.corpus["_id"].tolist(), self._doc_emb)
-        fit_module(module, self.data, self.spec)
-        res, _, _ = evaluate_module(module, self.test, k=100, mrc_k=5, doc_embeddings=self._doc_emb)
-        return {k: float(v) for k, v in res.items() if isinstance(v, (int, float))}
+        cache = CorpusEmbeddingCache(self.cache_dir)  # None: fairltr's state folder, shared with train dpr
+        done = train_and_evaluate_retriever(self.spec, self.data, self.test, k=self.k, mrc_k=self.mrc_k,
+                                            alpha=float(values[weight]), cache=cache, doc_embeddings=self._doc_emb)
+        self._doc_emb = done.doc_embeddings  # the frozen document tower: encoded (or read) once per worker
+        return {k: float(v) for k, v in done.evaluation.items() if isinstance(v, (int, float))}
 
 
 def dpr_trial(train: str | Path, test: str | Path, *, seed: int = 0, encoder: str | None = None,
               loss: str = "lakda_kl", steps: int = 100, batch_size: int = 32, lr: float = 5e-5,
               temperature: float = 0.05, max_train_items: int | None = None, max_test_items: int | None = None,
-              max_query_length: int = 32, max_doc_length: int = 64, cache_dir: str | Path | None = None) -> DprTrial:
-    """The DPR trial on parallel-query folders (train split of ``train``, test split of ``test``)."""
-    from fairltr.retrieval import read_parallel_data
+              max_query_length: int = 32, max_doc_length: int = 64, cache_dir: str | Path | None = None,
+              metrics: Sequence[str] = ("mrr_at_100", "mrc_at_5")) -> DprTrial:
+    """The DPR trial on parallel-query folders (train split of ``train``, test split of ``test``),
+    evaluated at the cut-offs ``metrics`` (the objectives and constraints) read."""
+    from fairltr.retrieval import read_parallel_data, retrieval_cutoffs
     from fairltr.workflows.retriever import RetrieverSpec, check_encoder, default_encoder
     from tuning.space import loss_space
 
@@ -251,8 +253,9 @@ def dpr_trial(train: str | Path, test: str | Path, *, seed: int = 0, encoder: st
     data = read_parallel_data(train)
     data.split("train")
     test_data = data if Path(test) == Path(train) else read_parallel_data(test)
+    k, mrc_k = retrieval_cutoffs(metrics)
     return DprTrial(data, test_data.split("test", max_test_items, seed), spec,
-                    loss_space(loss), Path(cache_dir) if cache_dir else None)
+                    loss_space(loss), Path(cache_dir) if cache_dir else None, k=k, mrc_k=mrc_k)
 
 
 def dpr_trial_from(inputs: SweepInputs) -> DprTrial:
@@ -261,7 +264,9 @@ def dpr_trial_from(inputs: SweepInputs) -> DprTrial:
     cfg = inputs.cfg
     opts = dict(cfg.method_options)
     opts.setdefault("cache_dir", Path(cfg.out) / "cache")
-    return dpr_trial(cfg.train, cfg.test, seed=cfg.seed, **opts)
+    objectives = cfg.objectives or get_sweep_method(cfg.method).default_objectives
+    metrics = [*(objectives.split(",") if isinstance(objectives, str) else objectives), *cfg.constraints]
+    return dpr_trial(cfg.train, cfg.test, seed=cfg.seed, metrics=metrics, **opts)
 
 
 def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[Fold] | None = None,
