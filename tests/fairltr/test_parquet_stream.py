@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from fairltr.columns import RankingColumns
 from fairltr.data import to_batch
 from fairltr.errors import DataError
 from fairltr.parquet_stream import RunningMoments, iter_query_batches, scan_parquet, split_units
@@ -166,7 +167,7 @@ def test_bad_columns_name_file_column_row_and_query(tmp_path):
     with pytest.raises(DataError, match=r"feature column\(s\) \['nope'\] not found in .*t\.parquet"):
         scan_parquet(tmp_path / "t.parquet", features=["x1", "nope"])
     with pytest.raises(DataError, match="judgment column 'grade' not found"):
-        scan_parquet(tmp_path / "t.parquet", judgment="grade")
+        scan_parquet(tmp_path / "t.parquet", columns=RankingColumns(judgment="grade"))
     nan = df.drop(columns="note")
     nan.loc[61, "x2"] = np.nan
     with pytest.raises(DataError, match=rf"NaN or missing value in .*nan\.parquet, column 'x2', row 62 \(1-based\), "
