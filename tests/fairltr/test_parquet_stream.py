@@ -160,6 +160,18 @@ def test_ungrouped_query_is_refused_naming_file_query_and_row(tmp_path):
         scan_parquet(tmp_path / "d")
 
 
+def test_files_of_a_folder_must_have_the_same_automatic_features(tmp_path):
+    df = _table(seed=3).drop(columns="note")
+    (tmp_path / "d").mkdir()
+    _write(df.iloc[:40], tmp_path / "d" / "a.parquet", 50)
+    _write(df.iloc[40:].assign(x4=1.0), tmp_path / "d" / "b.parquet", 50)
+    with pytest.raises(DataError, match=r"b\.parquet has feature columns \['protected', 'x1', 'x2', 'x3', 'label', 'x4'\], "
+                                        r"but .*a\.parquet has \['protected', 'x1', 'x2', 'x3', 'label'\]$"):
+        scan_parquet(tmp_path / "d")
+    # listed features: the extra column is not read
+    assert scan_parquet(tmp_path / "d", features=["x1", "x2"]).n_rows == len(df)
+
+
 def test_bad_columns_name_file_column_row_and_query(tmp_path):
     df = _table(seed=7)
     with pytest.raises(DataError, match=r"feature column 'note' in .*t\.parquet is not numeric \(type (large_)?string\)"):
