@@ -571,7 +571,7 @@ class DELTR(LinearRankerParams, FittedRanker):
         q = query or self.query_
         if q not in df.columns:
             raise DataError(f"query column {q!r} not in the table; columns: {list(df.columns)}")
-        return rank_frame(df, self.predict(df), q)
+        return rank_frame(df, self.predict(df), columns=NAMES_ONLY.replace(query=q))
 
     # ------------------------------------------------------------------ persistence
     def model_state(self) -> dict[str, Any]:
