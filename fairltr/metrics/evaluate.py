@@ -106,13 +106,10 @@ def evaluate_batch(
     return aggregate(per_query_metrics(scores, batch, **kw))
 
 
-def _metric_columns(
-    columns: RankingColumns | None, query: str = UNSET, group: str = UNSET, judgment: str = UNSET
-) -> RankingColumns:
-    """The contract of a metric call: query, group and judgment columns all named (the loose
-    keywords come from :func:`evaluate_ranking`, the one metric edge that takes them)."""
-    return resolve_columns(columns, query=query, group=group, judgment=judgment, item=None).require(
-        "group", "judgment", purpose="the ranking metrics")
+def _metric_columns(columns: RankingColumns | None) -> RankingColumns:
+    """The contract of a metric call (None: the default one): query, group and judgment
+    columns all named; the item column plays no part."""
+    return resolve_columns(columns, item=None).require("group", "judgment", purpose="the ranking metrics")
 
 
 def score_buckets(
@@ -166,10 +163,11 @@ def evaluate_ranking(
     metric (:func:`~fairltr.metrics.registry.headline_metrics` at ``audit.k``) plus the interval
     metadata :data:`CI_METADATA_KEYS`. Today's keys keep their values (``audit.k`` is added to ``k``).
     """
+    c = _metric_columns(resolve_columns(columns, query=query, group=group, judgment=judgment, item=None))
     if audit is not None:
-        return evaluate_ranking_audit(df, scores, columns=_metric_columns(columns, query, group, judgment), k=k,
-                                      exposure_k=exposure_k, retrieval=retrieval, audit=audit)[0]
-    buckets, s = score_buckets(df, scores, columns=_metric_columns(columns, query, group, judgment))
+        return evaluate_ranking_audit(df, scores, columns=c, k=k, exposure_k=exposure_k, retrieval=retrieval,
+                                      audit=audit)[0]
+    buckets, s = score_buckets(df, scores, columns=c)
     return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
 
 
