@@ -2,10 +2,13 @@
 judgment and (optionally) an item id. One frozen object travels through data, metrics, FA*IR,
 tracking, workflows and the CLI instead of four loose strings.
 
-Public functions that predate the contract still accept ``query=``, ``group=``, ``judgment=``
-and ``item=`` keywords; each resolves them with the ``columns=`` object into ONE
-:class:`RankingColumns` through :func:`resolve_columns` (a keyword left at :data:`UNSET` takes
-the object's name), and everything below that call takes the object only.
+Inside the library every function takes ``columns: RankingColumns`` only. Loose ``query=``,
+``group=``, ``judgment=`` and ``item=`` keywords remain only at the outer edges that users call
+(``fairltr.to_batch``, ``to_buckets``, ``rank_frame``, ``evaluate_ranking``, ``DELTR.fit`` and
+DELTR's / PLRank's ``protected=``, ``fairltr.io.read_table`` / ``read_ranking``, the
+``fairltr.fair`` functions); each edge maps them with the ``columns=`` object into ONE
+:class:`RankingColumns` through :func:`resolve_columns`, THE helper for this (a keyword left at
+:data:`UNSET` takes the object's name), and passes only the object on.
 """
 
 from __future__ import annotations

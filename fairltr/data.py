@@ -26,7 +26,7 @@ from fairltr.columns import DEFAULT_COLUMNS, UNSET, RankingColumns, check_column
 from fairltr.errors import ConfigError, DataError
 
 __all__ = [
-    "RankingBatch", "to_batch", "check_table", "validate_ranking_frame", "select_features", "check_column_roles",
+    "RankingBatch", "to_batch", "check_table", "select_features", "check_column_roles",
     "numeric_column", "numeric_matrix", "query_codes", "positions_in_query", "score_order", "rank_within_query",
     "scatter_back", "show_value", "ORIGIN_KEY", "set_origin", "frame_source", "row_place", "locate_row",
     "RankingRows", "ranking_rows", "pad_queries", "NAMES_ONLY", "check_group_column", "category_codes",
@@ -35,7 +35,8 @@ __all__ = [
 
 NAMES_ONLY = DEFAULT_COLUMNS.replace(group=None, judgment=None)
 """Defaults of the validators that check only the columns they are told about (no group, no
-judgment unless named): :func:`select_features` and :func:`validate_ranking_frame`."""
+judgment unless named): :func:`select_features` without a contract, and ``NAMES_ONLY.replace(...)``
+for :func:`check_table` of just the columns given."""
 
 
 @dataclass
@@ -248,16 +249,11 @@ def select_features(
     df: pd.DataFrame,
     *,
     columns: RankingColumns | None = None,
-    query: str = UNSET,
-    judgment: str | None = UNSET,
-    item: str | None = UNSET,
-    group: str | None = UNSET,
     features: Sequence[str] | None = None,
     source: str | None = None,
 ) -> list[str]:
-    """The feature columns of a ranking table with the column contract ``columns`` (the loose
-    ``query`` / ``judgment`` / ``item`` / ``group`` keywords override its names; without
-    ``columns`` only the columns named are special: :data:`NAMES_ONLY`).
+    """The feature columns of a ranking table with the column contract ``columns`` (None:
+    :data:`NAMES_ONLY`, only the query column is special).
 
     ``features=None`` (automatic): every column except query, judgment and item, in table order,
     and except group attributes with string categories (a text category is not a number).
@@ -268,7 +264,7 @@ def select_features(
     query, judgment or item column. No feature at all, or an automatic feature without a header
     name (pandas' ``Unnamed: 0``, usually a saved index), is a :class:`DataError`.
     """
-    c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item, defaults=NAMES_ONLY)
+    c = NAMES_ONLY if columns is None else resolve_columns(columns)
     prefix = _prefix(df, source)
     if features is None:
         special = set(c.special) | {g for g in c.groups if g in df.columns and is_string_categories(df[g])}
@@ -443,24 +439,6 @@ def check_table(
             )
 
 
-def validate_ranking_frame(
-    df: pd.DataFrame,
-    *,
-    query: str = UNSET,
-    columns: Sequence[str] = (),
-    group: str | None = UNSET,
-    item: str | None = UNSET,
-    judgment: str | None = UNSET,
-    source: str | None = None,
-) -> None:
-    """:func:`check_table` with the contract given as loose names (the keyword form kept for
-    existing callers; ``columns`` here are the numeric columns to check). Only the named
-    columns are checked: :data:`NAMES_ONLY` supplies the rest (no group, no judgment). Two
-    roles naming one column is a :class:`ConfigError`."""
-    contract = resolve_columns(None, query=query, group=group, judgment=judgment, item=item, defaults=NAMES_ONLY)
-    check_table(df, contract, numeric=columns, source=source)
-
-
 def query_codes(df: pd.DataFrame, query: str) -> tuple[np.ndarray, list]:
     """Integer code per row (queries numbered by first appearance) and the ordered query ids."""
     codes, uniques = pd.factorize(df[query], sort=False)
@@ -536,15 +514,12 @@ def ranking_rows(
     df: pd.DataFrame,
     *,
     columns: RankingColumns | None = None,
-    query: str = UNSET,
-    group: str | None = UNSET,
-    judgment: str | None = UNSET,
     features: Sequence[str] | None = None,
-    item: str | None = UNSET,
     source: str | None = None,
 ) -> RankingRows:
-    """Validate ``df`` (exactly as :func:`to_batch`) and return its rows unpadded."""
-    c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item)
+    """Validate ``df`` (exactly as :func:`to_batch`) and return its rows unpadded; ``columns``
+    None: :data:`~fairltr.columns.DEFAULT_COLUMNS`."""
+    c = resolve_columns(columns)
     features = select_features(df, columns=c, features=features, source=source)
     check_table(df, c, numeric=features, source=source)
     codes, qids = query_codes(df, c.query)

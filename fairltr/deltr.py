@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -37,6 +36,7 @@ from fairltr.losses.objective import ObjectiveTerms, deltr_objective
 from fairltr.losses.registry import get_loss
 from fairltr.model_file import (ARRAY_KEYS, DTYPES, FORMAT_VERSION, HISTORY_KEYS, MODEL_SUFFIXES,  # noqa: F401
                                 PARAM_KINDS as _PARAM_KINDS, STATE_KEYS, read_model_file, write_model_file)
+from fairltr.ranker_params import LinearRankerParams, OptimiserChoices
 from fairltr.training_loop import LoopLabels, run_training_loop
 
 __all__ = ["DELTR", "DELTRSettings", "resolve_device", "rank_frame"]
@@ -100,7 +100,7 @@ class DELTRSettings:
     lr: float
 
 
-class DELTR(FittedRanker):
+class DELTR(LinearRankerParams, FittedRanker):
     """Disparate Exposure Learning to Rank (Zehlike et al.) with a linear scoring function.
 
     Objective: sum_q ListNet_q + gamma * U_q + l2 * ||w||^2, where U_q is the registered ranking
@@ -136,6 +136,8 @@ class DELTR(FittedRanker):
 
     _FILE_KIND = "DELTR"
     """Model files of this class carry the format marker ``fairltr.<_FILE_KIND>``."""
+    _OPTIMISERS = OptimiserChoices(names=("lbfgs", "adam"), max_iter=DEFAULT_MAX_ITER, lr=DEFAULT_LR)
+    """The optimisers and their ``max_iter`` / ``lr`` defaults (:mod:`fairltr.ranker_params`)."""
     _PARAM_KINDS = _PARAM_KINDS
     """Each parameter's JSON kind in a model file (:mod:`fairltr.model_file`)."""
     _HISTORY_KEYS = HISTORY_KEYS
@@ -163,20 +165,10 @@ class DELTR(FittedRanker):
         reference_group: str | int | None = None,
     ) -> None:
         self.gamma = gamma
-        self.protected = protected
-        self.colorblind = colorblind
-        self.standardize = standardize
-        self.l2 = l2
-        self.optimizer = optimizer
-        self.max_iter = max_iter
-        self.lr = lr
-        self.tol = tol
-        self.seed = seed
-        self.device = device
+        self._store_linear_params(protected=protected, colorblind=colorblind, standardize=standardize, l2=l2,
+                                  optimizer=optimizer, max_iter=max_iter, lr=lr, tol=tol, reduce=reduce, seed=seed,
+                                  device=device, dtype=dtype, columns=columns)
         self.fairness_loss = fairness_loss
-        self.reduce = reduce
-        self.dtype = dtype
-        self.columns = columns
         self.reference_group = reference_group
 
     # ------------------------------------------------------------------ parameters
@@ -220,37 +212,11 @@ class DELTR(FittedRanker):
         problem is a :class:`ConfigError` stating the allowed values; gamma is checked by the
         loss registry's declaration (:data:`~fairltr.losses.builtin.GAMMA`)."""
         gamma = GAMMA.validate(self.gamma)
-        tol = self.tol
-        if not isinstance(tol, numbers.Real) or not tol >= 0:
-            raise ConfigError(f"tol must be a number >= 0, got {tol!r}")
-        if self.optimizer not in ("lbfgs", "adam"):
-            raise ConfigError(f"optimizer must be 'lbfgs' or 'adam', got {self.optimizer!r}")
-        if self.l2 < 0:
-            raise ConfigError(f"l2 must be >= 0, got {self.l2}")
-        if self.max_iter is not None and self.max_iter < 1:
-            raise ConfigError(f"max_iter must be >= 1, got {self.max_iter}")
-        if self.lr is not None and not self.lr > 0:
-            raise ConfigError(f"lr must be > 0, got {self.lr}")
-        if self.reduce not in ("max", "mean"):
-            raise ConfigError(f"reduce must be 'max' or 'mean', got {self.reduce!r}")
+        shared = self._linear_params()  # columns, l2, tol, max_iter, lr, optimizer, reduce: fairltr.ranker_params
         if get_loss(self.fairness_loss).kind != "ranking":
             raise ConfigError(f"fairness_loss {self.fairness_loss!r} is not a ranking loss")
-        return DELTRSettings(
-            gamma=gamma, columns=self._contract(), l2=float(self.l2), tol=float(tol),
-            max_iter=int(self.max_iter) if self.max_iter is not None else DEFAULT_MAX_ITER[self.optimizer],
-            lr=float(self.lr) if self.lr is not None else DEFAULT_LR[self.optimizer],
-        )
-
-    def _contract(self) -> RankingColumns:
-        """The column contract of the parameters: ``columns`` with ``protected`` folded in."""
-        if self.columns is None:
-            c = resolve_columns(None, group=self.protected)
-        else:
-            c = resolve_columns(self.columns)
-            if self.protected not in (DEFAULT_COLUMNS.group, c.group):
-                raise ConfigError(f"protected={self.protected!r} and columns.group={c.group!r} name different group "
-                                  "columns; name the group once, in columns")
-        return c.require("group", "judgment", purpose="DELTR")
+        return DELTRSettings(gamma=gamma, columns=shared.columns, l2=shared.l2, tol=shared.tol,
+                             max_iter=shared.max_iter, lr=shared.lr)
 
     def effective_params(self) -> dict[str, Any]:
         """The parameters as a model file stores them and MLflow logs them: validated, derived
@@ -605,7 +571,7 @@ class DELTR(FittedRanker):
         q = query or self.query_
         if q not in df.columns:
             raise DataError(f"query column {q!r} not in the table; columns: {list(df.columns)}")
-        return rank_frame(df, self.predict(df), q)
+        return rank_frame(df, self.predict(df), columns=NAMES_ONLY.replace(query=q))
 
     # ------------------------------------------------------------------ persistence
     def model_state(self) -> dict[str, Any]:

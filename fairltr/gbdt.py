@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from fairltr.columns import RankingColumns, resolve_columns
-from fairltr.data import frame_source, numeric_matrix, query_codes, select_features
+from fairltr.data import NAMES_ONLY, frame_source, numeric_matrix, query_codes, select_features
 from fairltr.deltr import rank_frame
 from fairltr.errors import ConfigError, DataError, one_line
 from fairltr.files import atomic_write_text, check_writable
@@ -239,7 +239,7 @@ class LambdaMART(FittedRanker):
         q = query or self.query_
         if q not in df.columns:
             raise DataError(f"query column {q!r} not in the table; columns: {list(df.columns)}")
-        return rank_frame(df, self.predict(df), q)
+        return rank_frame(df, self.predict(df), columns=NAMES_ONLY.replace(query=q))
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:

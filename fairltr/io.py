@@ -221,6 +221,55 @@ def read_deltr_csv(path: PathLike, *, feature_prefix: str = "x") -> pd.DataFrame
     return raw
 
 
+def _letor_features(p: Path, lineno: int, tokens: Sequence[str]) -> dict[int, float]:
+    """The ``<fid>:<value>`` tokens of one LETOR line as {feature id: finite value}."""
+    feats: dict[int, float] = {}
+    for tok in tokens:
+        fid, sep, val = tok.partition(":")
+        if not sep:
+            raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<id>:<value>'")
+        try:
+            fid_i, val_f = int(fid), float(val)
+        except ValueError:
+            raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<int>:<number>'") from None
+        if not np.isfinite(val_f):
+            raise DataError(f"{p}:{lineno}: non-finite value in {tok!r}")
+        if fid_i in feats:
+            raise DataError(f"{p}:{lineno}: feature id {fid_i} given twice")
+        feats[fid_i] = val_f
+    return feats
+
+
+def _letor_line(p: Path, lineno: int, parts: Sequence[str]) -> tuple[float, str, dict[int, float]]:
+    """(label, query id, features) of one non-blank LETOR line split on whitespace."""
+    try:
+        label = float(parts[0])
+    except ValueError:
+        raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not a number") from None
+    if not np.isfinite(label):
+        raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not finite")
+    if len(parts) < 2 or not parts[1].startswith("qid:"):
+        raise DataError(f"{p}:{lineno}: second field must be 'qid:<id>', got {list(parts[1:2])}")
+    if not parts[1][4:]:
+        raise DataError(f"{p}:{lineno}: empty query id in {parts[1]!r}")
+    return label, parts[1][4:], _letor_features(p, lineno, parts[2:])
+
+
+def _letor_frame(labels: list[float], qids: list[str], rows: list[dict[int, float]]) -> tuple[pd.DataFrame, list[int]]:
+    """The table of parsed LETOR lines (missing feature ids = 0) and its sorted feature ids."""
+    fids = sorted({f for r in rows for f in r})
+    mat = np.zeros((len(rows), len(fids)))
+    col = {f: i for i, f in enumerate(fids)}
+    for i, r in enumerate(rows):
+        for f, v in r.items():
+            mat[i, col[f]] = v
+    c = LAYOUT_COLUMNS
+    df = pd.DataFrame(mat, columns=[f"f{f}" for f in fids])
+    df.insert(0, c.query, qids)
+    df[c.judgment] = labels
+    return df, fids
+
+
 def read_letor(path: PathLike, *, group_feature: int | None = None) -> pd.DataFrame:
     """LETOR / SVMlight: ``<label> qid:<id> <fid>:<value> ... [# comment]``.
 
@@ -240,51 +289,19 @@ def read_letor(path: PathLike, *, group_feature: int | None = None) -> pd.DataFr
                 line = line.split("#", 1)[0].strip()
                 if not line:
                     continue
-                parts = line.split()
-                try:
-                    label = float(parts[0])
-                except ValueError:
-                    raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not a number") from None
-                if not np.isfinite(label):
-                    raise DataError(f"{p}:{lineno}: label {parts[0]!r} is not finite")
-                if len(parts) < 2 or not parts[1].startswith("qid:"):
-                    raise DataError(f"{p}:{lineno}: second field must be 'qid:<id>', got {parts[1:2]}")
-                if not parts[1][4:]:
-                    raise DataError(f"{p}:{lineno}: empty query id in {parts[1]!r}")
-                feats: dict[int, float] = {}
-                for tok in parts[2:]:
-                    fid, sep, val = tok.partition(":")
-                    if not sep:
-                        raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<id>:<value>'")
-                    try:
-                        fid_i, val_f = int(fid), float(val)
-                    except ValueError:
-                        raise DataError(f"{p}:{lineno}: feature {tok!r} is not '<int>:<number>'") from None
-                    if not np.isfinite(val_f):
-                        raise DataError(f"{p}:{lineno}: non-finite value in {tok!r}")
-                    if fid_i in feats:
-                        raise DataError(f"{p}:{lineno}: feature id {fid_i} given twice")
-                    feats[fid_i] = val_f
+                label, qid, feats = _letor_line(p, lineno, line.split())
                 labels.append(label)
-                qids.append(parts[1][4:])
+                qids.append(qid)
                 rows.append(feats)
                 linenos.append(lineno)
     except UnicodeDecodeError:
         raise _encoding_error(p) from None
     if not rows:
         raise DataError(f"empty file: {p} (no data lines)")
-    fids = sorted({f for r in rows for f in r})
-    mat = np.zeros((len(rows), len(fids)))
-    col = {f: i for i, f in enumerate(fids)}
-    for i, r in enumerate(rows):
-        for f, v in r.items():
-            mat[i, col[f]] = v
-    c = LAYOUT_COLUMNS
-    df = pd.DataFrame(mat, columns=[f"f{f}" for f in fids])
-    df.insert(0, c.query, qids)
-    df[c.judgment] = labels
+    df, fids = _letor_frame(labels, qids, rows)
     set_origin(df, p, linenos)
     if group_feature is not None:
+        c = LAYOUT_COLUMNS
         name = f"f{group_feature}"
         if name not in df.columns:
             raise DataError(f"{p}: group feature {group_feature} does not occur; feature ids: {fids}")

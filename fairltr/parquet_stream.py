@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from fairltr.columns import UNSET, ColumnNames, RankingColumns, resolve_columns
+from fairltr.columns import ColumnNames, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, positions_in_query, show_value
 from fairltr.errors import ConfigError, DataError
 
@@ -247,13 +247,127 @@ def _check_finite(values: np.ndarray, names: Sequence[str], qids: np.ndarray, wh
         )
 
 
+@dataclass
+class _ScanState:
+    """What :func:`scan_parquet` has learnt so far: the units (row groups) met, where each query
+    starts, the ids seen (a re-appearing id means the table is not grouped by query), the largest
+    group category and the running feature moments."""
+
+    columns: RankingColumns
+    standardize: bool
+    feature_names: list[str] | None = None
+    moments: RunningMoments | None = None
+    unit_file: list[int] = field(default_factory=list)
+    unit_row_group: list[int] = field(default_factory=list)
+    unit_rows: list[int] = field(default_factory=list)
+    starts: list[np.ndarray] = field(default_factory=list)
+    ids: list = field(default_factory=list)
+    seen: set = field(default_factory=set)
+    open_id: object = None
+    have_open: bool = False
+    max_group: int = 0
+    file_start: list[int] = field(default_factory=list)
+    row: int = 0
+
+    def start_file(self, pf: pq.ParquetFile, f: Path, first: Path, features: Sequence[str] | None,
+                   colorblind: bool) -> list[str]:
+        """Record where file ``f`` starts and return the columns to read statistics of: group,
+        judgment, then its features (which must equal the first file's when chosen automatically)."""
+        self.file_start.append(self.row)
+        chosen = _choose_features(pf.schema_arrow, f, self.columns, features, colorblind)
+        if self.feature_names is None:
+            self.feature_names = chosen
+            self.moments = RunningMoments(len(chosen))
+        elif features is None and chosen != self.feature_names:
+            raise DataError(f"{f} has feature columns {chosen}, but {first} has {self.feature_names}")
+        return [self.columns.group, self.columns.judgment, *self.feature_names]
+
+    def add_unit(self, fi: int, rg: int, n_rows: int) -> int:
+        """Record row group ``rg`` of file ``fi``; returns the 0-based row in that file it starts at."""
+        self.unit_file.append(fi)
+        self.unit_row_group.append(rg)
+        self.unit_rows.append(n_rows)
+        return self.row - self.file_start[-1]
+
+    def add_batch(self, rb: pa.RecordBatch, f: Path, file_row: int, stat_cols: Sequence[str]) -> None:
+        """Check one non-empty record batch (its first row is ``file_row`` of ``f``) and take in
+        its queries, group categories and feature moments."""
+        q = self._query_runs(rb, f, file_row)
+        values = _matrix(rb, stat_cols)
+        _check_finite(values, stat_cols, q, f, file_row)
+        g = values[:, 0]
+        _check_group_categories(g, q, f, file_row, self.columns.group)
+        self.max_group = max(self.max_group, int(g.max()))
+        if self.standardize:
+            self.moments.update(values[:, 2:])
+        self.row += rb.num_rows
+
+    def _query_runs(self, rb: pa.RecordBatch, f: Path, file_row: int) -> np.ndarray:
+        """The batch's query ids; records where each new query starts (an id met before, after
+        other queries, is a :class:`DataError`)."""
+        query = self.columns.query
+        qcol = rb.column(query)
+        if qcol.null_count:
+            r = int(np.flatnonzero(qcol.is_null().to_numpy(zero_copy_only=False))[0])
+            raise DataError(f"missing query id in {f}, column {query!r}, row {file_row + r + 1} (1-based)")
+        q = qcol.to_numpy(zero_copy_only=False)
+        cut = np.flatnonzero(q[1:] != q[:-1]) + 1
+        run_starts = np.concatenate([[0], cut])
+        run_ids = q[run_starts]
+        if self.have_open and run_ids[0] == self.open_id:
+            run_starts, run_ids = run_starts[1:], run_ids[1:]
+        for r0, qid in zip(run_starts.tolist(), run_ids.tolist()):
+            if qid in self.seen:
+                raise DataError(
+                    f"{f} is not grouped by query: query {show_value(qid)} re-appears at row "
+                    f"{file_row + r0 + 1} (1-based) after other queries; sort or group the table by "
+                    f"{query!r} (e.g. ORDER BY {query}) before streaming it"
+                )
+            self.seen.add(qid)
+        self.starts.append(run_starts.astype(np.int64) + self.row)
+        self.ids.extend(run_ids.tolist())
+        if len(q):
+            self.open_id, self.have_open = q[-1], True
+        return q
+
+    def layout(self, files: Sequence[Path]) -> ParquetLayout:
+        """The :class:`ParquetLayout` of the finished pass."""
+        row, feats = self.row, self.feature_names
+        query_start = np.concatenate(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
+        query_size = np.diff(np.concatenate([query_start, [row]]))
+        unit_rows = np.asarray(self.unit_rows, dtype=np.int64)
+        unit_start = np.concatenate([[0], np.cumsum(unit_rows)[:-1]]).astype(np.int64)
+        unit_queries = np.searchsorted(query_start, np.concatenate([unit_start, [row]]), side="left").astype(np.int64)
+        if self.standardize:
+            mean, scale = self.moments.mean, self.moments.scale
+        else:
+            mean, scale = np.zeros(len(feats)), np.ones(len(feats))
+        return ParquetLayout(
+            files=[str(f) for f in files], columns=self.columns, feature_names=list(feats),
+            unit_file=np.asarray(self.unit_file, dtype=np.int64),
+            unit_row_group=np.asarray(self.unit_row_group, dtype=np.int64), unit_start=unit_start,
+            unit_rows=unit_rows, query_ids=self.ids, query_start=query_start.astype(np.int64),
+            query_size=query_size.astype(np.int64), unit_queries=unit_queries, mean=mean, scale=scale,
+            n_groups=max(2, self.max_group + 1), standardize=self.standardize,
+            file_start=np.asarray(self.file_start, dtype=np.int64),
+        )
+
+
+def _check_group_categories(g: np.ndarray, q: np.ndarray, f: Path, file_row: int, group: str) -> None:
+    """A :class:`DataError` at the first group value that is not an integer >= 0."""
+    nonint = g != np.round(g)
+    if nonint.any() or (g < 0).any():
+        r = int(np.flatnonzero(nonint | (g < 0))[0])
+        raise DataError(
+            f"group column {group!r} in {f} must hold integers >= 0 (0 = non-protected, >= 1 "
+            f"protected); row {file_row + r + 1} (1-based, query {show_value(q[r])}) has {show_value(g[r])}"
+        )
+
+
 def scan_parquet(
     path: PathLike,
     *,
     columns: RankingColumns | None = None,
-    query: str = UNSET,
-    group: str = UNSET,
-    judgment: str = UNSET,
     features: Sequence[str] | None = None,
     colorblind: bool = False,
     standardize: bool = True,
@@ -261,105 +375,30 @@ def scan_parquet(
 ) -> ParquetLayout:
     """One streaming pass: validate, locate every query, and compute mean / population std.
 
-    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose
-    name keywords override it); the query, group and judgment columns must exist.
+    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`); the
+    query, group and judgment columns must exist.
     ``features=None`` takes every numeric column except query, judgment and item (the group
     column included unless ``colorblind``), as the DELTR estimator does for a DataFrame. Rows of
     a query must be contiguous (the table sorted or grouped by query id).
     """
-    c = resolve_columns(columns, query=query, group=group, judgment=judgment).require(
-        "group", "judgment", purpose="streamed DELTR training")
-    query, group, judgment = c.query, c.group, c.judgment
+    c = resolve_columns(columns).require("group", "judgment", purpose="streamed DELTR training")
     if chunk_rows < 1:
         raise ConfigError(f"chunk_rows must be >= 1, got {chunk_rows}")
     files = parquet_files(path)
-    feats: list[str] | None = None
-    moments: RunningMoments | None = None
-    unit_file, unit_rg, unit_rows = [], [], []
-    starts: list[np.ndarray] = []
-    ids: list = []
-    seen: set = set()
-    open_id, have_open = None, False
-    max_group = 0
-    file_start = []
-    row = 0
+    scan = _ScanState(c, standardize)
     for fi, f in enumerate(files):
         pf = _open(f)
-        file_start.append(row)
-        schema = pf.schema_arrow
-        chosen = _choose_features(schema, f, c, features, colorblind)
-        if feats is None:
-            feats = chosen
-            moments = RunningMoments(len(feats))
-        elif features is None and chosen != feats:
-            raise DataError(f"{f} has feature columns {chosen}, but {files[0]} has {feats}")
-        stat_cols = [group, judgment, *feats]
+        stat_cols = scan.start_file(pf, f, files[0], features, colorblind)
+        read = list(dict.fromkeys([c.query, *stat_cols]))
         for rg in range(pf.num_row_groups):
-            n_rg = pf.metadata.row_group(rg).num_rows
-            unit_file.append(fi)
-            unit_rg.append(rg)
-            unit_rows.append(n_rg)
-            file_row = row - file_start[-1]
-            for rb in pf.iter_batches(batch_size=chunk_rows, row_groups=[rg],
-                                      columns=list(dict.fromkeys([query, *stat_cols]))):
-                n = rb.num_rows
-                if n == 0:
-                    continue
-                qcol = rb.column(query)
-                if qcol.null_count:
-                    r = int(np.flatnonzero(qcol.is_null().to_numpy(zero_copy_only=False))[0])
-                    raise DataError(f"missing query id in {f}, column {query!r}, row {file_row + r + 1} (1-based)")
-                q = qcol.to_numpy(zero_copy_only=False)
-                cut = np.flatnonzero(q[1:] != q[:-1]) + 1
-                run_starts = np.concatenate([[0], cut])
-                run_ids = q[run_starts]
-                if have_open and run_ids[0] == open_id:
-                    run_starts, run_ids = run_starts[1:], run_ids[1:]
-                for r0, qid in zip(run_starts.tolist(), run_ids.tolist()):
-                    if qid in seen:
-                        raise DataError(
-                            f"{f} is not grouped by query: query {show_value(qid)} re-appears at row "
-                            f"{file_row + r0 + 1} (1-based) after other queries; sort or group the table by "
-                            f"{query!r} (e.g. ORDER BY {query}) before streaming it"
-                        )
-                    seen.add(qid)
-                starts.append(run_starts.astype(np.int64) + row)
-                ids.extend(run_ids.tolist())
-                if len(q):
-                    open_id, have_open = q[-1], True
-                values = _matrix(rb, stat_cols)
-                _check_finite(values, stat_cols, q, f, file_row)
-                g = values[:, 0]
-                nonint = g != np.round(g)
-                if nonint.any() or (g < 0).any():
-                    r = int(np.flatnonzero(nonint | (g < 0))[0])
-                    raise DataError(
-                        f"group column {group!r} in {f} must hold integers >= 0 (0 = non-protected, >= 1 "
-                        f"protected); row {file_row + r + 1} (1-based, query {show_value(q[r])}) has {show_value(g[r])}"
-                    )
-                max_group = max(max_group, int(g.max()))
-                if standardize:
-                    moments.update(values[:, 2:])
-                row += n
-                file_row += n
-    if row == 0:
+            file_row = scan.add_unit(fi, rg, pf.metadata.row_group(rg).num_rows)
+            for rb in pf.iter_batches(batch_size=chunk_rows, row_groups=[rg], columns=read):
+                if rb.num_rows:
+                    scan.add_batch(rb, f, file_row, stat_cols)
+                    file_row += rb.num_rows
+    if scan.row == 0:
         raise DataError(f"empty Parquet data: {path} has no rows")
-    query_start = np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)
-    query_size = np.diff(np.concatenate([query_start, [row]]))
-    unit_rows_a = np.asarray(unit_rows, dtype=np.int64)
-    unit_start = np.concatenate([[0], np.cumsum(unit_rows_a)[:-1]]).astype(np.int64)
-    unit_queries = np.searchsorted(query_start, np.concatenate([unit_start, [row]]), side="left").astype(np.int64)
-    if standardize:
-        mean, scale = moments.mean, moments.scale
-    else:
-        mean, scale = np.zeros(len(feats)), np.ones(len(feats))
-    return ParquetLayout(
-        files=[str(f) for f in files], columns=c, feature_names=list(feats),
-        unit_file=np.asarray(unit_file, dtype=np.int64), unit_row_group=np.asarray(unit_rg, dtype=np.int64),
-        unit_start=unit_start, unit_rows=unit_rows_a, query_ids=ids, query_start=query_start.astype(np.int64),
-        query_size=query_size.astype(np.int64), unit_queries=unit_queries, mean=mean, scale=scale,
-        n_groups=max(2, max_group + 1), standardize=standardize, file_start=np.asarray(file_start, dtype=np.int64),
-    )
+    return scan.layout(files)
 
 
 # --------------------------------------------------------------------------- sharding

@@ -13,7 +13,6 @@ Model files carry the format marker ``fairltr.PLRank`` (JSON or safetensors, nev
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -28,6 +27,7 @@ from fairltr.losses.builtin import LAMBDA
 from fairltr.losses.merit import check_merits
 from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS, pl_policy_objective
 from fairltr.model_file import PARAM_KINDS as _DELTR_PARAM_KINDS
+from fairltr.ranker_params import OptimiserChoices
 from fairltr.training_loop import LoopLabels, run_training_loop
 
 __all__ = ["PLRank", "PLRankSettings", "PL_DEFAULT_MAX_ITER", "PL_DEFAULT_LR", "PL_OPTIMIZERS"]
@@ -72,6 +72,8 @@ class PLRank(DELTR):
     """
 
     _FILE_KIND = "PLRank"
+    _OPTIMISERS = OptimiserChoices(names=PL_OPTIMIZERS, max_iter={name: PL_DEFAULT_MAX_ITER for name in PL_OPTIMIZERS},
+                                   lr=PL_DEFAULT_LR)
 
     def __init__(
         self,
@@ -99,19 +101,9 @@ class PLRank(DELTR):
         self.estimator = estimator
         self.disparity = disparity
         self.merit = merit
-        self.reduce = reduce
-        self.protected = protected
-        self.colorblind = colorblind
-        self.standardize = standardize
-        self.l2 = l2
-        self.optimizer = optimizer
-        self.max_iter = max_iter
-        self.lr = lr
-        self.tol = tol
-        self.seed = seed
-        self.device = device
-        self.dtype = dtype
-        self.columns = columns
+        self._store_linear_params(protected=protected, colorblind=colorblind, standardize=standardize, l2=l2,
+                                  optimizer=optimizer, max_iter=max_iter, lr=lr, tol=tol, reduce=reduce, seed=seed,
+                                  device=device, dtype=dtype, columns=columns)
 
     # the registry's name of this method's loss (run params, tags) and DELTR's name of the weight
     fairness_loss = "plrank"
@@ -128,25 +120,14 @@ class PLRank(DELTR):
         lam = LAMBDA.validate(self.lam)
         if isinstance(self.samples, bool) or not isinstance(self.samples, numbers.Integral) or self.samples < 1:
             raise ConfigError(f"samples must be an integer >= 1, got {self.samples!r}")
-        for name, allowed in (("estimator", ESTIMATORS), ("disparity", DISPARITIES), ("optimizer", PL_OPTIMIZERS),
-                              ("reduce", ("max", "mean"))):
+        for name, allowed in (("estimator", ESTIMATORS), ("disparity", DISPARITIES)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
         if not isinstance(self.merit, bool):
             raise ConfigError(f"merit must be True or False, got {self.merit!r}")
-        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
-            raise ConfigError(f"tol must be a number >= 0, got {self.tol!r}")
-        if not isinstance(self.l2, numbers.Real) or not math.isfinite(self.l2) or self.l2 < 0:
-            raise ConfigError(f"l2 must be a finite number >= 0, got {self.l2!r}")
-        if self.max_iter is not None and (not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
-            raise ConfigError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
-        if self.lr is not None and not (isinstance(self.lr, numbers.Real) and math.isfinite(self.lr) and self.lr > 0):
-            raise ConfigError(f"lr must be a finite number > 0, got {self.lr!r}")
-        return PLRankSettings(
-            lam=lam, samples=int(self.samples), columns=self._contract(), l2=float(self.l2), tol=float(self.tol),
-            max_iter=int(self.max_iter) if self.max_iter is not None else PL_DEFAULT_MAX_ITER,
-            lr=float(self.lr) if self.lr is not None else PL_DEFAULT_LR[self.optimizer],
-        )
+        shared = self._linear_params()  # columns, l2, tol, max_iter, lr, optimizer, reduce: fairltr.ranker_params
+        return PLRankSettings(lam=lam, samples=int(self.samples), columns=shared.columns, l2=shared.l2,
+                              tol=shared.tol, max_iter=shared.max_iter, lr=shared.lr)
 
     def effective_params(self) -> dict[str, Any]:
         """The validated parameters as a model file stores them and MLflow logs them (JSON-serialisable)."""

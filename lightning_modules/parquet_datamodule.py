@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from fairltr.columns import UNSET, RankingColumns, resolve_columns
+from fairltr.columns import RankingColumns, resolve_columns
 from fairltr.data import RankingBatch
 from fairltr.errors import ConfigError
 from fairltr.parquet_stream import DEFAULT_CHUNK_ROWS, ParquetLayout, iter_query_batches, scan_parquet, split_units
@@ -73,8 +73,8 @@ class StreamedQueryBatches(IterableDataset):
 class ParquetRankingDataModule(pl.LightningDataModule):
     """Training loader streaming a Parquet file (or folder of Parquet files) grouped by query.
 
-    ``columns``: the column contract (the loose ``query`` / ``group`` / ``judgment`` keywords
-    override it); ``batch_queries`` counts queries per optimizer step over all processes;
+    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`);
+    ``batch_queries`` counts queries per optimizer step over all processes;
     ``layout`` may be passed when the file was scanned already (the scan is one full pass).
     """
 
@@ -83,9 +83,6 @@ class ParquetRankingDataModule(pl.LightningDataModule):
         path: str | os.PathLike,
         *,
         columns: RankingColumns | None = None,
-        query: str = UNSET,
-        group: str = UNSET,
-        judgment: str = UNSET,
         features: Sequence[str] | None = None,
         colorblind: bool = False,
         standardize: bool = True,
@@ -100,7 +97,7 @@ class ParquetRankingDataModule(pl.LightningDataModule):
         if batch_queries < 1:
             raise ConfigError(f"batch_queries must be >= 1, got {batch_queries}")
         self.path = str(path)
-        self.columns = resolve_columns(columns, query=query, group=group, judgment=judgment)
+        self.columns = resolve_columns(columns)
         self.scan_options = dict(columns=self.columns, features=features,
                                  colorblind=colorblind, standardize=standardize, chunk_rows=chunk_rows)
         self.batch_queries, self.shuffle, self.seed = batch_queries, shuffle, seed

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from fairltr.columns import UNSET, ColumnNames, RankingColumns, resolve_columns
+from fairltr.columns import ColumnNames, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, to_batch
 from fairltr.errors import ConfigError, DataError
 from fairltr.io import read_ranking
@@ -58,8 +58,8 @@ class SelectQueries:
 class RankingDataModule(ColumnNames, pl.LightningDataModule):
     """Train / val / test / predict loaders over ranking tables.
 
-    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose
-    ``query`` / ``group`` / ``judgment`` keywords override it). ``batch_size`` counts queries
+    ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`).
+    ``batch_size`` counts queries
     (``None`` = all queries in one batch: full-batch DELTR). ``colorblind=True`` drops the group
     column from the features. ``features=None`` takes every numeric column except query,
     judgment and item (the group column included, as in DELTR).
@@ -72,9 +72,6 @@ class RankingDataModule(ColumnNames, pl.LightningDataModule):
         test: Source | None = None,
         *,
         columns: RankingColumns | None = None,
-        query: str = UNSET,
-        group: str = UNSET,
-        judgment: str = UNSET,
         features: Sequence[str] | None = None,
         colorblind: bool = False,
         standardize: bool = True,
@@ -87,7 +84,7 @@ class RankingDataModule(ColumnNames, pl.LightningDataModule):
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1 query (or None for all), got {batch_size}")
         self.sources = {"train": train, "val": val, "test": test}
-        self.columns = resolve_columns(columns, query=query, group=group, judgment=judgment).require(
+        self.columns = resolve_columns(columns).require(
             "group", "judgment", purpose="DELTR training")
         self.features = list(features) if features is not None else None
         self.colorblind, self.standardize = colorblind, standardize

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
+from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
 from fairltr.losses import HyperParam, get_loss
 
@@ -175,11 +176,12 @@ def loss_space(loss_name: str, **kw) -> SearchSpace:
     return SearchSpace(loss.params, **kw)
 
 
-def protected_share(df: pd.DataFrame, group: str = "protected") -> float:
-    """Share of rows in a protected group (group value >= 1): FA*IR's p* (:func:`fairltr.fair.protected_share`)."""
+def protected_share(df: pd.DataFrame, columns: RankingColumns | None = None) -> float:
+    """Share of rows in a protected group (group value >= 1) of the contract's group column
+    (default :data:`~fairltr.columns.DEFAULT_COLUMNS`): FA*IR's p* (:func:`fairltr.fair.protected_share`)."""
     from fairltr.fair import protected_share as _share
 
-    return float(_share(df, group=group))
+    return float(_share(df, columns=columns))
 
 
 def fair_space(share: float, p_range: tuple[float, float] | None = None,
@@ -208,20 +210,21 @@ def fair_space(share: float, p_range: tuple[float, float] | None = None,
 
 
 def method_space(method: str, train: pd.DataFrame | None = None, *, loss: str = "exposure_hinge",
-                 group: str = "protected", p_range: tuple[float, float] | None = None,
+                 columns: RankingColumns | None = None, p_range: tuple[float, float] | None = None,
                  alpha_range: tuple[float, float] = (0.01, 0.5), dpr_loss: str = "lakda_kl") -> SearchSpace:
     """The search space of one of the four original sweep methods: ``deltr`` (loss params),
     ``fair-pre``/``fair-post`` (fair_p, fair_alpha), ``dpr`` (the retrieval loss's ``alpha``).
 
     Kept for callers of the Python API. Sweep methods declare their spaces once, in the method
     registry (:mod:`fairltr.workflows.sweep_methods`, built from :func:`loss_space` and
-    :func:`fair_space`); a new method is not added here."""
+    :func:`fair_space`); a new method is not added here. ``columns`` names the group column of
+    ``train`` (default :data:`~fairltr.columns.DEFAULT_COLUMNS`)."""
     if method == "deltr":
         return loss_space(loss)
     if method in ("fair-pre", "fair-post"):
         if train is None:
             raise ConfigError("FA*IR search spaces need the training table (for the protected share)")
-        return fair_space(protected_share(train, group), p_range, alpha_range)
+        return fair_space(protected_share(train, columns), p_range, alpha_range)
     if method == "dpr":
         return loss_space(dpr_loss)
     raise ConfigError(f"unknown sweep method {method!r}; choose deltr, fair-pre, fair-post or dpr")

@@ -322,23 +322,15 @@ def _ndkl_per_query(qcodes: np.ndarray, ranks: np.ndarray, sizes: np.ndarray, co
     return (kl * disc).sum(axis=1) / disc.sum(axis=1)
 
 
-def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, config: AuditConfig) -> AuditPlan:
-    """Validate the table (one-line errors naming file, line, column, query) and build the
-    :class:`AuditPlan` of the ranking ``scores`` (one per row, or a column name)."""
-    c = columns.require("group", "judgment", purpose="the audit")
-    check_table(df, c)
-    s = finite_scores(df, scores, c)
-    y, merit_defined = _judgments(df, c)
-    qcodes, qids = query_codes(df, c.query)
-    n_q, n_rows = len(qids), len(df)
-    sizes = np.bincount(qcodes, minlength=n_q)
-    ranks = rank_within_query(qcodes, s)
+def _category_blocks(df: pd.DataFrame, c: RankingColumns) -> list[_Block]:
+    """One block per group attribute, the intersection of them all (two or more attributes),
+    and the hidden binary block (first attribute's code >= 1); offsets set, in this order."""
     blocks: list[_Block] = []
     for name in c.groups:
         codes, labels = _labels(df, name)
         blocks.append(_Block(name, labels, codes))
     if len(c.groups) >= 2:
-        combined = np.zeros(n_rows, dtype=np.int64)
+        combined = np.zeros(len(df), dtype=np.int64)
         for b in blocks:
             combined = combined * b.size + b.codes
         codes, uniques = pd.factorize(combined, sort=True)
@@ -356,11 +348,18 @@ def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, con
     for b in blocks:
         b.offset = offset
         offset += b.size
-    n_cat = offset
-    selected = (ranks <= config.k).astype(np.float64)
+    return blocks
+
+
+def _stat_matrices(blocks: Sequence[_Block], qcodes: np.ndarray, n_q: int, ranks: np.ndarray, y: np.ndarray,
+                   k: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+    """Per row (R, Q * C * 4) and per query (Q, C * 4) sparse statistics (count, selected at k,
+    exposure 1 / log2(1 + rank), judgment) of every category C of every block: every row
+    contributes to one category of each block, columns (q * C + c) * 4 + stat."""
+    n_rows, n_cat = len(qcodes), sum(b.size for b in blocks)
+    selected = (ranks <= k).astype(np.float64)
     exposure = 1.0 / np.log1p(ranks.astype(np.float64))
     values = np.stack([np.ones(n_rows), selected, exposure, y], axis=1)  # (R, 4)
-    # every row contributes to one category of each block: columns (q * C + c) * 4 + stat
     rows_idx, cols_idx, vals = [], [], []
     for b in blocks:
         cat = b.offset + b.codes
@@ -372,6 +371,22 @@ def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, con
     r_i, c_i, v = np.concatenate(rows_idx), np.concatenate(cols_idx), np.concatenate(vals)
     row_stats = sparse.csr_matrix((v, (r_i, c_i)), shape=(n_rows, n_q * n_cat * 4))
     query_stats = sparse.csr_matrix((v, (qcodes[r_i], c_i - qcodes[r_i] * n_cat * 4)), shape=(n_q, n_cat * 4))
+    return row_stats, query_stats
+
+
+def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, config: AuditConfig) -> AuditPlan:
+    """Validate the table (one-line errors naming file, line, column, query) and build the
+    :class:`AuditPlan` of the ranking ``scores`` (one per row, or a column name)."""
+    c = columns.require("group", "judgment", purpose="the audit")
+    check_table(df, c)
+    s = finite_scores(df, scores, c)
+    y, merit_defined = _judgments(df, c)
+    qcodes, qids = query_codes(df, c.query)
+    n_q, n_rows = len(qids), len(df)
+    sizes = np.bincount(qcodes, minlength=n_q)
+    ranks = rank_within_query(qcodes, s)
+    blocks = _category_blocks(df, c)
+    row_stats, query_stats = _stat_matrices(blocks, qcodes, n_q, ranks, y, config.k)
     counts = np.asarray(query_stats[:, 0::4].todense())
     n_queries_per_category = (counts > 0).sum(axis=0)
     share = counts.sum(axis=0) / n_rows

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from fairltr.columns import UNSET, RankingColumns
+from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
 from fairltr.metrics.audit import AuditConfig, prepare_audit, resampled_figures, run_bootstrap
 from fairltr.metrics.evaluate import (
@@ -60,7 +60,7 @@ def paired_difference(
         metric_info(metric)
     except KeyError as exc:
         raise ConfigError(str(exc).strip("'\"")) from None
-    c = _metric_columns(columns, UNSET, UNSET, UNSET)
+    c = _metric_columns(columns)
     k = tuple(sorted(set(DEFAULT_K) | {config.k}))
     plan_a, per_a, point_a = _side(df, scores_a, c, config, k)
     plan_b, per_b, point_b = _side(df, scores_b, c, config, k)

@@ -15,7 +15,7 @@ import torch
 
 from fairltr.buckets import BucketedBatch, to_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
-from fairltr.data import RankingBatch, show_value
+from fairltr.data import RankingBatch
 from fairltr.errors import DataError
 from fairltr.metrics.audit import (
     AuditConfig, AuditPlan, AuditResult, PerQueryValues, attach_table_bounds, finite_scores, interval_bounds,
@@ -106,10 +106,10 @@ def evaluate_batch(
     return aggregate(per_query_metrics(scores, batch, **kw))
 
 
-def _metric_columns(columns: RankingColumns | None, query: str, group: str, judgment: str) -> RankingColumns:
-    """The contract of a metric call: query, group and judgment columns all named."""
-    return resolve_columns(columns, query=query, group=group, judgment=judgment, item=None).require(
-        "group", "judgment", purpose="the ranking metrics")
+def _metric_columns(columns: RankingColumns | None) -> RankingColumns:
+    """The contract of a metric call (None: the default one): query, group and judgment
+    columns all named; the item column plays no part."""
+    return resolve_columns(columns, item=None).require("group", "judgment", purpose="the ranking metrics")
 
 
 def score_buckets(
@@ -117,15 +117,11 @@ def score_buckets(
     scores: Sequence[float] | np.ndarray | pd.Series | str,
     *,
     columns: RankingColumns | None = None,
-    query: str = UNSET,
-    group: str = UNSET,
-    judgment: str = UNSET,
 ) -> tuple[BucketedBatch, list[torch.Tensor]]:
     """Check ``scores`` (one finite number per row, or a column name) and pad the table's query,
-    group and judgment columns (the column contract ``columns``, overridden by the loose name
-    keywords) with them in length buckets; returns the buckets and the per-bucket (Q_b, N_b)
+    group and judgment columns (the column contract ``columns``) with them in length buckets; returns the buckets and the per-bucket (Q_b, N_b)
     score tensors. Errors name the column, row and query."""
-    c = _metric_columns(columns, query, group, judgment)
+    c = _metric_columns(columns)
     named = list(dict.fromkeys([c.query, *c.groups, c.judgment]))
     missing = [col for col in named if col not in df.columns]
     if missing:
@@ -167,10 +163,11 @@ def evaluate_ranking(
     metric (:func:`~fairltr.metrics.registry.headline_metrics` at ``audit.k``) plus the interval
     metadata :data:`CI_METADATA_KEYS`. Today's keys keep their values (``audit.k`` is added to ``k``).
     """
+    c = _metric_columns(resolve_columns(columns, query=query, group=group, judgment=judgment, item=None))
     if audit is not None:
-        return evaluate_ranking_audit(df, scores, columns=_metric_columns(columns, query, group, judgment), k=k,
-                                      exposure_k=exposure_k, retrieval=retrieval, audit=audit)[0]
-    buckets, s = score_buckets(df, scores, columns=_metric_columns(columns, query, group, judgment))
+        return evaluate_ranking_audit(df, scores, columns=c, k=k, exposure_k=exposure_k, retrieval=retrieval,
+                                      audit=audit)[0]
+    buckets, s = score_buckets(df, scores, columns=c)
     return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
 
 
@@ -240,7 +237,7 @@ def evaluate_ranking_audit(
     """:func:`evaluate_ranking`'s dictionary with the audit (see there) and the
     :class:`~fairltr.metrics.audit.AuditResult` (per-category table, worst cases, interval
     metadata), from ONE pass; the same resampled queries give every interval."""
-    c = _metric_columns(columns, UNSET, UNSET, UNSET)
+    c = _metric_columns(columns)
     metrics, _, _, result, _ = _audited(df, scores, c, tuple(k), exposure_k, retrieval, audit)
     return metrics, result
 
@@ -250,9 +247,6 @@ def evaluate_with_table(
     scores: Sequence[float] | np.ndarray | pd.Series | str,
     *,
     columns: RankingColumns | None = None,
-    query: str = UNSET,
-    group: str = UNSET,
-    judgment: str = UNSET,
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
@@ -261,7 +255,7 @@ def evaluate_with_table(
     """:func:`evaluate_ranking`'s dictionary and :func:`per_query_table`'s table from ONE pass of
     the per-query metrics (the averages are aggregated from the table's values); with ``audit``
     the dictionary holds the audit's keys too (as :func:`evaluate_ranking` with ``audit``)."""
-    c = _metric_columns(columns, query, group, judgment)
+    c = _metric_columns(columns)
     if audit is not None:
         metrics, per_q, buckets, _, _ = _audited(df, scores, c, tuple(k), exposure_k, retrieval, audit)
     else:
@@ -278,9 +272,6 @@ def per_query_table(
     scores: Sequence[float] | np.ndarray | pd.Series | str,
     *,
     columns: RankingColumns | None = None,
-    query: str = UNSET,
-    group: str = UNSET,
-    judgment: str = UNSET,
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
@@ -288,5 +279,5 @@ def per_query_table(
     """One row per query (table order of first appearance): the query id in the contract's
     query column, then every :func:`per_query_metrics` value (NaN where undefined). Memory
     proportional to the rows (length buckets)."""
-    return evaluate_with_table(df, scores, columns=_metric_columns(columns, query, group, judgment), k=k,
+    return evaluate_with_table(df, scores, columns=_metric_columns(columns), k=k,
                                exposure_k=exposure_k, retrieval=retrieval)[1]

@@ -37,7 +37,7 @@ import pandas as pd
 
 from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 
-from fairltr.columns import DEFAULT_COLUMNS
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.errors import ConfigError, DataError
 
 __all__ = ["FairRankingEvaluator", "MODEL_TYPE", "CONFIG_KEYS", "scores_from_output", "evaluate_frame", "report_title",
@@ -115,7 +115,7 @@ def evaluate_frame(
             f"(set evaluator_config={{'fair_ranking': {{'query': ..., 'group': ..., 'judgment': ...}}}})"
         )
     k = tuple(int(x) for x in config.get("k", DEFAULT_K))
-    metrics, table = evaluate_with_table(df, scores, query=q, group=g, judgment=j, k=k,
+    metrics, table = evaluate_with_table(df, scores, columns=RankingColumns(query=q, group=g, judgment=j), k=k,
                                          exposure_k=config.get("exposure_k"),
                                          retrieval=bool(config.get("retrieval", False)))
     audited = audit_frame(df, scores, config)

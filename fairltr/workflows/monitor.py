@@ -249,49 +249,45 @@ def _reference_profile(cfg: MonitorConfig, vm, features: Sequence[str], echo: Ec
     return profile
 
 
-def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
-    """Validate everything first (window, gates, output folder, tracking, the model), then audit
-    every window, write the output set, log one MLflow run and tag the model version."""
-    from fairltr.monitoring import audit_windows, parse_window, population_shift, shift_summary
-    from fairltr.monitoring.audit_windows import metrics_frame, tables_frame
+def _audit_all_windows(cfg: MonitorConfig, spec, gates: Sequence, vm, model, tmp: Path,
+                       echo: Echo) -> tuple[list, list[pd.DataFrame]]:
+    """Audit every window of ``cfg.data`` (scored by ``model`` unless the table carries scores or
+    ranks): the windows with their failing gate/category pairs, and each window's population
+    shift against the training profile (none without one). ``tmp`` holds the Parquet spill."""
+    from fairltr.monitoring import audit_windows, population_shift
 
-    spec = parse_window(cfg.window)
-    gates = _parse_gates(cfg.gates)
-    out = OutputSet(cfg.out_dir, managed=MONITOR_FILES)
-    uri = None
-    if cfg.tracking.enabled or cfg.model_uri:
-        from fairltr.tracking.config import check_tracking_uri
+    scoring = model is not None and not (cfg.score_column or cfg.rank_column)
+    features = list(getattr(model, "feature_names", None) or []) if scoring else []
+    profile = _reference_profile(cfg, vm, features, echo)
+    columns = cfg.columns if cfg.columns.judgment else cfg.columns.replace(judgment=_JUDGMENT_FILL)
+    spill = tmp / "spill"
+    spill.mkdir()
+    if cfg.data.suffix.lower() in (".parquet", ".pq"):
+        frames = _frames_parquet(cfg, spec, features, spill, extra=list(profile.features) if profile else [])
+    else:
+        frames = _frames_csv(cfg, spec, features)
+    windows, shifts = [], []
+    scores_of = _scorer(cfg, model)
+    for index, start, end, frame in frames:
+        if not cfg.columns.judgment:
+            frame = frame.assign(**{_JUDGMENT_FILL: 0.0})
+        w = next(audit_windows([(index, start, end, frame)], scores_of, columns=columns, config=cfg.audit))
+        if not cfg.columns.judgment:  # no outcomes: nothing to say about merit
+            w.metrics = {k: v for k, v in w.metrics.items() if not k.startswith("disparate_treatment_ratio")}
+        w.failures = _gate_window(w, gates, cfg.confidence)
+        windows.append(w)
+        if profile is not None:
+            shifts.append(population_shift(frame, profile, index=index, start=start))
+        echo(f"window {w.label}: {w.n_queries} queries, {w.n_rows} candidates"
+             + (f", {len(w.failures)} failing gate/category pair(s)" if w.failures else ""))
+    return windows, shifts
 
-        uri = check_tracking_uri()
-    with tempfile.TemporaryDirectory(prefix="fairltr-monitor-") as tmp:
-        vm, model = _open_model(cfg, Path(tmp) / "model")
-        scoring = model is not None and not (cfg.score_column or cfg.rank_column)
-        features = list(getattr(model, "feature_names", None) or []) if scoring else []
-        profile = _reference_profile(cfg, vm, features, echo)
-        columns = cfg.columns if cfg.columns.judgment else cfg.columns.replace(judgment=_JUDGMENT_FILL)
-        spill = Path(tmp) / "spill"
-        spill.mkdir()
-        frames = (_frames_parquet(cfg, spec, features, spill, extra=list(profile.features) if profile else []) if cfg.data.suffix.lower() in (".parquet", ".pq")
-                  else _frames_csv(cfg, spec, features))
-        windows, shifts = [], []
-        scores_of = _scorer(cfg, model)
-        for index, start, end, frame in frames:
-            if not cfg.columns.judgment:
-                frame = frame.assign(**{_JUDGMENT_FILL: 0.0})
-            w = next(audit_windows([(index, start, end, frame)], scores_of, columns=columns, config=cfg.audit))
-            if not cfg.columns.judgment:  # no outcomes: nothing to say about merit
-                w.metrics = {k: v for k, v in w.metrics.items() if not k.startswith("disparate_treatment_ratio")}
-            w.failures = _gate_window(w, gates, cfg.confidence)
-            windows.append(w)
-            if profile is not None:
-                shifts.append(population_shift(frame, profile, index=index, start=start))
-            echo(f"window {w.label}: {w.n_queries} queries, {w.n_rows} candidates"
-                 + (f", {len(w.failures)} failing gate/category pair(s)" if w.failures else ""))
-    shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
-    summary = shift_summary(shift) if len(shift) else {}
-    failures = [f | {"pool_changed": summary.get(f["window"], {}).get("shifted")} for w in windows for f in w.failures]
-    metrics_table = metrics_frame(windows)
-    record = _record(cfg, spec, windows, failures, summary, vm)
+
+def _write_outputs(out: OutputSet, cfg: MonitorConfig, record: dict, windows: list, summary: dict,
+                   metrics_table: pd.DataFrame, shift: pd.DataFrame) -> dict[str, Path]:
+    """Write the output set (the tables, ``monitor.json``, the plot and the HTML report) at once."""
+    from fairltr.monitoring.audit_windows import tables_frame
+
     with out:
         metrics_table.to_csv(out.path("windows.csv"), index=False)
         tables_frame(windows).to_csv(out.path("audit_by_window.csv"), index=False)
@@ -303,7 +299,32 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
         out.path("monitor_report.html").write_text(
             monitor_report_html(record, windows, summary, out.path("monitor_over_time.png").read_bytes()),
             encoding="utf-8")
-        files = out.commit()
+        return out.commit()
+
+
+def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
+    """Validate everything first (window, gates, output folder, tracking, the model), then audit
+    every window, write the output set, log one MLflow run and tag the model version."""
+    from fairltr.monitoring import parse_window, shift_summary
+    from fairltr.monitoring.audit_windows import metrics_frame
+
+    spec = parse_window(cfg.window)
+    gates = _parse_gates(cfg.gates)
+    out = OutputSet(cfg.out_dir, managed=MONITOR_FILES)
+    uri = None
+    if cfg.tracking.enabled or cfg.model_uri:
+        from fairltr.tracking.config import check_tracking_uri
+
+        uri = check_tracking_uri()
+    with tempfile.TemporaryDirectory(prefix="fairltr-monitor-") as tmp:
+        vm, model = _open_model(cfg, Path(tmp) / "model")
+        windows, shifts = _audit_all_windows(cfg, spec, gates, vm, model, Path(tmp), echo)
+    shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
+    summary = shift_summary(shift) if len(shift) else {}
+    failures = [f | {"pool_changed": summary.get(f["window"], {}).get("shifted")} for w in windows for f in w.failures]
+    metrics_table = metrics_frame(windows)
+    record = _record(cfg, spec, windows, failures, summary, vm)
+    files = _write_outputs(out, cfg, record, windows, summary, metrics_table, shift)
     result = MonitorResult(windows=windows, failures=failures, files=files, tracking_uri=uri,
                            version=(vm.name, vm.version) if vm is not None and vm.name else None, record=record)
     if cfg.tracking.enabled:

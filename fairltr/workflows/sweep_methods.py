@@ -64,7 +64,7 @@ def _loss_space(ctx: RankingContext):
 def _fair_space(ctx: RankingContext):
     from tuning.space import fair_space, protected_share
 
-    return fair_space(protected_share(ctx.train, ctx.columns.group), ctx.p_range, ctx.alpha_range)
+    return fair_space(protected_share(ctx.train, ctx.columns), ctx.p_range, ctx.alpha_range)
 
 
 def _lambdamart_space(ctx: RankingContext):
@@ -102,7 +102,7 @@ def _geyik_space(ctx: RankingContext):
     from fairltr.losses import HyperParam
     from tuning.space import SearchSpace, fair_space, protected_share
 
-    p = fair_space(protected_share(ctx.train, ctx.columns.group), ctx.p_range, ctx.alpha_range).params[0].param
+    p = fair_space(protected_share(ctx.train, ctx.columns), ctx.p_range, ctx.alpha_range).params[0].param
     return SearchSpace((HyperParam("geyik_p", default=p.default, low=p.low, high=p.high,
                                    description="DetConstSort target share of the protected categories"),))
 

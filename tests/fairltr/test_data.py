@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from fairltr.columns import RankingColumns
-from fairltr.data import (RankingBatch, positions_in_query, query_codes, rank_within_query, scatter_back, score_order,
-                          select_features, to_batch, validate_ranking_frame)
+from fairltr.data import (NAMES_ONLY, RankingBatch, check_table, positions_in_query, query_codes, rank_within_query,
+                          scatter_back, score_order, select_features, to_batch)
 from fairltr.errors import DataError
 
 
@@ -107,13 +107,13 @@ def test_validation_error_names_the_source():
 def test_duplicate_query_item_pairs():
     df = _frame().assign(doc=[1, 1, 2, 2, 1, 1])
     with pytest.raises(DataError, match=r"^row 5 \(0-based\): duplicate \(query, item\) pair: query 'a', item 1; first seen at row 1 \(0-based\)"):
-        validate_ranking_frame(df, query="query_id", columns=["x1"], item="doc")
-    validate_ranking_frame(df.assign(doc=range(6)), query="query_id", columns=["x1"], item="doc")
+        check_table(df, NAMES_ONLY.replace(item="doc"), numeric=["x1"])
+    check_table(df.assign(doc=range(6)), NAMES_ONLY.replace(item="doc"), numeric=["x1"])
 
 
 def test_numeric_strings_are_accepted():
     df = _frame().assign(x2=["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"])
-    validate_ranking_frame(df, query="query_id", columns=["x2"])
+    check_table(df, NAMES_ONLY, numeric=["x2"])
 
 
 def test_origin_maps_rows_to_lines_with_jumps():
@@ -228,7 +228,7 @@ def test_columns_contract_equals_the_loose_keywords():
     renamed = df.rename(columns={"y": "label"})
     assert torch.equal(to_batch(renamed, columns=contract, judgment="label").judgments, reference.judgments)
     assert select_features(df, columns=contract) == ["g", "x1", "x2"]
-    assert select_features(df, query="q") == ["g", "x1", "x2", "y", "doc"]  # only the named columns are special
+    assert select_features(df, columns=NAMES_ONLY.replace(query="q")) == ["g", "x1", "x2", "y", "doc"]  # only the named columns are special
 
 
 def test_string_and_integer_categories():

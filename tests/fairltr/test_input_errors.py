@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from fairltr import DELTR
-from fairltr.data import ORIGIN_KEY, select_features, to_batch, validate_ranking_frame
+from fairltr.data import NAMES_ONLY, ORIGIN_KEY, check_table, select_features, to_batch
 from fairltr.deltr import rank_frame
 from fairltr.errors import ConfigError, DataError, one_line
 from fairltr.io import read_deltr_csv, read_letor, read_ranking, read_table
@@ -236,7 +236,7 @@ ROLE_CASES = [
     (lambda p: DELTR(gamma=0.0).fit(_frame(), item="x1", judgment="x1"),
      "the judgment and item columns must differ, both are 'x1'"),
     (lambda p: to_batch(_frame(), group="judgment"), "the group and judgment columns must differ, both are 'judgment'"),
-    (lambda p: validate_ranking_frame(_frame(), query="x1", group="x1"),
+    (lambda p: check_table(_frame(), NAMES_ONLY.replace(query="x1", group="x1")),
      "the query and group columns must differ, both are 'x1'"),
     (lambda p: DELTR(gamma=0.0).fit(_frame(), features=["x1", "judgment"]),
      "feature column 'judgment' is the judgment column; a feature cannot be the query, judgment or item column"),
@@ -259,7 +259,7 @@ def test_feature_selection_excludes_query_judgment_item_and_keeps_the_group(tmp_
     p = tmp_path / "t.csv"
     p.write_text("query_id,doc,protected,x1,judgment\n1,a,0,0.5,1\n1,b,1,0.2,0\n2,a,1,0.4,1\n2,b,0,0.9,0\n")
     df = read_ranking(p, item="doc")
-    assert select_features(df, query="query_id", judgment="judgment", item="doc") == ["protected", "x1"]
+    assert select_features(df, columns=NAMES_ONLY.replace(judgment="judgment", item="doc")) == ["protected", "x1"]
     assert to_batch(df, item="doc").feature_names == ["protected", "x1"]
     assert DELTR(gamma=1.0, max_iter=2).fit(df, item="doc").feature_names_ == ["protected", "x1"]
     assert DELTR(gamma=1.0, max_iter=2, colorblind=True).fit(df, item="doc").feature_names_ == ["x1"]

@@ -96,6 +96,7 @@ def test_read_letor_group_feature(tmp_path):
     ("nan qid:1", r"bad.svm:2: label 'nan' is not finite"),
     ("1 1:0.5", r"bad.svm:2: second field must be 'qid:<id>'"),
     ("1", r"bad.svm:2: second field must be 'qid:<id>', got \[\]"),
+    ("1 qid: 1:0.5", r"bad.svm:2: empty query id in 'qid:'"),
     ("1 qid:1 1=0.5", r"bad.svm:2: feature '1=0.5' is not '<id>:<value>'"),
     ("1 qid:1 a:0.5", r"bad.svm:2: feature 'a:0.5' is not '<int>:<number>'"),
     ("1 qid:1 1:zz", r"bad.svm:2: feature '1:zz' is not '<int>:<number>'"),

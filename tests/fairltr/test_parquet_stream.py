@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from fairltr.columns import RankingColumns
 from fairltr.data import to_batch
 from fairltr.errors import DataError
 from fairltr.parquet_stream import RunningMoments, iter_query_batches, scan_parquet, split_units
@@ -159,6 +160,18 @@ def test_ungrouped_query_is_refused_naming_file_query_and_row(tmp_path):
         scan_parquet(tmp_path / "d")
 
 
+def test_files_of_a_folder_must_have_the_same_automatic_features(tmp_path):
+    df = _table(seed=3).drop(columns="note")
+    (tmp_path / "d").mkdir()
+    _write(df.iloc[:40], tmp_path / "d" / "a.parquet", 50)
+    _write(df.iloc[40:].assign(x4=1.0), tmp_path / "d" / "b.parquet", 50)
+    with pytest.raises(DataError, match=r"b\.parquet has feature columns \['protected', 'x1', 'x2', 'x3', 'label', 'x4'\], "
+                                        r"but .*a\.parquet has \['protected', 'x1', 'x2', 'x3', 'label'\]$"):
+        scan_parquet(tmp_path / "d")
+    # listed features: the extra column is not read
+    assert scan_parquet(tmp_path / "d", features=["x1", "x2"]).n_rows == len(df)
+
+
 def test_bad_columns_name_file_column_row_and_query(tmp_path):
     df = _table(seed=7)
     with pytest.raises(DataError, match=r"feature column 'note' in .*t\.parquet is not numeric \(type (large_)?string\)"):
@@ -166,7 +179,7 @@ def test_bad_columns_name_file_column_row_and_query(tmp_path):
     with pytest.raises(DataError, match=r"feature column\(s\) \['nope'\] not found in .*t\.parquet"):
         scan_parquet(tmp_path / "t.parquet", features=["x1", "nope"])
     with pytest.raises(DataError, match="judgment column 'grade' not found"):
-        scan_parquet(tmp_path / "t.parquet", judgment="grade")
+        scan_parquet(tmp_path / "t.parquet", columns=RankingColumns(judgment="grade"))
     nan = df.drop(columns="note")
     nan.loc[61, "x2"] = np.nan
     with pytest.raises(DataError, match=rf"NaN or missing value in .*nan\.parquet, column 'x2', row 62 \(1-based\), "

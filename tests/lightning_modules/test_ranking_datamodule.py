@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError, DataError
 from lightning_modules import RankingDataModule
 
@@ -67,4 +68,4 @@ def test_colorblind_and_errors(frame):
     with pytest.raises(ConfigError, match="batch_size"):
         RankingDataModule(frame, batch_size=0)
     with pytest.raises(DataError, match="group column 'grp'"):
-        RankingDataModule(frame, group="grp").setup()
+        RankingDataModule(frame, columns=RankingColumns(group="grp")).setup()

@@ -10,10 +10,11 @@ import numpy as np
 import optuna
 import pytest
 
+from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
 from fairltr.losses import GAMMA, HyperParam, get_loss, registry
 from fairltr.workflows import RankingTrial, ranking_trial
-from tuning.space import SearchSpace, fair_space, loss_space, method_space
+from tuning.space import SearchSpace, fair_space, loss_space, method_space, protected_share
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -91,6 +92,11 @@ def test_fair_space_around_share(small_rankings):
         fair_space(0.1, p_range=(0.0, 0.4))
     with pytest.raises(ConfigError, match="unknown sweep method"):
         method_space("bogus", train)
+    # another group column, named by the column contract
+    renamed = train.rename(columns={"protected": "sex"}).assign(protected=0)
+    other = method_space("fair-post", renamed, columns=RankingColumns(group="sex")).params[0].bounds
+    assert other == pytest.approx(p.bounds) and protected_share(renamed, RankingColumns(group="sex")) == pytest.approx(share)
+    assert protected_share(renamed) == 0.0
 
 
 PLUGIN = textwrap.dedent('''

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
+from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError, DataError
 from fairltr.metrics import METRICS, evaluate_ranking, higher_is_better, metric_info
 
@@ -121,6 +122,10 @@ def test_metric_declarations():
 
 
 # ---------------------------------------------------------------------------- length buckets
+SKEWED_COLUMNS = RankingColumns(query="qid", group="grp", judgment="rel")
+"""The column contract of :func:`_skewed`'s tables."""
+
+
 def _skewed(seed: int) -> pd.DataFrame:
     """One long query, mid-length and short ones, a one-row query, a query without protected
     items, one without non-protected items, one with all-equal judgments, negative judgments;
@@ -174,7 +179,7 @@ def test_per_query_table_equals_one_padded_batch():
     from fairltr.metrics.evaluate import per_query_table
 
     df = _skewed(7)
-    table = per_query_table(df, df.score.to_numpy(), query="qid", group="grp", judgment="rel", k=(5,))
+    table = per_query_table(df, df.score.to_numpy(), columns=SKEWED_COLUMNS, k=(5,))
     batch, _ = _unbucketed(df)
     ref = per_query_metrics(batch.features[..., 0], batch, k=(5,))
     assert table.columns.tolist() == ["qid", *ref]
@@ -187,7 +192,7 @@ def test_per_query_metrics_of_buckets_needs_one_score_tensor_per_bucket():
     from fairltr.metrics import per_query_metrics
     from fairltr.metrics.evaluate import score_buckets
 
-    buckets, scores = score_buckets(_skewed(1), "score", query="qid", group="grp", judgment="rel")
+    buckets, scores = score_buckets(_skewed(1), "score", columns=SKEWED_COLUMNS)
     assert len(scores) == len(buckets.batches) > 1
     with pytest.raises(ValueError, match="one score tensor per bucket"):
         per_query_metrics(scores[:1], buckets)
