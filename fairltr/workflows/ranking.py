@@ -24,7 +24,7 @@ from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
 __all__ = ["FairParams", "GeyikParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
            "evaluate_ranked", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables", "check_training_options",
-           "chosen_features", "FeatureChoice"]
+           "chosen_features", "FeatureChoice", "FitOptions"]
 
 ENGINES = ("estimator", "lightning")
 RANKERS = ("deltr", "lambdamart")
@@ -113,73 +113,6 @@ class LightningOptions:
             raise ConfigError(f"ddp timeout must be > 0 seconds, got {self.ddp_timeout:g}")
 
 
-@dataclass(frozen=True)
-class RankerSpec:
-    """One ranker setting. ``gamma=0`` is standard ListNet (the group column is a feature unless
-    ``colorblind``); ``fair_pre`` re-ranks every training list with FA*IR before training;
-    ``fair_post`` re-ranks every predicted list with FA*IR, ``geyik_post`` with one of Geyik et
-    al.'s re-rankers (after FA*IR if both are set). ``ranker="lambdamart"`` trains
-    LightGBM's lambdarank with ``gbdt`` instead (seed, colorblind, features, FA*IR apply; gamma
-    must stay 0 and the engine the estimator)."""
-
-    gamma: float = 0.0
-    colorblind: bool = False
-    fairness_loss: str = "exposure_hinge"
-    features: tuple[str, ...] | None = None
-    optimizer: str = "lbfgs"
-    max_iter: int | None = None
-    lr: float | None = None
-    l2: float = 0.0
-    seed: int = 0
-    device: str = "auto"
-    fair_pre: FairParams | None = None
-    fair_post: FairParams | None = None
-    engine: str = "estimator"
-    lightning: LightningOptions = field(default_factory=LightningOptions)
-    ranker: str = "deltr"
-    gbdt: GBDTParams = field(default_factory=GBDTParams)
-    geyik_post: GeyikParams | None = None
-    reference_group: str | int | None = None  # DELTR's declared reference category (None: DELTR's default)
-
-    def __post_init__(self) -> None:
-        if self.ranker not in RANKERS:
-            raise ConfigError(f"ranker must be one of {RANKERS}, got {self.ranker!r}")
-        if self.ranker == "lambdamart" and (self.gamma != 0 or self.engine != "estimator"):
-            raise ConfigError("LambdaMART has no exposure penalty and no Lightning engine: gamma must be 0 and "
-                              "engine 'estimator'")
-        if self.reference_group is not None and self.engine != "estimator":
-            raise ConfigError("--reference-group is taken by the estimator engine only (not --engine lightning)")
-        if self.engine not in ENGINES:
-            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
-        if self.engine != "lightning" and self.lightning.num_nodes > 1:
-            raise ConfigError("--num-nodes needs --engine lightning (the estimator runs in one process)")
-        GAMMA.validate(self.gamma)
-        check_training_options(l2=self.l2, lr=self.lr, max_iter=self.max_iter, device=self.device)
-
-    def with_(self, **changes: Any) -> "RankerSpec":
-        return replace(self, **changes)
-
-    def model_params(self) -> dict[str, Any]:
-        """What identifies the setting beyond DELTR's own parameters (logged as run params)."""
-        out: dict[str, Any] = {"engine": self.engine}
-        if self.ranker == "lambdamart":
-            out = {"ranker": "lambdamart"}
-        if self.fair_pre is not None:
-            out.update(fair_preprocess_p=self.fair_pre.p, fair_alpha=self.fair_pre.alpha)
-        if self.fair_post is not None:
-            out.update(fair_postprocess_p=self.fair_post.p, fair_alpha=self.fair_post.alpha)
-        if self.geyik_post is not None:
-            out.update(geyik_method=self.geyik_post.method, geyik_k=self.geyik_post.k,
-                       geyik_target=",".join(f"{c}:{v:g}" for c, v in self.geyik_post.target or ()))
-        if self.engine == "lightning":
-            lo = self.lightning
-            out.update(epochs=lo.epochs, batch_queries=lo.batch_queries, accelerator=lo.accelerator,
-                       devices=lo.devices)
-            if lo.num_nodes > 1:
-                out.update(num_nodes=lo.num_nodes)
-        return out
-
-
 def check_training_options(*, l2: float, lr: float | None, max_iter: int | None, device: str) -> None:
     """The optimiser settings every ranker spec shares (DELTR's :class:`RankerSpec`, PLRank's
     :class:`~fairltr.workflows.PLRankSpec`): ``l2`` a finite number >= 0, ``lr`` None or a finite
@@ -204,6 +137,86 @@ class FeatureChoice(Protocol):
 def chosen_features(spec: FeatureChoice) -> list[str] | None:
     """The ``features=`` argument of the estimators' ``fit``: the spec's list, or None."""
     return list(spec.features) if spec.features is not None else None
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """What every ranker spec says about fitting (DELTR's :class:`RankerSpec`, PLRank's
+    :class:`~fairltr.workflows.PLRankSpec`): the model's inputs (``colorblind``, ``features``) and
+    the optimiser settings, checked by :func:`check_training_options`. A spec subclasses it
+    (overriding the ``optimizer`` default) and calls ``super().__post_init__()``."""
+
+    colorblind: bool = False
+    features: tuple[str, ...] | None = None
+    optimizer: str = "adam"
+    max_iter: int | None = None
+    lr: float | None = None
+    l2: float = 0.0
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_training_options(l2=self.l2, lr=self.lr, max_iter=self.max_iter, device=self.device)
+
+
+@dataclass(frozen=True)
+class RankerSpec(FitOptions):
+    """One ranker setting. ``gamma=0`` is standard ListNet (the group column is a feature unless
+    ``colorblind``); ``fair_pre`` re-ranks every training list with FA*IR before training;
+    ``fair_post`` re-ranks every predicted list with FA*IR, ``geyik_post`` with one of Geyik et
+    al.'s re-rankers (after FA*IR if both are set). ``ranker="lambdamart"`` trains
+    LightGBM's lambdarank with ``gbdt`` instead (seed, colorblind, features, FA*IR apply; gamma
+    must stay 0 and the engine the estimator)."""
+
+    gamma: float = 0.0
+    fairness_loss: str = "exposure_hinge"
+    optimizer: str = "lbfgs"
+    fair_pre: FairParams | None = None
+    fair_post: FairParams | None = None
+    engine: str = "estimator"
+    lightning: LightningOptions = field(default_factory=LightningOptions)
+    ranker: str = "deltr"
+    gbdt: GBDTParams = field(default_factory=GBDTParams)
+    geyik_post: GeyikParams | None = None
+    reference_group: str | int | None = None  # DELTR's declared reference category (None: DELTR's default)
+
+    def __post_init__(self) -> None:
+        if self.ranker not in RANKERS:
+            raise ConfigError(f"ranker must be one of {RANKERS}, got {self.ranker!r}")
+        if self.ranker == "lambdamart" and (self.gamma != 0 or self.engine != "estimator"):
+            raise ConfigError("LambdaMART has no exposure penalty and no Lightning engine: gamma must be 0 and "
+                              "engine 'estimator'")
+        if self.reference_group is not None and self.engine != "estimator":
+            raise ConfigError("--reference-group is taken by the estimator engine only (not --engine lightning)")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.engine != "lightning" and self.lightning.num_nodes > 1:
+            raise ConfigError("--num-nodes needs --engine lightning (the estimator runs in one process)")
+        GAMMA.validate(self.gamma)
+        super().__post_init__()
+
+    def with_(self, **changes: Any) -> "RankerSpec":
+        return replace(self, **changes)
+
+    def model_params(self) -> dict[str, Any]:
+        """What identifies the setting beyond DELTR's own parameters (logged as run params)."""
+        out: dict[str, Any] = {"engine": self.engine}
+        if self.ranker == "lambdamart":
+            out = {"ranker": "lambdamart"}
+        if self.fair_pre is not None:
+            out.update(fair_preprocess_p=self.fair_pre.p, fair_alpha=self.fair_pre.alpha)
+        if self.fair_post is not None:
+            out.update(fair_postprocess_p=self.fair_post.p, fair_alpha=self.fair_post.alpha)
+        if self.geyik_post is not None:
+            out.update(geyik_method=self.geyik_post.method, geyik_k=self.geyik_post.k,
+                       geyik_target=",".join(f"{c}:{v:g}" for c, v in self.geyik_post.target or ()))
+        if self.engine == "lightning":
+            lo = self.lightning
+            out.update(epochs=lo.epochs, batch_queries=lo.batch_queries, accelerator=lo.accelerator,
+                       devices=lo.devices)
+            if lo.num_nodes > 1:
+                out.update(num_nodes=lo.num_nodes)
+        return out
 
 
 @dataclass

@@ -24,8 +24,7 @@ from fairltr.losses.builtin import LAMBDA
 from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS
 from fairltr.metrics import DEFAULT_K
 from fairltr.plrank import PL_OPTIMIZERS, PLRank
-from fairltr.workflows.ranking import (RankerOutcome, check_training_options, chosen_features, evaluate_ranked,
-                                       validate_tables)
+from fairltr.workflows.ranking import FitOptions, RankerOutcome, chosen_features, evaluate_ranked, validate_tables
 from fairltr.workflows.train_ranker import RankerJobConfig, TrainRankerResult, publish_ranker
 
 __all__ = ["PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank",
@@ -39,10 +38,11 @@ def _quiet(_: str) -> None:
 
 
 @dataclass(frozen=True)
-class PLRankSpec:
+class PLRankSpec(FitOptions):
     """One PLRank setting: ``lam`` (the fairness weight, ``--lambda``), ``samples`` (rankings per
     query and iteration), the gradient ``estimator``, the ``disparity`` and ``merit``
-    normalisation, and the options PLRank shares with DELTR. Checked when built."""
+    normalisation, and the fitting options PLRank shares with DELTR (:class:`~fairltr.workflows.ranking.FitOptions`,
+    optimizer ``adam``). Checked when built."""
 
     lam: float = LAMBDA.default
     samples: int = 32
@@ -50,14 +50,6 @@ class PLRankSpec:
     disparity: str = "squared"
     merit: bool = False
     reduce: str = "max"
-    colorblind: bool = False
-    features: tuple[str, ...] | None = None
-    optimizer: str = "adam"
-    max_iter: int | None = None
-    lr: float | None = None
-    l2: float = 0.0
-    seed: int = 0
-    device: str = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", LAMBDA.validate(self.lam))
@@ -67,7 +59,7 @@ class PLRankSpec:
                               ("reduce", ("max", "mean"))):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
-        check_training_options(l2=self.l2, lr=self.lr, max_iter=self.max_iter, device=self.device)
+        super().__post_init__()
 
     def with_(self, **changes: Any) -> "PLRankSpec":
         return replace(self, **changes)
