@@ -17,25 +17,65 @@ holding the whole global batch.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import lightning.pytorch as pl
 import torch
 
 from fairltr.errors import ConfigError
-from fairltr.losses import get_loss
+from fairltr.losses import FairnessLoss, available_losses, get_loss
 from fairltr.retrieval.pooling import POOLINGS, pool
 
-__all__ = ["BiEncoderModule", "pool"]
+__all__ = ["BiEncoderModule", "pool", "resolve_fairness_loss"]
+
+BIENCODER_OPTIMIZERS = ("adamw", "sgd")
+
+
+def _check_settings(*, pooling: str, temperature: float, lr: float, optimizer: str, shared: bool,
+                    train_documents: bool) -> None:
+    """ConfigError for a pooling, temperature, lr, optimizer or tower layout the module cannot train."""
+    if pooling not in POOLINGS:
+        raise ConfigError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    if not temperature > 0:
+        raise ConfigError(f"temperature must be > 0, got {temperature}")
+    if lr <= 0:
+        raise ConfigError(f"lr must be > 0, got {lr}")
+    if optimizer not in BIENCODER_OPTIMIZERS:
+        raise ConfigError(f"optimizer must be 'adamw' or 'sgd', got {optimizer!r}")
+    if not train_documents and shared:
+        raise ConfigError("train_documents=False freezes the document tower: it needs shared=False")
+
+
+def resolve_fairness_loss(name: str, alpha: float | None, overrides: Mapping[str, Any] | None = None
+                          ) -> tuple[FairnessLoss, float, dict[str, Any]]:
+    """The registered retrieval loss ``name`` (or ``none``), its weight and its options.
+
+    ``alpha=None`` takes the loss's declared default, checked by its :class:`HyperParam` (0 for a
+    loss without a weight); ``overrides`` with a None value keep the declared option, the others
+    are validated by :meth:`FairnessLoss.resolve_options`.
+    """
+    loss = get_loss(name)
+    if name != "none" and loss.kind != "retrieval":
+        raise ConfigError(
+            f"fairness_loss {name!r} is a {loss.kind} loss; retrieval losses: "
+            f"{['none', *available_losses('retrieval')]}"
+        )
+    weight = loss.weight_param
+    alpha = 0.0 if weight is None else weight.validate(weight.default if alpha is None else alpha)
+    options = loss.resolve_options({k: v for k, v in (overrides or {}).items() if v is not None})
+    return loss, float(alpha), options
+
 
 class BiEncoderModule(pl.LightningModule):
     """DPR with in-batch (and optional hard) negatives and ``fairness_loss`` in the registry's
     retrieval losses (``none``, ``lakda_kl``, ``mse_align``) weighted by ``alpha``.
 
     ``alpha=None`` takes the registry's declared default (0.5). ``lakda_temperature`` and
-    ``symmetric`` override the loss's registered options. ``mse_align`` receives the two query
-    embeddings; any other retrieval loss (``lakda_kl``, plugins) receives the (B, D) scores of the
-    queries and of their parallel versions against the same batch documents.
+    ``symmetric`` override the loss's registered options. What the loss compares is what its
+    registry entry declares (:attr:`~fairltr.losses.FairnessLoss.inputs`): ``"embeddings"``
+    (``mse_align``) receives the two (B, H) query embeddings, ``"scores"`` (``lakda_kl``, the
+    default for plugins) the (B, D) scores of the queries and of their parallel versions against
+    the same batch documents.
     ``train_documents=False`` freezes the document tower (then :meth:`set_document_cache` may
     supply precomputed document embeddings).
     """
@@ -62,45 +102,29 @@ class BiEncoderModule(pl.LightningModule):
         local_files_only: bool = True,
     ) -> None:
         super().__init__()
-        if pooling not in POOLINGS:
-            raise ConfigError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        if not temperature > 0:
-            raise ConfigError(f"temperature must be > 0, got {temperature}")
-        if lr <= 0:
-            raise ConfigError(f"lr must be > 0, got {lr}")
-        if optimizer not in ("adamw", "sgd"):
-            raise ConfigError(f"optimizer must be 'adamw' or 'sgd', got {optimizer!r}")
-        if not train_documents and shared:
-            raise ConfigError("train_documents=False freezes the document tower: it needs shared=False")
-        loss = get_loss(fairness_loss)
-        if fairness_loss != "none" and loss.kind != "retrieval":
-            from fairltr.losses import available_losses
-
-            raise ConfigError(
-                f"fairness_loss {fairness_loss!r} is a {loss.kind} loss; retrieval losses: "
-                f"{['none', *available_losses('retrieval')]}"
-            )
-        weight = loss.weight_param
-        if weight is None:
-            alpha = 0.0
-        else:
-            alpha = weight.validate(weight.default if alpha is None else alpha)
-        options = dict(loss.options)  # the loss's registered options (lakda_kl: temperature, symmetric)
-        for key, value in (("temperature", lakda_temperature), ("symmetric", symmetric)):
-            if value is not None:
-                if key not in options:
-                    raise ConfigError(f"fairness loss {fairness_loss!r} has no option {key!r}; options: {sorted(options)}")
-                options[key] = type(options[key])(value)
-        self.fair_options = options
-        self.save_hyperparameters(logger=False)  # the workflow logs the training parameters once
-        self.alpha = float(alpha)
+        _check_settings(pooling=pooling, temperature=temperature, lr=lr, optimizer=optimizer,
+                        shared=shared, train_documents=train_documents)
+        loss, alpha, self.fair_options = resolve_fairness_loss(
+            fairness_loss, alpha, {"temperature": lakda_temperature, "symmetric": symmetric})
+        self.save_hyperparameters(logger=False)  # the workflow logs the training parameters once (alpha resolved)
+        self.alpha = alpha
         self._fair_fn = loss.fn
+        self._fair_inputs = loss.inputs
+        self._load_towers(model_name_or_path, shared=shared, train_documents=train_documents,
+                          local_files_only=local_files_only)
+        self._doc_cache: tuple[dict[str, int], torch.Tensor] | None = None
+        self.train()  # from_pretrained returns eval mode; Lightning keeps a module's mode
 
+    def _load_towers(self, model_name_or_path: str, *, shared: bool, train_documents: bool,
+                     local_files_only: bool) -> None:
+        """Tokenizer and query / document encoders from ``model_name_or_path`` (one tower when
+        ``shared``), without their unused pooler heads; the document tower frozen unless
+        ``train_documents``."""
         from transformers import AutoModel, AutoTokenizer
 
-        load = dict(local_files_only=local_files_only)
         from lightning_modules.quiet import quiet_weight_loading
 
+        load = dict(local_files_only=local_files_only)
         with quiet_weight_loading():
             self.tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, **load)
             self.query_encoder = AutoModel.from_pretrained(model_name_or_path, **load)
@@ -110,8 +134,6 @@ class BiEncoderModule(pl.LightningModule):
                 enc.pooler = None  # BERT-style pooler head: unused (we pool the last hidden state); DDP needs every parameter used
         if not train_documents:
             self.doc_encoder.requires_grad_(False)
-        self._doc_cache: tuple[dict[str, int], torch.Tensor] | None = None
-        self.train()  # from_pretrained returns eval mode; Lightning keeps a module's mode
 
     # ---- encoding -------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str], max_length: int) -> dict[str, torch.Tensor]:
@@ -185,9 +207,9 @@ class BiEncoderModule(pl.LightningModule):
             fair = torch.zeros((), device=q.device, dtype=dpr.dtype)
         else:
             qp = self.encode_queries(batch["parallel"])
-            if name == "mse_align":  # embedding-level loss
+            if self._fair_inputs == "embeddings":  # fn(query_embeddings, parallel_embeddings, **options)
                 fair = self._fair_fn(q, qp, **self.fair_options)
-            else:  # score-level losses: fn(scores, parallel_scores, **options)
+            else:  # "scores": fn(scores, parallel_scores, **options)
                 fair = self._fair_fn(scores, qp @ d.T / t, **self.fair_options)
         return {"loss": dpr + self.alpha * fair, "dpr": dpr, "fair": fair}
 

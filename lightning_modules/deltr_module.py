@@ -5,25 +5,27 @@ Per batch of whole queries (padded + masked :class:`~fairltr.data.RankingBatch`)
 computed by :func:`fairltr.losses.deltr_objective`, the function the :class:`~fairltr.DELTR`
 estimator uses. ``fairness_loss`` names a ranking loss of the registry; ``gamma=None`` takes the
 loss's declared default, and the range check is the registry's :class:`HyperParam`.
+``loss_options`` override the loss's declared options (checked by the registry entry at
+construction, forwarded to the loss at every step).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
-import lightning.pytorch as pl
 import torch
 
 from fairltr.data import RankingBatch
 from fairltr.errors import ConfigError
-from fairltr.losses import available_losses, deltr_objective, get_loss
+from fairltr.losses import available_losses, deltr_objective, get_loss, ranking_loss_options
+from lightning_modules.query_module import QueryBatchModule
 
 __all__ = ["DELTRModule", "OPTIMIZERS"]
 
 OPTIMIZERS = ("adam", "sgd", "lbfgs")
 
 
-class DELTRModule(pl.LightningModule):
+class DELTRModule(QueryBatchModule):
     """Linear scoring function trained with ListNet + ``gamma`` x the registered fairness loss."""
 
     def __init__(
@@ -40,6 +42,7 @@ class DELTRModule(pl.LightningModule):
         bias: bool = False,
         seed: int = 0,
         dtype: torch.dtype = torch.float64,
+        loss_options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         if n_features < 1:
@@ -59,6 +62,8 @@ class DELTRModule(pl.LightningModule):
             raise ConfigError(f"l2 must be >= 0, got {l2}")
         if reduce not in ("max", "mean"):
             raise ConfigError(f"reduce must be 'max' or 'mean', got {reduce!r}")
+        self.loss_options = dict(loss_options or {})
+        ranking_loss_options(fairness_loss, reduce=reduce, options=self.loss_options)  # checked once, here
         self.save_hyperparameters(ignore=["dtype"])
         self.gamma = float(gamma)
         gen = torch.Generator().manual_seed(seed)
@@ -78,35 +83,12 @@ class DELTRModule(pl.LightningModule):
         terms = deltr_objective(
             scores, batch.judgments.to(scores.dtype), batch.groups, batch.mask, self.gamma,
             fairness_loss=self.hparams.fairness_loss, reduce=self.hparams.reduce, n_groups=self.hparams.n_groups,
+            options=self.loss_options,
         )
         return terms
 
     def _step(self, batch: RankingBatch, stage: str) -> torch.Tensor:
         terms = self.objective(batch)
         total = terms.total + self.hparams.l2 * (self.weight * self.weight).sum() if self.hparams.l2 else terms.total
-        n = batch.n_queries
-        self.log(f"{stage}/loss", total, batch_size=n, prog_bar=stage == "train", sync_dist=stage != "train")
-        self.log(f"{stage}/listnet", terms.listnet, batch_size=n, sync_dist=stage != "train")
-        self.log(f"{stage}/exposure", terms.exposure, batch_size=n, sync_dist=stage != "train")
+        self._log_terms(stage, batch, total, listnet=terms.listnet, exposure=terms.exposure)
         return total
-
-    def training_step(self, batch: RankingBatch, batch_idx: int) -> torch.Tensor:
-        return self._step(batch, "train")
-
-    def validation_step(self, batch: RankingBatch, batch_idx: int) -> None:
-        self._step(batch, "val")
-
-    def test_step(self, batch: RankingBatch, batch_idx: int) -> None:
-        self._step(batch, "test")
-
-    def predict_step(self, batch: RankingBatch, batch_idx: int, dataloader_idx: int = 0) -> dict[str, Any]:
-        """Scores of the batch with the slot -> source-row map (``fairltr.data.scatter_back``)."""
-        return {"scores": self(batch.features, batch.mask).detach(), "batch": batch}
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        name, lr = self.hparams.optimizer, self.hparams.lr
-        if name == "adam":
-            return torch.optim.Adam(self.parameters(), lr=lr)
-        if name == "sgd":
-            return torch.optim.SGD(self.parameters(), lr=lr)
-        return torch.optim.LBFGS(self.parameters(), lr=lr, max_iter=1, history_size=20, line_search_fn="strong_wolfe")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -286,15 +287,60 @@ def train_deltr_lightning(
     :class:`~fairltr.errors.ClusterError` naming it.
     A Parquet table must be grouped by query id; it is read twice per epoch at most (once to
     train, once at the end for the final objective) plus one scan for validation and statistics.
+
+    Length: the signature and this documentation of its 28 keywords are most of the function; its
+    body (about 45 lines) only sequences the jobs below (checks, data, optimiser plan, trainer,
+    final history, the fitted estimator).
     """
-    import lightning.pytorch as pl
-
-    from lightning_modules.parquet_datamodule import ParquetRankingDataModule
-    from lightning_modules.query_batches import ShardedRankingDataModule
-
     c = resolve_columns(columns, query=query, group=group, judgment=judgment)
     DELTR(gamma, protected=c.group, colorblind=colorblind, l2=l2, tol=tol, seed=seed, fairness_loss=fairness_loss,
           reduce=reduce, dtype=dtype, columns=c).settings()  # the estimator's checks of the shared settings
+    _check_run_settings(optimizer=optimizer, epochs=epochs, batch_queries=batch_queries, devices=devices, lr=lr)
+    devices = int(devices)
+    rendezvous = _rendezvous(num_nodes, ddp_timeout, devices)
+    world = devices * (rendezvous.num_nodes if rendezvous else 1)
+    data = _training_data(train, c, features=features, colorblind=colorblind, batch_queries=batch_queries,
+                          shuffle=shuffle, seed=seed, dtype=dtype, chunk_rows=chunk_rows)
+    optimizer, lr, lr_decay, epochs = _optimiser_plan(optimizer, lr, lr_decay, epochs, data)
+
+    module = DELTRTrainingModule(
+        len(data.names), n_queries=data.n_queries, max_epochs=epochs, tol=tol, lr_decay=lr_decay,
+        fairness_loss=fairness_loss, gamma=gamma,
+        reduce=reduce, n_groups=data.n_groups, lr=lr, optimizer=optimizer, l2=l2, seed=seed, dtype=dtype,
+    )
+    if world == 1:
+        module.epoch_callback = callback
+    options = _trainer_settings(epochs=epochs, accelerator=accelerator, devices=devices, rendezvous=rendezvous,
+                                progress=progress, trainer_options=trainer_options)
+    _run_trainer(options, module, data.dm, rendezvous, progress)
+    node_rank = rendezvous.node_rank if rendezvous else 0
+    module.epoch_callback = None
+    module = module.cpu()
+
+    history = _final_history(module, data, l2, dtype=dtype, chunk_rows=chunk_rows)
+    if callback is not None:
+        for rec in history if world > 1 else history[-1:]:
+            callback(rec["iteration"], rec)
+
+    # protected= as well as columns=: model.protected keeps naming the group for its older readers
+    model = DELTR(gamma, protected=c.group, colorblind=colorblind, standardize=True, l2=l2, optimizer=optimizer,
+                  max_iter=epochs, lr=lr, tol=tol, seed=seed, device=_device_name(accelerator),
+                  fairness_loss=fairness_loss, reduce=reduce, dtype=dtype, columns=c)
+    model.set_fitted_state(columns=c, feature_names=data.names, weights=module.weight.detach().double().numpy(),
+                           mean=data.mean, scale=data.scale, n_iter=int(module.epochs_done), history=history)
+    model.training_ = {
+        "engine": "lightning", "streamed": data.streamed, "batch_queries": data.size, "devices": devices,
+        **({"num_nodes": rendezvous.num_nodes, "node_rank": node_rank} if rendezvous else {}),
+        "accelerator": str(accelerator), "shuffle": bool(shuffle and not data.full_batch),
+        "n_queries": data.n_queries, "lr_decay": lr_decay,
+        "source": str(Path(train)) if data.streamed else None,
+    }
+    return model
+
+
+def _check_run_settings(*, optimizer: str, epochs: int | None, batch_queries: int | None, devices: int,
+                        lr: float | None) -> None:
+    """ConfigError for an optimizer, epoch count, batch size, device count or lr the run cannot use."""
     if optimizer not in ("auto", "lbfgs", "adam"):
         raise ConfigError(f"optimizer must be 'auto', 'lbfgs' or 'adam', got {optimizer!r}")
     if epochs is not None and (isinstance(epochs, bool) or int(epochs) != epochs or epochs < 1):
@@ -306,51 +352,94 @@ def train_deltr_lightning(
         raise ConfigError(f"devices must be an integer >= 1, got {devices!r}")
     if lr is not None and not lr > 0:
         raise ConfigError(f"lr must be > 0, got {lr}")
-    devices = int(devices)
-    rendezvous = None
-    if num_nodes != 1:
-        from lightning_modules.multinode import rendezvous_from_env
 
-        rendezvous = rendezvous_from_env(num_nodes, ddp_timeout)
-        if devices != 1:
-            raise ConfigError(f"num_nodes > 1 runs one process per node: devices must be 1, got {devices}")
-    world = devices * (rendezvous.num_nodes if rendezvous else 1)
 
-    # ---- data ------------------------------------------------------------------------------
-    streamed = _is_parquet(train)
-    if streamed:
+def _rendezvous(num_nodes: int, ddp_timeout: float | None, devices: int) -> Any:
+    """The multi-node rendezvous read from the environment (None for one node)."""
+    if num_nodes == 1:
+        return None
+    from lightning_modules.multinode import rendezvous_from_env
+
+    rendezvous = rendezvous_from_env(num_nodes, ddp_timeout)
+    if devices != 1:
+        raise ConfigError(f"num_nodes > 1 runs one process per node: devices must be 1, got {devices}")
+    return rendezvous
+
+
+@dataclass
+class _TrainingData:
+    """The training data of one run: its data module, shape, feature statistics and how to re-read it.
+
+    ``size``: queries per step; ``layout`` (streamed) or ``full`` (in memory) gives the batches
+    of the final objective."""
+
+    dm: Any
+    streamed: bool
+    n_queries: int
+    size: int
+    names: list[str]
+    mean: Any
+    scale: Any
+    n_groups: int
+    layout: Any = None
+    full: RankingBatch | None = None
+
+    @property
+    def full_batch(self) -> bool:
+        return self.size >= self.n_queries
+
+    def batches(self, *, dtype: torch.dtype, chunk_rows: int) -> Iterable[RankingBatch]:
+        """The training set once, in steps of ``size`` queries."""
+        if self.streamed:
+            return iter_query_batches(self.layout, batch_queries=self.size, dtype=dtype, chunk_rows=chunk_rows)
+        full, n, size = self.full, self.n_queries, self.size
+        return (full.select(list(range(i, min(i + size, n)))) for i in range(0, n, size))
+
+
+def _training_data(train: Any, c: RankingColumns, *, features: Sequence[str] | None, colorblind: bool,
+                   batch_queries: int | None, shuffle: bool, seed: int, dtype: torch.dtype,
+                   chunk_rows: int) -> _TrainingData:
+    """The data module of ``train``: a Parquet path streamed (default :data:`STREAM_BATCH_QUERIES`
+    queries a step) or a DataFrame in memory (default: all queries a step)."""
+    from lightning_modules.parquet_datamodule import ParquetRankingDataModule
+    from lightning_modules.query_batches import ShardedRankingDataModule
+
+    if _is_parquet(train):
         layout = scan_parquet(train, columns=c, features=features, colorblind=colorblind, chunk_rows=chunk_rows)
         n_queries = layout.n_queries
         size = batch_queries or min(STREAM_BATCH_QUERIES, n_queries)
-        dm: pl.LightningDataModule = ParquetRankingDataModule(
+        dm = ParquetRankingDataModule(
             train, columns=c, features=features, colorblind=colorblind,
             batch_queries=size, shuffle=shuffle and size < n_queries, seed=seed, dtype=dtype,
             chunk_rows=chunk_rows, layout=layout,
         )
-        names, mean, scale, n_groups = layout.feature_names, layout.mean, layout.scale, layout.n_groups
-    else:
-        if not isinstance(train, pd.DataFrame):
-            raise ConfigError(f"train must be a DataFrame or a path to Parquet data, got {type(train).__name__}")
-        if c.group not in train.columns:
-            raise DataError(f"group column {c.group!r} not in the training table; columns: {list(train.columns)}")
-        dm = ShardedRankingDataModule(train, columns=c, features=features, colorblind=colorblind,
-                                      batch_size=batch_queries, shuffle=shuffle, seed=seed, dtype=dtype)
-        dm.setup("fit")
-        full = dm.batches["train"]
-        n_queries = full.n_queries
-        size = min(batch_queries or n_queries, n_queries)
-        dm.batch_size, dm.shuffle = size, shuffle and size < n_queries
-        names = dm.feature_names
-        mean, scale = dm.feature_mean.double().numpy(), dm.feature_scale.double().numpy()
-        n_groups = max(2, int(full.groups[full.mask].max()) + 1)
+        return _TrainingData(dm, True, n_queries, size, layout.feature_names, layout.mean, layout.scale,
+                             layout.n_groups, layout=layout)
+    if not isinstance(train, pd.DataFrame):
+        raise ConfigError(f"train must be a DataFrame or a path to Parquet data, got {type(train).__name__}")
+    if c.group not in train.columns:
+        raise DataError(f"group column {c.group!r} not in the training table; columns: {list(train.columns)}")
+    dm = ShardedRankingDataModule(train, columns=c, features=features, colorblind=colorblind,
+                                  batch_size=batch_queries, shuffle=shuffle, seed=seed, dtype=dtype)
+    dm.setup("fit")
+    full = dm.batches["train"]
+    n_queries = full.n_queries
+    size = min(batch_queries or n_queries, n_queries)
+    dm.batch_size, dm.shuffle = size, shuffle and size < n_queries
+    return _TrainingData(dm, False, n_queries, size, dm.feature_names, dm.feature_mean.double().numpy(),
+                         dm.feature_scale.double().numpy(), max(2, int(full.groups[full.mask].max()) + 1), full=full)
 
-    full_batch = size >= n_queries
+
+def _optimiser_plan(optimizer: str, lr: float | None, lr_decay: str | None, epochs: int | None,
+                    data: _TrainingData) -> tuple[str, float, str, int]:
+    """(optimizer, lr, lr_decay, epochs) with the module docstring's defaults filled in: "auto" is
+    L-BFGS for full batches and Adam otherwise; L-BFGS needs full batches and no lr decay."""
     if optimizer == "auto":
-        optimizer = "lbfgs" if full_batch else "adam"
-    if optimizer == "lbfgs" and not full_batch:
+        optimizer = "lbfgs" if data.full_batch else "adam"
+    if optimizer == "lbfgs" and not data.full_batch:
         raise ConfigError(
-            f"optimizer 'lbfgs' needs full batches (batch_queries >= {n_queries} training queries); "
-            f"use 'adam' for mini-batches of {size} queries"
+            f"optimizer 'lbfgs' needs full batches (batch_queries >= {data.n_queries} training queries); "
+            f"use 'adam' for mini-batches of {data.size} queries"
         )
     lr = lr if lr is not None else (LBFGS_LR if optimizer == "lbfgs" else ADAM_LR)
     lr_decay = lr_decay or ("none" if optimizer == "lbfgs" else ADAM_LR_DECAY)
@@ -358,16 +447,15 @@ def train_deltr_lightning(
         raise ConfigError(f"lr_decay must be one of {LR_DECAYS}, got {lr_decay!r}")
     if optimizer == "lbfgs" and lr_decay != "none":
         raise ConfigError("lr_decay applies to Adam only (L-BFGS has its own line search)")
-    epochs = int(epochs) if epochs is not None else default_epochs(optimizer, math.ceil(n_queries / size))
+    epochs = int(epochs) if epochs is not None else default_epochs(optimizer, math.ceil(data.n_queries / data.size))
+    return optimizer, lr, lr_decay, epochs
 
-    # ---- model and trainer -----------------------------------------------------------------
-    module = DELTRTrainingModule(
-        len(names), n_queries=n_queries, max_epochs=epochs, tol=tol, lr_decay=lr_decay,
-        fairness_loss=fairness_loss, gamma=gamma,
-        reduce=reduce, n_groups=n_groups, lr=lr, optimizer=optimizer, l2=l2, seed=seed, dtype=dtype,
-    )
-    if world == 1:
-        module.epoch_callback = callback
+
+def _trainer_settings(*, epochs: int, accelerator: str, devices: int, rendezvous: Any, progress: bool,
+                      trainer_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``lightning.pytorch.Trainer`` arguments: this function's (epochs, devices, strategy:
+    ``ddp_spawn`` for several local processes, DDP with the rendezvous timeout across nodes), then
+    the caller's ``trainer_options``, which may not override those."""
     strategy: Any = "ddp_spawn" if devices > 1 else "auto"
     if rendezvous is not None:
         from datetime import timedelta
@@ -388,42 +476,29 @@ def train_deltr_lightning(
     if clash:
         raise ConfigError(f"trainer_options may not set {sorted(clash)}: use the function's own arguments")
     options.update(trainer_options or {})
+    return options
+
+
+def _run_trainer(options: dict[str, Any], module: DELTRTrainingModule, dm: Any, rendezvous: Any,
+                 progress: bool) -> None:
+    """Build the Trainer and fit (across nodes with a rendezvous); Ctrl-C is a KeyboardInterrupt."""
+    import lightning.pytorch as pl
+
     with quiet_lightning(not progress):
         trainer = pl.Trainer(**options)
         if rendezvous is None:
             fit(trainer, module, datamodule=dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
         else:
             _fit_on_nodes(trainer, module, dm, rendezvous)
-    node_rank = rendezvous.node_rank if rendezvous else 0
-    module.epoch_callback = None
-    module = module.cpu()
 
-    # ---- the fitted estimator --------------------------------------------------------------
+
+def _final_history(module: DELTRTrainingModule, data: _TrainingData, l2: float, *, dtype: torch.dtype,
+                   chunk_rows: int) -> list[dict[str, float]]:
+    """The epochs' records plus the exact objective of the whole training set at the final weights."""
     done = int(module.epochs_done)
     history = [record(e, module.history_terms[e]) for e in range(done)]
-    if streamed:
-        batches = iter_query_batches(layout, batch_queries=size, dtype=dtype, chunk_rows=chunk_rows)
-    else:
-        batches = (full.select(list(range(i, min(i + size, n_queries)))) for i in range(0, n_queries, size))
-    final = record(done, objective_over(module, batches, l2))
+    final = record(done, objective_over(module, data.batches(dtype=dtype, chunk_rows=chunk_rows), l2))
     if not math.isfinite(final["total"]):
         raise FloatingPointError(f"DELTR objective became {final['total']} after {done} epochs; try a smaller lr")
     history.append(final)
-    if callback is not None:
-        for rec in history if world > 1 else history[-1:]:
-            callback(rec["iteration"], rec)
-
-    # protected= as well as columns=: model.protected keeps naming the group for its older readers
-    model = DELTR(gamma, protected=c.group, colorblind=colorblind, standardize=True, l2=l2, optimizer=optimizer,
-                  max_iter=epochs, lr=lr, tol=tol, seed=seed, device=_device_name(accelerator),
-                  fairness_loss=fairness_loss, reduce=reduce, dtype=dtype, columns=c)
-    model.set_fitted_state(columns=c, feature_names=names, weights=module.weight.detach().double().numpy(),
-                           mean=mean, scale=scale, n_iter=done, history=history)
-    model.training_ = {
-        "engine": "lightning", "streamed": streamed, "batch_queries": size, "devices": devices,
-        **({"num_nodes": rendezvous.num_nodes, "node_rank": node_rank} if rendezvous else {}),
-        "accelerator": str(accelerator), "shuffle": bool(shuffle and not full_batch), "n_queries": n_queries,
-        "lr_decay": lr_decay,
-        "source": str(Path(train)) if streamed else None,
-    }
-    return model
+    return history

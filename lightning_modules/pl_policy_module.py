@@ -12,22 +12,22 @@ Logged: ``<stage>/loss`` (the negated surrogate), ``<stage>/objective``, ``<stag
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
-import lightning.pytorch as pl
 import torch
 
 from fairltr.data import RankingBatch
 from fairltr.errors import ConfigError
 from fairltr.losses import get_loss, pl_policy_objective
 from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS
+from lightning_modules.query_module import QueryBatchModule
 
 __all__ = ["PLPolicyModule", "PL_MODULE_OPTIMIZERS"]
 
 PL_MODULE_OPTIMIZERS = ("adam", "sgd")
 
 
-class PLPolicyModule(pl.LightningModule):
+class PLPolicyModule(QueryBatchModule):
     """Plackett-Luce policy over a linear scorer (``hidden=()``) or an MLP (``hidden=(32, 16)``, ReLU)."""
 
     def __init__(
@@ -97,27 +97,5 @@ class PLPolicyModule(pl.LightningModule):
     def _step(self, batch: RankingBatch, stage: str) -> torch.Tensor:
         terms = self.objective(batch)
         loss = -terms.surrogate
-        n, sync = batch.n_queries, stage != "train"
-        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=stage == "train", sync_dist=sync)
-        self.log(f"{stage}/objective", terms.total, batch_size=n, sync_dist=sync)
-        self.log(f"{stage}/dcg", terms.dcg, batch_size=n, sync_dist=sync)
-        self.log(f"{stage}/disparity", terms.disparity, batch_size=n, sync_dist=sync)
+        self._log_terms(stage, batch, loss, objective=terms.total, dcg=terms.dcg, disparity=terms.disparity)
         return loss
-
-    def training_step(self, batch: RankingBatch, batch_idx: int) -> torch.Tensor:
-        return self._step(batch, "train")
-
-    def validation_step(self, batch: RankingBatch, batch_idx: int) -> None:
-        self._step(batch, "val")
-
-    def test_step(self, batch: RankingBatch, batch_idx: int) -> None:
-        self._step(batch, "test")
-
-    def predict_step(self, batch: RankingBatch, batch_idx: int, dataloader_idx: int = 0) -> dict[str, Any]:
-        """Mean scores (the deterministic ranking) with the slot -> source-row map."""
-        return {"scores": self(batch.features, batch.mask).detach(), "batch": batch}
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        if self.hparams.optimizer == "adam":
-            return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
-        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)

@@ -10,7 +10,9 @@ import click
 from fairltr.cli.app import cli, reproduce, train
 from fairltr.cli.formatting import metrics_table
 from fairltr.cli.options import (
-    audit_config, audit_options, data_options, parse_ks, ranking_source, tracking_from, tracking_options, wide_option,
+    audit_config, audit_options, data_options, fair_preprocess_from, fair_preprocess_options, feature_options,
+    parse_features, parse_ks, ranker_output_options, ranking_source, tracking_from, tracking_options,
+    train_test_options, train_test_sources, wide_option,
 )
 
 KEY_METRICS = ["exposure_ratio", "exposure_disparity", "selection_ratio_at_10", "kendall_tau", "ndcg_at_10",
@@ -45,12 +47,9 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 
 
 @train.command("deltr")
-@click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
-              help="training ranking file (--engine lightning streams a .parquet file)")
-@click.option("--test", "test_path", type=click.Path(dir_okay=False), help="test ranking file (metrics + predictions)")
+@train_test_options("training ranking file (--engine lightning streams a .parquet file)")
 @click.option("--gamma", type=float, required=True, help="weight of the exposure penalty (0 = standard ListNet)")
-@click.option("--colorblind", is_flag=True, help="drop the group column from the features")
-@click.option("--features", help="comma-separated feature columns (default: every column but query/judgment/item)")
+@feature_options()
 @click.option("--fairness-loss", default="exposure_hinge", show_default=True, help="registered ranking fairness loss")
 @click.option("--optimizer", type=click.Choice(["lbfgs", "adam"]), default="lbfgs", show_default=True,
               help="estimator engine's optimizer")
@@ -71,14 +70,11 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @click.option("--ddp-timeout", type=float, default=None,
               help="lightning, --num-nodes > 1: seconds to wait for the other nodes (to join, or in one "
                    "all-reduce) before exiting with an error naming the node  [default: 600]")
-@click.option("--fair-preprocess", "fair_p", type=float, default=None,
-              help="FA*IR pre-processing: re-rank every training list with target proportion P first")
-@click.option("--fair-alpha", type=float, default=0.1, show_default=True, help="FA*IR significance for --fair-preprocess")
+@fair_preprocess_options()
 @click.option("--reference-group", default=None,
               help="the first --group's reference category for DELTR's exposure hinge (default: 0 for integer "
                    "categories, the most frequent string category); e.g. --reference-group Caucasian")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/deltr", show_default=True)
-@click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json", show_default=True)
+@ranker_output_options("outputs/deltr")
 @audit_options(what="the test metrics")
 @wide_option()
 @tracking_options("fairltr", register=True, serve_rerank=True)
@@ -90,13 +86,12 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
     """Train a DELTR ranker; print test metrics; write model, ranked predictions and metrics to --out."""
     from pathlib import Path
 
-    from fairltr.workflows import FairParams, LightningOptions, RankerSpec, TrainRankerConfig, train_ranker
+    from fairltr.workflows import LightningOptions, RankerSpec, TrainRankerConfig, train_ranker
 
     spec = RankerSpec(
-        gamma=gamma, colorblind=colorblind, fairness_loss=fairness_loss,
-        features=tuple(f.strip() for f in features.split(",") if f.strip()) if features else None,
+        gamma=gamma, colorblind=colorblind, fairness_loss=fairness_loss, features=parse_features(features),
         optimizer=optimizer, max_iter=max_iter, lr=lr, l2=l2, seed=seed, device=device,
-        fair_pre=FairParams(fair_p, fair_alpha) if fair_p is not None else None, engine=engine,
+        fair_pre=fair_preprocess_from(fair_p, fair_alpha), engine=engine,
         lightning=LightningOptions(epochs=epochs, batch_queries=batch_queries, accelerator=accelerator,
                                    devices=devices, num_nodes=num_nodes, ddp_timeout=ddp_timeout),
         reference_group=(int(reference_group) if reference_group and reference_group.lstrip("-").isdigit()
@@ -107,10 +102,9 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
 
     audit_k = audit_cutoff(DEFAULT_K)
     audit = audit_config(audit_k, ci, min_category_share, n_boot, ci_seed)
+    train_source, test_source = train_test_sources(train_path, test_path, fmt, query, group, judgment, item)
     cfg = TrainRankerConfig(
-        train=ranking_source(train_path, fmt, query, group, judgment, item), spec=spec,
-        test=ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None,
-        out_dir=Path(out_dir), model_format=model_format,
+        train=train_source, spec=spec, test=test_source, out_dir=Path(out_dir), model_format=model_format,
         tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank),
         progress=sys.stderr.isatty(), audit=audit,
     )

@@ -9,8 +9,7 @@ from pathlib import Path
 import click
 
 from fairltr.cli.app import FairltrGroup, cli
-from fairltr.cli.options import group_option, ranking_columns
-from fairltr.columns import DEFAULT_COLUMNS
+from fairltr.cli.options import data_options, ranking_columns
 
 
 def _fmt(x: float) -> str:
@@ -32,14 +31,10 @@ def _fmt(x: float) -> str:
               help="Geyik methods: target shares, e.g. 'race=Black:0.3,White:0.5,Asian:0.2' (default: each "
                    "query's own category mix)")
 @click.option("--k", type=int, default=None, help="re-rank each query's top k (default: the whole list)")
-@click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="query id column")
-@group_option("group column: FA*IR reads >= 1 as protected (binary, one --group); the Geyik methods take any "
-              "category values")
-@click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True,
-              help="judgment column (only for the summary's metrics; optional)")
-@click.option("--item", default=None, help="item id column (duplicates per query are an error)")
-@click.option("--format", "fmt", type=click.Choice(["auto", "deltr", "letor", "csv", "parquet"]), default="auto",
-              show_default=True, help="input format")
+@data_options("input format", group_help="group column: FA*IR reads >= 1 as protected (binary, one --group); the "
+                                         "Geyik methods take any category values",
+              judgment_help="judgment column (only for the summary's metrics; optional)",
+              item_help="item id column (duplicates per query are an error)")
 @click.option("--no-adjust", is_flag=True, help="use alpha as is (no multiple-testing adjustment)")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="output table (.csv or .parquet): every row, re-ranked, with score, rank, fair_feasible")

@@ -10,22 +10,17 @@ import click
 from fairltr.columns import DEFAULT_COLUMNS
 
 __all__ = ["data_options", "ranking_source", "ranking_columns", "group_option", "parse_ks", "tracking_options",
-           "tracking_from", "audit_options", "audit_config", "wide_option", "ci_option"]
+           "tracking_from", "audit_options", "audit_config", "wide_option", "ci_option", "train_test_options",
+           "train_test_sources", "feature_options", "parse_features", "fair_preprocess_options", "fair_preprocess_from",
+           "ranker_output_options"]
+
+INPUT_FORMATS = ["auto", "deltr", "letor", "csv", "parquet"]
+GROUP_HELP = ("group attribute column, repeatable: --group race --group sex (integer or string categories; the first "
+              "one is the group training and the binary metrics use, 0 = non-protected)")
 
 
-def data_options(format_help: str = "input format (auto: by suffix / first line)", item: bool = True) -> Callable:
-    """Decorator adding ``--format``, ``--query``, ``--group``, ``--judgment`` (and ``--item``)."""
-    options = [
-        click.option("--format", "fmt", type=click.Choice(["auto", "deltr", "letor", "csv", "parquet"]),
-                     default="auto", show_default=True, help=format_help),
-        click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="query id column"),
-        group_option(),
-        click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True,
-                     help="judgment column (higher is better)"),
-    ]
-    if item:
-        options.append(click.option("--item", default=None,
-                                    help="item (document) id column: never a feature; duplicates per query are an error"))
+def _stack(options: Sequence[Callable]) -> Callable:
+    """One decorator applying ``options`` so that ``--help`` lists them in the given order."""
 
     def decorate(f: Callable) -> Callable:
         for opt in reversed(options):
@@ -35,9 +30,82 @@ def data_options(format_help: str = "input format (auto: by suffix / first line)
     return decorate
 
 
-def group_option(help_text: str = "group attribute column, repeatable: --group race --group sex (integer or "
-                                   "string categories; the first one is the group training and the binary "
-                                   "metrics use, 0 = non-protected)") -> Callable:
+def data_options(format_help: str = "input format (auto: by suffix / first line)", item: bool = True, *,
+                 group_help: str = GROUP_HELP, judgment_help: str = "judgment column (higher is better)",
+                 item_help: str = "item (document) id column: never a feature; duplicates per query are an error"
+                 ) -> Callable:
+    """Decorator adding ``--format``, ``--query``, ``--group``, ``--judgment`` (and ``--item``): the
+    column and format options of every command that reads a ranking table."""
+    options = [
+        click.option("--format", "fmt", type=click.Choice(INPUT_FORMATS), default="auto", show_default=True,
+                     help=format_help),
+        click.option("--query", default=DEFAULT_COLUMNS.query, show_default=True, help="query id column"),
+        group_option(group_help),
+        click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True, help=judgment_help),
+    ]
+    if item:
+        options.append(click.option("--item", default=None, help=item_help))
+    return _stack(options)
+
+
+def train_test_options(train_help: str = "training ranking file") -> Callable:
+    """``--train PATH`` (required) and ``--test PATH`` (metrics + predictions) of the train commands."""
+    return _stack([
+        click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False), help=train_help),
+        click.option("--test", "test_path", type=click.Path(dir_okay=False),
+                     help="test ranking file (metrics + predictions)"),
+    ])
+
+
+def train_test_sources(train_path: str, test_path: str | None, fmt: str, query: str, group: Sequence[str],
+                       judgment: str, item: str | None):
+    """The train and (None without ``--test``) test :class:`~fairltr.workflows.options.RankingSource`."""
+    train = ranking_source(train_path, fmt, query, group, judgment, item)
+    return train, ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None
+
+
+def feature_options() -> Callable:
+    """``--colorblind`` and ``--features A,B`` (the model's inputs; see :func:`parse_features`)."""
+    return _stack([
+        click.option("--colorblind", is_flag=True, help="drop the group column from the features"),
+        click.option("--features", help="comma-separated feature columns (default: every column but "
+                                        "query/judgment/item)"),
+    ])
+
+
+def parse_features(text: str | None) -> tuple[str, ...] | None:
+    """``"a, b"`` -> ("a", "b"); None or empty: None (every numeric column)."""
+    return tuple(f.strip() for f in text.split(",") if f.strip()) if text else None
+
+
+def fair_preprocess_options() -> Callable:
+    """``--fair-preprocess P`` and ``--fair-alpha A``: FA*IR pre-processing of the training lists."""
+    return _stack([
+        click.option("--fair-preprocess", "fair_p", type=float, default=None,
+                     help="FA*IR pre-processing: re-rank every training list with target proportion P first"),
+        click.option("--fair-alpha", type=float, default=0.1, show_default=True,
+                     help="FA*IR significance for --fair-preprocess"),
+    ])
+
+
+def fair_preprocess_from(fair_p: float | None, fair_alpha: float):
+    """The :class:`~fairltr.workflows.FairParams` of the pre-processing options (None without ``--fair-preprocess``)."""
+    from fairltr.workflows import FairParams
+
+    return FairParams(fair_p, fair_alpha) if fair_p is not None else None
+
+
+def ranker_output_options(default_out: str, model_format: bool = True) -> Callable:
+    """``--out DIR`` (default ``default_out``) and, for DELTR-format models, ``--model-format``."""
+    options = [click.option("--out", "out_dir", type=click.Path(file_okay=False), default=default_out,
+                            show_default=True)]
+    if model_format:
+        options.append(click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json",
+                                    show_default=True))
+    return _stack(options)
+
+
+def group_option(help_text: str = GROUP_HELP) -> Callable:
     """``--group COL``, repeatable; the value is a tuple of column names (default: ``protected``)."""
     return click.option("--group", "group", multiple=True, default=(DEFAULT_COLUMNS.group,), show_default=True,
                         help=help_text)
@@ -94,13 +162,7 @@ def tracking_options(experiment: str, register: bool = False, serve_rerank: bool
                                     help="post-processing the logged model applies when served, e.g. "
                                          "'fair:p=0.3,alpha=0.1[,k=10]' (FA*IR) or 'detconstsort:k=10'; "
                                          "request params override it"))
-
-    def decorate(f: Callable) -> Callable:
-        for opt in reversed(options):
-            f = opt(f)
-        return f
-
-    return decorate
+    return _stack(options)
 
 
 def tracking_from(experiment: str, no_track: bool, register: str | None = None, run_name: str | None = None,
@@ -128,13 +190,7 @@ def audit_options(ci_default: float = 0.0, what: str = "the metrics") -> Callabl
         click.option("--n-boot", type=int, default=2000, show_default=True, help="bootstrap resamples (with --ci)"),
         click.option("--ci-seed", type=int, default=0, show_default=True, help="bootstrap seed (with --ci)"),
     ]
-
-    def decorate(f: Callable) -> Callable:
-        for opt in reversed(options):
-            f = opt(f)
-        return f
-
-    return decorate
+    return _stack(options)
 
 
 def audit_config(k: int, ci: float, min_category_share: float, n_boot: int, ci_seed: int):

@@ -9,12 +9,14 @@ import click
 from fairltr.cli.app import train
 from fairltr.cli.deltr_commands import KEY_METRICS, _echo_err, _tracked_line
 from fairltr.cli.formatting import metrics_table
-from fairltr.cli.options import data_options, ranking_source, tracking_from, tracking_options
+from fairltr.cli.options import (
+    data_options, feature_options, parse_features, ranker_output_options, tracking_from, tracking_options,
+    train_test_options, train_test_sources,
+)
 
 
 @train.command("plrank")
-@click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False), help="training ranking file")
-@click.option("--test", "test_path", type=click.Path(dir_okay=False), help="test ranking file (metrics + predictions)")
+@train_test_options()
 @click.option("--lambda", "lam", type=float, default=10.0, show_default=True,
               help="fairness weight: E[DCG] - lambda x disparity (0 = plain E[DCG])")
 @click.option("--samples", type=int, default=32, show_default=True, help="rankings sampled per query and iteration")
@@ -24,16 +26,14 @@ from fairltr.cli.options import data_options, ranking_source, tracking_from, tra
               help="squared: (a0 - ap)^2; hinge: max(0, a0 - ap) (only a protected deficit)")
 @click.option("--merit", is_flag=True,
               help="exposure per unit of merit (mean judgment >= 0): merit-proportional exposure")
-@click.option("--colorblind", is_flag=True, help="drop the group column from the features")
-@click.option("--features", help="comma-separated feature columns (default: every column but query/judgment/item)")
+@feature_options()
 @click.option("--optimizer", type=click.Choice(["adam", "sgd"]), default="adam", show_default=True)
 @click.option("--max-iter", type=int, default=None, help="iterations (default 300)")
 @click.option("--lr", type=float, default=None, help="learning rate (default 0.05 adam / 0.01 sgd)")
 @click.option("--l2", type=float, default=0.0, show_default=True, help="L2 penalty on the weights")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1 ...")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/plrank", show_default=True)
-@click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json", show_default=True)
+@ranker_output_options("outputs/plrank")
 @tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
 def train_plrank_cmd(train_path, test_path, lam, samples, estimator, disparity, merit, colorblind, features, optimizer,
@@ -47,13 +47,11 @@ def train_plrank_cmd(train_path, test_path, lam, samples, estimator, disparity, 
 
     spec = PLRankSpec(
         lam=lam, samples=samples, estimator=estimator, disparity=disparity, merit=merit, colorblind=colorblind,
-        features=tuple(f.strip() for f in features.split(",") if f.strip()) if features else None,
-        optimizer=optimizer, max_iter=max_iter, lr=lr, l2=l2, seed=seed, device=device,
+        features=parse_features(features), optimizer=optimizer, max_iter=max_iter, lr=lr, l2=l2, seed=seed, device=device,
     )
+    train_source, test_source = train_test_sources(train_path, test_path, fmt, query, group, judgment, item)
     cfg = TrainPLRankConfig(
-        train=ranking_source(train_path, fmt, query, group, judgment, item), spec=spec,
-        test=ranking_source(test_path, fmt, query, group, judgment, item) if test_path else None,
-        out_dir=Path(out_dir), model_format=model_format,
+        train=train_source, spec=spec, test=test_source, out_dir=Path(out_dir), model_format=model_format,
         tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank),
         progress=sys.stderr.isatty(),
     )

@@ -10,6 +10,7 @@ from fairltr.losses.builtin import ALPHA, GAMMA, LAMBDA
 from fairltr.losses.registry import (
     ENTRY_POINT_GROUP,
     FUSED_VARIANTS,
+    RETRIEVAL_INPUTS,
     FairnessLoss,
     HyperParam,
     available_losses,
@@ -22,10 +23,10 @@ from fairltr.losses.registry import (
 )
 
 __all__ = [
-    "ObjectiveTerms", "deltr_objective", "LinearDELTRObjective", "fused_variant",
+    "ObjectiveTerms", "deltr_objective", "ranking_loss_options", "LinearDELTRObjective", "fused_variant",
     "V1", "GAMMA", "ALPHA", "LAMBDA", "disparate_treatment_hinge",
     "DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "expected_dcg", "pl_policy_objective", "plrank_gradient",
-    "policy_disparity", "reinforce_surrogate", "sample_rankings", "sampled_exposure", "ENTRY_POINT_GROUP", "FUSED_VARIANTS",
+    "policy_disparity", "reinforce_surrogate", "sample_rankings", "sampled_exposure", "ENTRY_POINT_GROUP", "FUSED_VARIANTS", "RETRIEVAL_INPUTS",
     "FairnessLoss", "HyperParam", "available_losses", "get_loss", "register_loss", "reload_entry_points",
     "unregister_loss", "temporary_loss", "registry_snapshot",
     "listnet_loss", "masked_log_softmax", "top_one_probability",
@@ -38,7 +39,7 @@ lazy_exports(__name__, {
                     "fairltr.losses.exposure"),
     **dict.fromkeys(["LinearDELTRObjective", "fused_variant"], "fairltr.losses.linear"),
     **dict.fromkeys(["listnet_loss", "masked_log_softmax", "top_one_probability"], "fairltr.losses.listnet"),
-    **dict.fromkeys(["ObjectiveTerms", "deltr_objective"], "fairltr.losses.objective"),
+    **dict.fromkeys(["ObjectiveTerms", "deltr_objective", "ranking_loss_options"], "fairltr.losses.objective"),
     **dict.fromkeys(["lakda_kl", "mse_align"], "fairltr.losses.retrieval"),
     "disparate_treatment_hinge": "fairltr.losses.merit",
     **dict.fromkeys(["DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "expected_dcg", "pl_policy_objective",

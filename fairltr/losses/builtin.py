@@ -52,30 +52,33 @@ LAMBDA = HyperParam(
     description="weight of the expected-exposure disparity of a Plackett-Luce policy (0 = plain E[DCG])",
 )
 
+REDUCE = {"reduce": ("max", "mean")}  # how the per-group penalties of several protected groups combine
+
 register_loss(FairnessLoss(
     "none", "ranking", None, (), "no fairness term (plain ListNet / DPR)",
 ))
 register_loss(FairnessLoss(
     "exposure_hinge", "ranking", torch_loss("fairltr.losses.exposure", "exposure_hinge"), (GAMMA,),
     "DELTR: squared hinge on Exp(G0) - Exp(Gp); 0 when the protected group has at least equal exposure",
-    {"reduce": "max"}, fused="hinge",
+    {"reduce": "max"}, fused="hinge", option_choices=REDUCE,
 ))
 register_loss(FairnessLoss(
     "exposure_symmetric", "ranking", torch_loss("fairltr.losses.exposure", "exposure_symmetric"), (GAMMA,),
     "squared exposure difference in both directions (the DELTR authors' Octave code)",
-    {"reduce": "max"}, fused="symmetric",
+    {"reduce": "max"}, fused="symmetric", option_choices=REDUCE,
 ))
 register_loss(FairnessLoss(
     "disparate_treatment_hinge", "ranking", torch_loss("fairltr.losses.merit", "disparate_treatment_hinge"), (GAMMA,),
     "merit-proportional exposure (Singh & Joachims 2018): squared hinge on Exp(G0)/U(G0) - Exp(Gp)/U(Gp), "
     "U = mean judgment",
-    {"reduce": "max"}, needs_judgments=True,
+    {"reduce": "max"}, needs_judgments=True, option_choices=REDUCE,
 ))
 register_loss(FairnessLoss(
     "plrank", "policy", torch_loss("fairltr.losses.plackett_luce", "policy_disparity"), (LAMBDA,),
     "Plackett-Luce policy (Fair-PG-Rank / PL-Rank): E[DCG] - lambda * disparity of expected group exposure "
     "(squared or hinge, optionally per unit of merit)",
     {"disparity": "squared", "merit": False, "reduce": "max"}, needs_judgments=True,
+    option_choices={"disparity": ("squared", "hinge"), **REDUCE},
 ))
 register_loss(FairnessLoss(
     "lakda_kl", "retrieval", torch_loss("fairltr.losses.retrieval", "lakda_kl"), (ALPHA,),
@@ -84,5 +87,5 @@ register_loss(FairnessLoss(
 ))
 register_loss(FairnessLoss(
     "mse_align", "retrieval", torch_loss("fairltr.losses.retrieval", "mse_align"), (ALPHA,),
-    "MSE between the embeddings of parallel queries",
+    "MSE between the embeddings of parallel queries", inputs="embeddings",
 ))

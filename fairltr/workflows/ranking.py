@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import pandas as pd
 
@@ -23,7 +23,8 @@ from fairltr.losses import GAMMA
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
 __all__ = ["FairParams", "GeyikParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
-           "evaluate_ranked", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables"]
+           "evaluate_ranked", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables", "check_training_options",
+           "chosen_features", "FeatureChoice", "FitOptions"]
 
 ENGINES = ("estimator", "lightning")
 RANKERS = ("deltr", "lambdamart")
@@ -112,8 +113,54 @@ class LightningOptions:
             raise ConfigError(f"ddp timeout must be > 0 seconds, got {self.ddp_timeout:g}")
 
 
+def check_training_options(*, l2: float, lr: float | None, max_iter: int | None, device: str) -> None:
+    """The optimiser settings every ranker spec shares (DELTR's :class:`RankerSpec`, PLRank's
+    :class:`~fairltr.workflows.PLRankSpec`): ``l2`` a finite number >= 0, ``lr`` None or a finite
+    number > 0, ``max_iter`` None or >= 1, ``device`` one :func:`check_device` accepts."""
+    if isinstance(l2, bool) or not isinstance(l2, (int, float)) or not math.isfinite(l2) or l2 < 0:
+        raise ConfigError(f"l2 must be a finite number >= 0, got {l2!r}")
+    if lr is not None and not (math.isfinite(lr) and lr > 0):
+        raise ConfigError(f"lr must be a finite number > 0, got {lr!r}")
+    if max_iter is not None and max_iter < 1:
+        raise ConfigError(f"max_iter must be >= 1, got {max_iter}")
+    check_device(device)
+
+
+class FeatureChoice(Protocol):
+    """What a spec says about the model's inputs: the chosen ``features`` (None: every numeric
+    column but the contract's) and whether the group column is left out (``colorblind``)."""
+
+    features: tuple[str, ...] | None
+    colorblind: bool
+
+
+def chosen_features(spec: FeatureChoice) -> list[str] | None:
+    """The ``features=`` argument of the estimators' ``fit``: the spec's list, or None."""
+    return list(spec.features) if spec.features is not None else None
+
+
 @dataclass(frozen=True)
-class RankerSpec:
+class FitOptions:
+    """What every ranker spec says about fitting (DELTR's :class:`RankerSpec`, PLRank's
+    :class:`~fairltr.workflows.PLRankSpec`): the model's inputs (``colorblind``, ``features``) and
+    the optimiser settings, checked by :func:`check_training_options`. A spec subclasses it
+    (overriding the ``optimizer`` default) and calls ``super().__post_init__()``."""
+
+    colorblind: bool = False
+    features: tuple[str, ...] | None = None
+    optimizer: str = "adam"
+    max_iter: int | None = None
+    lr: float | None = None
+    l2: float = 0.0
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_training_options(l2=self.l2, lr=self.lr, max_iter=self.max_iter, device=self.device)
+
+
+@dataclass(frozen=True)
+class RankerSpec(FitOptions):
     """One ranker setting. ``gamma=0`` is standard ListNet (the group column is a feature unless
     ``colorblind``); ``fair_pre`` re-ranks every training list with FA*IR before training;
     ``fair_post`` re-ranks every predicted list with FA*IR, ``geyik_post`` with one of Geyik et
@@ -122,15 +169,8 @@ class RankerSpec:
     must stay 0 and the engine the estimator)."""
 
     gamma: float = 0.0
-    colorblind: bool = False
     fairness_loss: str = "exposure_hinge"
-    features: tuple[str, ...] | None = None
     optimizer: str = "lbfgs"
-    max_iter: int | None = None
-    lr: float | None = None
-    l2: float = 0.0
-    seed: int = 0
-    device: str = "auto"
     fair_pre: FairParams | None = None
     fair_post: FairParams | None = None
     engine: str = "estimator"
@@ -153,13 +193,7 @@ class RankerSpec:
         if self.engine != "lightning" and self.lightning.num_nodes > 1:
             raise ConfigError("--num-nodes needs --engine lightning (the estimator runs in one process)")
         GAMMA.validate(self.gamma)
-        if isinstance(self.l2, bool) or not isinstance(self.l2, (int, float)) or not math.isfinite(self.l2) or self.l2 < 0:
-            raise ConfigError(f"l2 must be a finite number >= 0, got {self.l2!r}")
-        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
-            raise ConfigError(f"lr must be a finite number > 0, got {self.lr!r}")
-        if self.max_iter is not None and self.max_iter < 1:
-            raise ConfigError(f"max_iter must be >= 1, got {self.max_iter}")
-        check_device(self.device)
+        super().__post_init__()
 
     def with_(self, **changes: Any) -> "RankerSpec":
         return replace(self, **changes)
@@ -212,15 +246,14 @@ def training_table(train: pd.DataFrame, spec: RankerSpec, columns: RankingColumn
     return fair_preprocess(train, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
 
 
-def validate_tables(train: pd.DataFrame, test: pd.DataFrame | None, spec: RankerSpec,
+def validate_tables(train: pd.DataFrame, test: pd.DataFrame | None, spec: FeatureChoice,
                     columns: RankingColumns = DEFAULT_COLUMNS) -> list[str]:
     """Check, before any training, every cell the job will read: the features (chosen as the
     model will choose them) of ``train`` and of ``test``, each must be a finite number. Errors
     name the file, line, column and query. Returns the feature list."""
     from fairltr.data import numeric_matrix, select_features
 
-    feats = select_features(train, columns=columns,
-                            features=list(spec.features) if spec.features is not None else None)
+    feats = select_features(train, columns=columns, features=chosen_features(spec))
     numeric_matrix(train, feats, query=columns.query)
     if test is not None:
         numeric_matrix(test, [f for f in feats if not (spec.colorblind and f == columns.group)], query=columns.query)
@@ -231,7 +264,7 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
                progress: bool = False) -> DELTR | LambdaMART:
     """Fit the setting's model on ``train`` (a table; the Lightning engine also takes a Parquet
     path, streamed). FA*IR pre-processing, when set, is applied to the table first."""
-    features = list(spec.features) if spec.features is not None else None
+    features = chosen_features(spec)
     if spec.ranker == "lambdamart":
         if not isinstance(train, pd.DataFrame):
             raise ConfigError("LambdaMART trains on a table in memory, not a streamed file")

@@ -12,7 +12,6 @@ Entry points other code relies on (the sweep-method registry among them):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -25,9 +24,8 @@ from fairltr.losses.builtin import LAMBDA
 from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS
 from fairltr.metrics import DEFAULT_K
 from fairltr.plrank import PL_OPTIMIZERS, PLRank
-from fairltr.workflows.options import RankingSource, TrackingOptions
-from fairltr.workflows.ranking import RankerOutcome, check_device, evaluate_ranked, validate_tables
-from fairltr.workflows.train_ranker import MODEL_FORMATS, TrainRankerResult, check_k, publish_ranker
+from fairltr.workflows.ranking import FitOptions, RankerOutcome, chosen_features, evaluate_ranked, validate_tables
+from fairltr.workflows.train_ranker import RankerJobConfig, TrainRankerResult, publish_ranker
 
 __all__ = ["PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank",
            "default_plrank_run_name"]
@@ -40,10 +38,11 @@ def _quiet(_: str) -> None:
 
 
 @dataclass(frozen=True)
-class PLRankSpec:
+class PLRankSpec(FitOptions):
     """One PLRank setting: ``lam`` (the fairness weight, ``--lambda``), ``samples`` (rankings per
     query and iteration), the gradient ``estimator``, the ``disparity`` and ``merit``
-    normalisation, and the options PLRank shares with DELTR. Checked when built."""
+    normalisation, and the fitting options PLRank shares with DELTR (:class:`~fairltr.workflows.ranking.FitOptions`,
+    optimizer ``adam``). Checked when built."""
 
     lam: float = LAMBDA.default
     samples: int = 32
@@ -51,14 +50,6 @@ class PLRankSpec:
     disparity: str = "squared"
     merit: bool = False
     reduce: str = "max"
-    colorblind: bool = False
-    features: tuple[str, ...] | None = None
-    optimizer: str = "adam"
-    max_iter: int | None = None
-    lr: float | None = None
-    l2: float = 0.0
-    seed: int = 0
-    device: str = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", LAMBDA.validate(self.lam))
@@ -68,13 +59,7 @@ class PLRankSpec:
                               ("reduce", ("max", "mean"))):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
-        if isinstance(self.l2, bool) or not isinstance(self.l2, (int, float)) or not math.isfinite(self.l2) or self.l2 < 0:
-            raise ConfigError(f"l2 must be a finite number >= 0, got {self.l2!r}")
-        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
-            raise ConfigError(f"lr must be a finite number > 0, got {self.lr!r}")
-        if self.max_iter is not None and self.max_iter < 1:
-            raise ConfigError(f"max_iter must be >= 1, got {self.max_iter}")
-        check_device(self.device)
+        super().__post_init__()
 
     def with_(self, **changes: Any) -> "PLRankSpec":
         return replace(self, **changes)
@@ -94,8 +79,7 @@ class PLRankSpec:
 def fit_plrank(train: pd.DataFrame, spec: PLRankSpec, columns: RankingColumns = DEFAULT_COLUMNS, *,
                progress: bool = False) -> PLRank:
     """Fit the setting's policy on ``train``."""
-    features = list(spec.features) if spec.features is not None else None
-    return spec.estimator_for(columns).fit(train, features=features, progress=progress)
+    return spec.estimator_for(columns).fit(train, features=chosen_features(spec), progress=progress)
 
 
 def plrank_outcome(train: pd.DataFrame, test: pd.DataFrame | None, spec: PLRankSpec,
@@ -116,25 +100,13 @@ def default_plrank_run_name(spec: PLRankSpec) -> str:
 
 
 @dataclass(frozen=True)
-class TrainPLRankConfig:
+class TrainPLRankConfig(RankerJobConfig):
     """``fairltr train plrank``: train on ``train`` (in memory), evaluate on ``test`` when given,
-    write model + predictions + metrics to ``out_dir``, log to MLflow (and register)."""
+    write model + predictions + metrics to ``out_dir``, log to MLflow (and register); the fields
+    and checks of :class:`~fairltr.workflows.train_ranker.RankerJobConfig`."""
 
-    train: RankingSource
     spec: PLRankSpec = field(default_factory=PLRankSpec)
-    test: RankingSource | None = None
     out_dir: Path = Path("outputs/plrank")
-    model_format: str = "json"
-    k: tuple[int, ...] = DEFAULT_K
-    tracking: TrackingOptions = field(default_factory=TrackingOptions)
-    progress: bool = False
-
-    def __post_init__(self) -> None:
-        if self.model_format not in MODEL_FORMATS:
-            raise ConfigError(f"model format must be one of {MODEL_FORMATS}, got {self.model_format!r}")
-        if self.test is not None and self.test.columns != self.train.columns:
-            raise ConfigError("train and test must use the same column names")
-        object.__setattr__(self, "k", check_k(self.k))
 
 
 def train_plrank(cfg: TrainPLRankConfig, echo: Echo = _quiet) -> TrainRankerResult:
@@ -143,7 +115,7 @@ def train_plrank(cfg: TrainPLRankConfig, echo: Echo = _quiet) -> TrainRankerResu
     columns = cfg.train.columns
     train = cfg.train.read()
     test = cfg.test.read() if cfg.test is not None else None
-    validate_tables(train, test, cfg.spec, columns)  # type: ignore[arg-type]  # reads features/colorblind
+    validate_tables(train, test, cfg.spec, columns)
     return publish_ranker(
         lambda: plrank_outcome(train, test, cfg.spec, columns, k=cfg.k, progress=cfg.progress),
         out_dir=cfg.out_dir, model_format=cfg.model_format, tracking=cfg.tracking, train_frame=train,

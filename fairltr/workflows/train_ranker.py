@@ -19,7 +19,8 @@ from fairltr.workflows.outputs import OutputSet, check_output_file
 from fairltr.workflows.ranking import RankerSpec, evaluate_ranked, train_and_evaluate, validate_tables
 
 __all__ = ["TrainRankerConfig", "TrainRankerResult", "train_ranker", "EvaluateRankerConfig",
-           "EvaluateRankerResult", "evaluate_ranker", "MODEL_FORMATS", "check_k", "publish_ranker"]
+           "EvaluateRankerResult", "evaluate_ranker", "MODEL_FORMATS", "check_k", "publish_ranker",
+           "RankerJobConfig"]
 
 MODEL_FORMATS = ("json", "safetensors")
 Echo = Callable[[str], None]
@@ -41,30 +42,44 @@ def check_k(k: Sequence[int]) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class TrainRankerConfig:
-    """``fairltr train deltr``: train on ``train`` (a Parquet path is streamed by the Lightning
-    engine), evaluate on ``test`` when given, write model + predictions + metrics to ``out_dir``,
-    log to MLflow."""
+class RankerJobConfig:
+    """The fields and checks every ``fairltr train <ranker>`` job shares: the ``train`` and
+    optional ``test`` sources (same column names), the ranker's ``spec``, the output folder and
+    model format, the cut-offs ``k``, the tracking options. A job's config subclasses it with its
+    own ``spec`` type and ``out_dir`` default."""
 
     train: RankingSource
-    spec: RankerSpec = field(default_factory=RankerSpec)
+    spec: Any = None
     test: RankingSource | None = None
-    out_dir: Path = Path("outputs/deltr")
+    out_dir: Path = Path("outputs")
     model_format: str = "json"
     k: tuple[int, ...] = DEFAULT_K
     tracking: TrackingOptions = field(default_factory=TrackingOptions)
     progress: bool = False
-    audit: Any = None
 
     def __post_init__(self) -> None:
         if self.model_format not in MODEL_FORMATS:
             raise ConfigError(f"model format must be one of {MODEL_FORMATS}, got {self.model_format!r}")
         if self.test is not None and self.test.columns != self.train.columns:
             raise ConfigError("train and test must use the same column names")
+        object.__setattr__(self, "k", check_k(self.k))
+
+
+@dataclass(frozen=True)
+class TrainRankerConfig(RankerJobConfig):
+    """``fairltr train deltr``: train on ``train`` (a Parquet path is streamed by the Lightning
+    engine), evaluate on ``test`` when given, write model + predictions + metrics to ``out_dir``,
+    log to MLflow."""
+
+    spec: RankerSpec = field(default_factory=RankerSpec)
+    out_dir: Path = Path("outputs/deltr")
+    audit: Any = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.spec.ranker == "lambdamart" and self.model_format != "json":
             raise ConfigError("a LambdaMART model is saved as model.json + LightGBM's model.txt; "
                               f"--model-format {self.model_format} is for DELTR")
-        object.__setattr__(self, "k", check_k(self.k))
 
 
 @dataclass

@@ -172,3 +172,24 @@ def test_loading_the_pretrained_encoder_from_python_prints_no_load_report():
     assert proc.stdout.strip() == "built", proc.stderr
     assert "LOAD REPORT" not in proc.stderr and "MISSING" not in proc.stderr and "Loading weights" not in proc.stderr, \
         proc.stderr
+
+
+def test_a_registered_embedding_loss_gets_the_embeddings(tiny_bert):
+    """The module dispatches on the registry's declared inputs, not on a loss's name: a new
+    embedding-level loss with an option works without touching the module."""
+    from fairltr.losses import ALPHA, FairnessLoss, temporary_loss
+
+    def l1_align(query_embeddings, parallel_embeddings, *, power=1.0):
+        return (query_embeddings - parallel_embeddings).abs().pow(power).mean()
+
+    loss = FairnessLoss("test_biencoder_l1_align", "retrieval", l1_align, (ALPHA,), options={"power": 1.0},
+                        inputs="embeddings")
+    with temporary_loss(loss):
+        m = BiEncoderModule(tiny_bert, fairness_loss=loss.name, alpha=1.5).double()
+        terms = m.compute_loss(BATCH)
+        with torch.no_grad():
+            q, qp = m.encode_queries(BATCH["query"]), m.encode_queries(BATCH["parallel"])
+        assert terms["fair"].item() == pytest.approx((q - qp).abs().mean().item(), rel=1e-10)
+        assert terms["loss"].item() == pytest.approx(terms["dpr"].item() + 1.5 * terms["fair"].item(), rel=1e-10)
+        with pytest.raises(ConfigError, match="has no option 'temperature'"):
+            BiEncoderModule(tiny_bert, fairness_loss=loss.name, lakda_temperature=2.0)

@@ -67,3 +67,26 @@ def test_training_lowers_the_objective(frames, optimizer, lr):
     assert "val/loss" in trainer.callback_metrics
     out = trainer.predict(m, dm)
     assert out[0]["scores"].shape == out[0]["batch"].mask.shape
+
+
+def test_loss_options_are_checked_and_forwarded(frames):
+    from fairltr.losses import GAMMA, FairnessLoss, exposure_symmetric, temporary_loss
+
+    def scaled_hinge(scores, groups, mask, *, reduce="max", n_groups=None, scale=1.0):
+        return scale * exposure_symmetric(scores, groups, mask, reduce=reduce, n_groups=n_groups)
+
+    dm = RankingDataModule(frames[0], batch_size=6, shuffle=False)
+    dm.setup()
+    batch = next(iter(dm.train_dataloader()))
+    name = "test_deltr_module_scaled_hinge"
+    with temporary_loss(FairnessLoss(name, "ranking", scaled_hinge, (GAMMA,), options={"scale": 1.0})):
+        plain = DELTRModule(dm.n_features, fairness_loss=name, gamma=10.0).objective(batch)
+        scaled = DELTRModule(dm.n_features, fairness_loss=name, gamma=10.0, loss_options={"scale": 4.0}).objective(batch)
+        assert plain.exposure.item() > 0
+        assert scaled.exposure.item() == pytest.approx(4.0 * plain.exposure.item(), rel=1e-12)
+        with pytest.raises(ConfigError, match=f"fairness loss '{name}' has no option 'size'"):
+            DELTRModule(dm.n_features, fairness_loss=name, loss_options={"size": 2.0})
+    with pytest.raises(ConfigError, match="fairness loss 'exposure_hinge' has no option 'scale'; options: \\['reduce'\\]"):
+        DELTRModule(3, loss_options={"scale": 2.0})
+    with pytest.raises(ConfigError, match="reduce='max' and options reduce='mean' disagree"):
+        DELTRModule(3, loss_options={"reduce": "mean"})

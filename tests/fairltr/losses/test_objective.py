@@ -268,3 +268,44 @@ def test_fused_mask_with_holes_and_empty_query():
     t, g, _ = _fused(x, y, groups, mask, w, 30.0)
     assert float(t.total) == pytest.approx(float(ref.total), rel=1e-12)
     torch.testing.assert_close(g, g_ref, rtol=1e-10, atol=1e-12)
+
+
+def _scaled_hinge(scores, groups, mask, *, reduce="max", n_groups=None, scale=1.0):
+    return scale * exposure_hinge(scores, groups, mask, reduce=reduce, n_groups=n_groups)
+
+
+def test_declared_options_reach_the_loss():
+    """A ranking loss's declared options are forwarded (defaults and validated overrides): the
+    option changes the exposure term by exactly its factor; an undeclared option is a ConfigError."""
+    x, y, groups, mask, w = _linear_batch(seed=3)
+    s = x @ w
+    name = "test_objective_scaled_hinge"
+    with temporary_loss(FairnessLoss(name, "ranking", _scaled_hinge, (GAMMA,), options={"scale": 1.0})):
+        plain = deltr_objective(s, y, groups, mask, 10.0, fairness_loss=name)
+        scaled = deltr_objective(s, y, groups, mask, 10.0, fairness_loss=name, options={"scale": 3.0})
+        reference = exposure_hinge(s, groups, mask).sum()
+        assert reference.item() > 0  # the batch has an exposure gap, so the factor shows
+        assert plain.exposure.item() == pytest.approx(reference.item(), rel=1e-12)
+        assert scaled.exposure.item() == pytest.approx(3.0 * reference.item(), rel=1e-12)
+        assert scaled.total.item() == pytest.approx(plain.listnet.item() + 30.0 * reference.item(), rel=1e-12)
+        with pytest.raises(ConfigError, match=f"fairness loss '{name}' has no option 'scael'; options: \\['scale'\\]"):
+            deltr_objective(s, y, groups, mask, 10.0, fairness_loss=name, options={"scael": 3.0})
+        with pytest.raises(ConfigError, match="option 'scale' must be a finite number"):
+            deltr_objective(s, y, groups, mask, 10.0, fairness_loss=name, options={"scale": "x"})
+
+
+def test_reduce_is_the_declared_option():
+    x, y, _, mask, w = _linear_batch(n_groups=3, seed=4)
+    groups = torch.randint(0, 3, y.shape, generator=torch.Generator().manual_seed(1))
+    s = x @ w
+    by_keyword = deltr_objective(s, y, groups, mask, 10.0, reduce="mean", n_groups=3)
+    by_option = deltr_objective(s, y, groups, mask, 10.0, options={"reduce": "mean"}, n_groups=3)
+    default = deltr_objective(s, y, groups, mask, 10.0, n_groups=3)
+    assert by_option.exposure.item() == pytest.approx(by_keyword.exposure.item(), rel=1e-12)
+    assert default.exposure.item() == pytest.approx(exposure_hinge(s, groups, mask, reduce="max", n_groups=3).sum().item(),
+                                                    rel=1e-12)
+    assert default.exposure.item() != pytest.approx(by_option.exposure.item(), rel=1e-6)
+    with pytest.raises(ConfigError, match="disagree"):
+        deltr_objective(s, y, groups, mask, 10.0, reduce="max", options={"reduce": "mean"})
+    with pytest.raises(ConfigError, match="option 'reduce' must be one of"):
+        deltr_objective(s, y, groups, mask, 10.0, reduce="sum")

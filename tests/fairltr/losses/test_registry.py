@@ -206,3 +206,43 @@ def test_entry_point_plugins_load(plugin_dir, caplog):
     base = deltr_objective(s, y, g, m, 1.0)
     assert float(base.exposure) > 0
     torch.testing.assert_close(plugin.exposure, 2.0 * base.exposure)
+
+
+def test_retrieval_inputs_declaration():
+    assert get_loss("mse_align").inputs == "embeddings" and get_loss("lakda_kl").inputs == "scores"
+    assert FairnessLoss("test_registry_inputs", "retrieval", None).inputs == "scores"  # the default
+    with pytest.raises(ConfigError, match="inputs must be one of"):
+        FairnessLoss("test_registry_inputs", "retrieval", None, inputs="tokens")
+    with pytest.raises(ConfigError, match="for retrieval losses, not a ranking loss"):
+        FairnessLoss("test_registry_inputs", "ranking", None, inputs="embeddings")
+
+
+def test_resolve_options_validates_overrides():
+    lakda = get_loss("lakda_kl")
+    assert lakda.resolve_options() == {"temperature": 1.0, "symmetric": False}
+    assert lakda.resolve_options({"temperature": 2}) == {"temperature": 2.0, "symmetric": False}
+    assert lakda.options == {"temperature": 1.0, "symmetric": False}  # the declaration is untouched
+    for overrides, message in [
+        ({"temprature": 2.0}, "fairness loss 'lakda_kl' has no option 'temprature'; options: ['symmetric', 'temperature']"),
+        ({"temperature": "hot"}, "fairness loss 'lakda_kl' option 'temperature' must be a finite number, got 'hot'"),
+        ({"temperature": float("inf")}, "fairness loss 'lakda_kl' option 'temperature' must be a finite number, got inf"),
+        ({"symmetric": 1}, "fairness loss 'lakda_kl' option 'symmetric' must be true or false, got 1"),
+    ]:
+        with pytest.raises(ConfigError) as exc:
+            lakda.resolve_options(overrides)
+        assert str(exc.value).startswith(message)
+    with pytest.raises(ConfigError, match=r"option 'reduce' must be one of \['max', 'mean'\], got 'sum'"):
+        get_loss("exposure_hinge").resolve_options({"reduce": "sum"})
+    with pytest.raises(ConfigError, match="option 'disparity' must be one of"):
+        get_loss("plrank").resolve_options({"disparity": "cubic"})
+    with pytest.raises(ConfigError, match="has no option 'reduce'"):
+        get_loss("none").resolve_options({"reduce": "max"})
+
+
+def test_option_choices_declaration_is_checked():
+    with pytest.raises(ConfigError, match="option_choices names 'colour'"):
+        FairnessLoss("test_registry_choices", "ranking", None, options={"reduce": "max"},
+                     option_choices={"colour": ("red",)})
+    with pytest.raises(ConfigError, match="the default 'sum' of option 'reduce'"):
+        FairnessLoss("test_registry_choices", "ranking", None, options={"reduce": "sum"},
+                     option_choices={"reduce": ("max", "mean")})
