@@ -258,7 +258,9 @@ def _plrank_block(rankings: torch.Tensor, offsets: torch.Tensor, e: torch.Tensor
     r = rho_sorted * theta                                                        # 0 on padding (rho = 0)
     # R_{k+1} = sum_{x>k} r_x = total - sum_{x<=k} r_x: one cumulative sum, in place (the absolute
     # rounding error is that of the total); Z_k below needs a true reverse sum (it is divided by)
-    r_next = r.cumsum(-1).neg_().add_(r.sum(-1, keepdim=True))
+    r_next = r.cumsum(-1)
+    total = r_next[..., -1:].clone()
+    r_next = r_next.neg_().add_(total)
     z = e_sorted.flip(-1).cumsum_(-1).flip(-1)                                    # Z_k = sum_{x>=k} exp(s)
     # Z_1 >= 1 (the top real item has exp(0)); Z_k = 0 only on padded positions, whose values are
     # dropped below; the floor keeps them finite (theta / Z_k summed over <= N positions)
