@@ -46,7 +46,7 @@ from fairltr.buckets import bucket_rows, length_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError
-from fairltr.fair.rerank import _group_lists, resolve_scores
+from fairltr.fair.rerank import resolve_scores
 from fairltr.fair.target import category_codes, target_shares
 
 __all__ = ["GEYIK_METHODS", "rerank_geyik", "prefix_feasible"]
@@ -117,7 +117,7 @@ def rerank_geyik(
     start = np.cumsum(sizes) - sizes
     final = np.empty(n, dtype=np.int64)
     final[start[codes] + rank - 1] = np.arange(n)
-    out = df.iloc[final].copy()
+    out = df.iloc[final].copy(deep=False)  # iloc already copied the rows; no second deep copy
     out["score"] = s[final]
     out["rank"] = rank[final]
     out["fair_feasible"] = feasible[codes[final]]
@@ -151,27 +151,40 @@ def _rerank_bucket(
     Writes the 1-based ``rank`` of every row of the bucket in place."""
     n_q = len(sizes)
     width = int(sizes.max())
-    rows = np.full((n_q, width), -1, dtype=np.int64)
-    rows[codes, slot] = row_ids
-    padded = np.full((n_q, width), np.inf)
-    padded[codes, slot] = -s[row_ids]
-    rows_sorted = np.take_along_axis(rows, np.argsort(padded, axis=1, kind="stable"), axis=1)
+    cell = codes * width + slot  # 1-D scatter: cheaper than a 2-D fancy index
+    rows = np.full(n_q * width, -1, dtype=np.int64)
+    rows[cell] = row_ids
+    rows = rows.reshape(n_q, width)
+    padded = np.full(n_q * width, np.inf)
+    padded[cell] = -s[row_ids]
+    padded = padded.reshape(n_q, width)
+    rows_sorted = np.take_along_axis(rows, _stable_row_argsort(padded), axis=1)
     del rows, padded
     valid = rows_sorted >= 0
-    g_sorted = np.where(valid, gcodes[np.maximum(rows_sorted, 0)], -1)
-    lists = np.empty((n_q, n_g, width + 1), dtype=np.int64)
-    cnt = np.empty((n_q, n_g), dtype=np.int64)
-    for g in range(n_g):  # G is the number of categories, not of queries
-        lists[:, g], cnt[:, g] = _group_lists(rows_sorted, g_sorted == g, width)
+    # per query and category the candidates in score order: a stable sort of the categories
+    # (small integers: numpy's radix sort), padding (code n_g) last; only the first
+    # max k_q + G + 1 of a category can ever be placed (the walks stop at k_q), so lists keep those
+    g_sorted = np.where(valid, gcodes[np.maximum(rows_sorted, 0)], n_g)
+    by_cat = np.argsort(g_sorted.astype(np.int8 if n_g < 127 else np.int64), axis=1, kind="stable")
+    cnt = np.bincount((np.arange(n_q)[:, None] * (n_g + 1) + g_sorted).reshape(-1),
+                      minlength=n_q * (n_g + 1)).reshape(n_q, n_g + 1)
+    cnt = cnt[:, :n_g]
+    start = np.cumsum(cnt, axis=1) - cnt
+    keep = min(width, int(kq.max()) + n_g + 1)
+    c = np.arange(keep)
+    inside = c[None, None, :] < cnt[:, :, None]
+    at = np.where(inside, start[:, :, None] + c[None, None, :], 0)
+    lists = np.full((n_q, n_g, keep + 1), -1, dtype=np.int64)
+    lists[:, :, :keep] = np.where(inside, rows_sorted[np.arange(n_q)[:, None, None],
+                                                      by_cat[np.arange(n_q)[:, None, None], at]], -1)
     s_ext = np.append(s, -np.inf)  # row -1 (past a category's end) scores -inf
     if method == "detconstsort":
-        score_rank = np.zeros(len(s), dtype=np.int64)  # a row's place in its query's score order
-        qi, si = np.nonzero(valid)
-        score_rank[rows_sorted[qi, si]] = si
+        score_rank = np.zeros(len(s) + 1, dtype=np.int64)  # a row's place in its query's score order
+        score_rank[rows_sorted] = np.arange(width)[None, :]  # padding (row -1) writes the spare slot
         _constsort(lists, cnt, p, kq, s_ext, score_rank, rank, strict)
     else:
         flat = lists.reshape(-1)
-        base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (width + 1)
+        base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (keep + 1)
         _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
     # the others follow in score order (after k_q, or fewer when DetConstSort ran out of entrants:
     # every category with a positive share exhausted)
@@ -180,6 +193,17 @@ def _rerank_bucket(
     n_ranked = (valid & ranked).sum(axis=1)
     qi, si = np.nonzero(rest)
     rank[rows_sorted[qi, si]] = n_ranked[qi] + np.cumsum(rest, axis=1)[qi, si]
+
+
+def _stable_row_argsort(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, axis=1, kind="stable")`` for the finite keys of each row (+inf padding
+    in any order): numpy's (AVX-512) quicksort, and the stable sort only when some row holds equal
+    finite keys (where the two may order them differently)."""
+    order = np.argsort(keys, axis=1)
+    ordered = np.take_along_axis(keys, order, axis=1)
+    if keys.shape[1] > 1 and bool(((ordered[:, 1:] == ordered[:, :-1]) & np.isfinite(ordered[:, 1:])).any()):
+        return np.argsort(keys, axis=1, kind="stable")
+    return order
 
 
 def _best(choose: np.ndarray, sc: np.ndarray, row: np.ndarray) -> np.ndarray:
