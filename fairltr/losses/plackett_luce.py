@@ -27,7 +27,8 @@ rho_i = gain_i - lam * V1 * c_i. Its gradient w.r.t. s is estimated from S sampl
   pi(d | y_{1:k-1}) = exp(s_d) / Z_k, Z_k = sum_{x>=k} exp(s_{y_x}):
       g_d = R_{r_d + 1} + sum_{k<=r_d} pi(d | y_{1:k-1}) (theta_k rho_d - R_k)
   averaged over the samples; the sums over k are cumulative sums over positions, so one
-  iteration is O(S Q N log N) (the sort) in a few tensor ops, with no loop over samples or queries.
+  iteration is O(S Q N log N) (the sort) in a few tensor ops over all queries at once (on CPU in
+  blocks of samples of ~2^17 elements, so that the temporaries stay in cache).
 * ``"reinforce"``: (R(y) - b) grad log pi(y), R(y) = sum_k theta_k rho_{y_k}, b the leave-one-out
   mean reward of the other samples of the query (unbiased).
 
