@@ -329,42 +329,46 @@ def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray
                                                          lmax[:, 0].tolist(), slack)
     else:
         outscores = (lsc[1:] > lsc[:-1]).any(axis=1).tolist() if big_t > 1 else []
-        state = np.stack([lrow.astype(np.float64), lsc, lmax.astype(np.float64)])  # moved together: one gather
+        # moved together: one gather; the max index is stored plus the slack (one add less per step)
+        state = np.stack([lrow.astype(np.float64), lsc, (lmax + slack).astype(np.float64)])
+        places = np.arange(2, big_t + 2, dtype=np.float64)[:, None]  # 1-based places after moving down
         moved = False
         for step in range(1, big_t):
             if not (moved or outscores[step - 1]):
                 continue
-            moved = _move_up(state, step, slack)
+            moved = _move_up(state, step, places)
         lrow = state[0].astype(np.int64)
     take = np.arange(big_t)[:, None] < np.minimum(n_in, kq)[None, :]
     pi, qi = np.nonzero(take)
     rank[lrow[pi, qi]] = pi + 1
 
 
-def _move_up(state: np.ndarray, step: int, slack: int) -> bool:
+def _move_up(state: np.ndarray, step: int, places: np.ndarray) -> bool:
     """Move the entrant at 0-based place ``step`` of every query up past the candidates above it
     that score lower and may move down one place (1-based place j + 1 -> j + 2 needs
     max index + slack >= j + 2); they shift down by one. ``state`` is (3, T, Q): row, score and
-    max index per place and query. All queries at once on a window of the last D places (D
-    doubled when some entrant passes the whole window). True if any entrant moved."""
+    max index + slack per place and query; ``places[j] = j + 2``. All queries at once on a window
+    of the last D places (D doubled when some entrant passes the whole window). True if any
+    entrant moved."""
     sc, mx = state[1], state[2]
-    moving = np.flatnonzero((mx[step - 1] + slack > step) & (sc[step - 1] < sc[step]))
+    moving = np.flatnonzero((mx[step - 1] > step) & (sc[step - 1] < sc[step]))
     if len(moving) == 0:
         return False
     depth = min(8, step)
     while True:
         lo = step - depth
         win = state[:, lo:step + 1, moving]  # (3, depth + 1, m); the entrant is the last place
-        places = np.arange(lo + 2, step + 2, dtype=np.float64)[:, None]  # 1-based places after moving down
-        passes = (win[1, :-1] < win[1, -1]) & (win[2, :-1] + slack >= places)
+        passes = (win[1, :-1] < win[1, -1]) & (win[2, :-1] >= places[lo:step])
         stop = np.where(passes.all(axis=0), depth, np.argmin(passes[::-1], axis=0))  # candidates passed
         if depth == step or int(stop.max()) < depth:
             break
         depth = min(2 * depth, step)
+    # scatter the window to its new offsets: the passed candidates one down, the entrant to new_at
     off = np.arange(depth + 1)[:, None]
-    new_at = depth - stop[None, :]  # the entrant's window offset after the move
-    src = np.where(off < new_at, off, np.where(off == new_at, depth, off - 1))
-    state[:, lo:step + 1, moving] = win[:, src, np.arange(len(moving))[None, :]]
+    new_at = depth - stop[None, :]
+    dest = off + (off >= new_at)
+    dest[-1] = new_at[0]
+    state[:, lo + dest, moving] = win
     return True
 
 
