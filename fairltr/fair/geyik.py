@@ -25,7 +25,10 @@ when none qualifies). ``fair_feasible`` says per query whether every prefix j <=
 least floor(j p_g) candidates of every category (False: the target could not be met there,
 for lack of candidates, or because DetGreedy does not guarantee it).
 
-Speed: DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k steps, each
+Speed: candidates are ordered by one quicksort per bucket (numpy's AVX-512 sort; the stable
+sort only when a query holds tied scores) and split by category with one radix sort of the
+category codes, keeping the first k + G + 1 of each category (no walk places more).
+DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k steps, each
 a few numpy operations over all queries of a length bucket (:func:`fairltr.buckets.length_buckets`).
 DetConstSort's entry sequence (which candidate enters in which round, in which order) does not
 depend on the moves, so it is computed for every query at once by one sort; only the move-up is
@@ -46,7 +49,7 @@ from fairltr.buckets import bucket_rows, length_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError
-from fairltr.fair.rerank import _group_lists, resolve_scores
+from fairltr.fair.rerank import resolve_scores
 from fairltr.fair.target import category_codes, target_shares
 
 __all__ = ["GEYIK_METHODS", "rerank_geyik", "prefix_feasible"]
@@ -117,7 +120,7 @@ def rerank_geyik(
     start = np.cumsum(sizes) - sizes
     final = np.empty(n, dtype=np.int64)
     final[start[codes] + rank - 1] = np.arange(n)
-    out = df.iloc[final].copy()
+    out = df.iloc[final].copy(deep=False)  # iloc already copied the rows; no second deep copy
     out["score"] = s[final]
     out["rank"] = rank[final]
     out["fair_feasible"] = feasible[codes[final]]
@@ -151,27 +154,51 @@ def _rerank_bucket(
     Writes the 1-based ``rank`` of every row of the bucket in place."""
     n_q = len(sizes)
     width = int(sizes.max())
-    rows = np.full((n_q, width), -1, dtype=np.int64)
-    rows[codes, slot] = row_ids
-    padded = np.full((n_q, width), np.inf)
-    padded[codes, slot] = -s[row_ids]
-    rows_sorted = np.take_along_axis(rows, np.argsort(padded, axis=1, kind="stable"), axis=1)
+    cell = codes * width + slot  # 1-D scatter: cheaper than a 2-D fancy index
+    rows = np.full(n_q * width, -1, dtype=np.int64)
+    rows[cell] = row_ids
+    rows = rows.reshape(n_q, width)
+    padded = np.full(n_q * width, np.inf)
+    padded[cell] = -s[row_ids]
+    padded = padded.reshape(n_q, width)
+    rows_sorted = np.take_along_axis(rows, _stable_row_argsort(padded), axis=1)
     del rows, padded
     valid = rows_sorted >= 0
-    g_sorted = np.where(valid, gcodes[np.maximum(rows_sorted, 0)], -1)
-    lists = np.empty((n_q, n_g, width + 1), dtype=np.int64)
-    cnt = np.empty((n_q, n_g), dtype=np.int64)
-    for g in range(n_g):  # G is the number of categories, not of queries
-        lists[:, g], cnt[:, g] = _group_lists(rows_sorted, g_sorted == g, width)
+    # per query and category the candidates in score order: a stable sort of the categories
+    # (small integers: numpy's radix sort), padding (code n_g) last; only the first
+    # max k_q + G + 1 of a category can ever be placed (the walks stop at k_q), so lists keep those
+    g_sorted = np.where(valid, gcodes[np.maximum(rows_sorted, 0)], n_g)
+    by_cat = np.argsort(g_sorted.astype(np.int8 if n_g < 127 else np.int64), axis=1, kind="stable")
+    cnt = np.bincount((np.arange(n_q)[:, None] * (n_g + 1) + g_sorted).reshape(-1),
+                      minlength=n_q * (n_g + 1)).reshape(n_q, n_g + 1)
+    cnt = cnt[:, :n_g]
+    start = np.cumsum(cnt, axis=1) - cnt
+    keep = min(width, int(kq.max()) + n_g + 1)
+    lists = np.full((n_q, n_g, keep + 1), -1, dtype=np.int64)
+    if n_g * keep < width:  # long lists, small k: gather the kept entries
+        c = np.arange(keep)
+        inside = c[None, None, :] < cnt[:, :, None]
+        at = np.where(inside, start[:, :, None] + c[None, None, :], 0)
+        lists[:, :, :keep] = np.where(inside, rows_sorted[np.arange(n_q)[:, None, None],
+                                                          by_cat[np.arange(n_q)[:, None, None], at]], -1)
+    else:  # short lists: scatter every candidate to its (query, category, index), 1-D
+        g_by = np.take_along_axis(g_sorted, by_cat, axis=1).reshape(-1)
+        q_by = np.repeat(np.arange(n_q), width)
+        real = g_by < n_g
+        q_by, g_by = q_by[real], g_by[real]
+        qg = q_by * n_g + g_by
+        index = np.arange(n_q * width)[real] - q_by * width - start.reshape(-1)[qg]  # place in its category
+        fit = index < keep
+        lists.reshape(-1)[qg[fit] * (keep + 1) + index[fit]] = np.take_along_axis(
+            rows_sorted, by_cat, axis=1).reshape(-1)[real][fit]
     s_ext = np.append(s, -np.inf)  # row -1 (past a category's end) scores -inf
     if method == "detconstsort":
-        score_rank = np.zeros(len(s), dtype=np.int64)  # a row's place in its query's score order
-        qi, si = np.nonzero(valid)
-        score_rank[rows_sorted[qi, si]] = si
+        score_rank = np.zeros(len(s) + 1, dtype=np.int64)  # a row's place in its query's score order
+        score_rank[rows_sorted] = np.arange(width)[None, :]  # padding (row -1) writes the spare slot
         _constsort(lists, cnt, p, kq, s_ext, score_rank, rank, strict)
     else:
         flat = lists.reshape(-1)
-        base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (width + 1)
+        base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (keep + 1)
         _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
     # the others follow in score order (after k_q, or fewer when DetConstSort ran out of entrants:
     # every category with a positive share exhausted)
@@ -180,6 +207,17 @@ def _rerank_bucket(
     n_ranked = (valid & ranked).sum(axis=1)
     qi, si = np.nonzero(rest)
     rank[rows_sorted[qi, si]] = n_ranked[qi] + np.cumsum(rest, axis=1)[qi, si]
+
+
+def _stable_row_argsort(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, axis=1, kind="stable")`` for the finite keys of each row (+inf padding
+    in any order): numpy's (AVX-512) quicksort, and the stable sort only when some row holds equal
+    finite keys (where the two may order them differently)."""
+    order = np.argsort(keys, axis=1)
+    ordered = np.take_along_axis(keys, order, axis=1)
+    if keys.shape[1] > 1 and bool(((ordered[:, 1:] == ordered[:, :-1]) & np.isfinite(ordered[:, 1:])).any()):
+        return np.argsort(keys, axis=1, kind="stable")
+    return order
 
 
 def _best(choose: np.ndarray, sc: np.ndarray, row: np.ndarray) -> np.ndarray:
@@ -233,6 +271,18 @@ def _insertion_rounds(c: np.ndarray, p: np.ndarray) -> np.ndarray:
     return r
 
 
+def _entry_order(qq: np.ndarray, rnd: np.ndarray, place: np.ndarray) -> np.ndarray:
+    """``np.lexsort((place, rnd, qq))`` for non-negative keys whose triples are distinct: one
+    argsort of the mixed-radix key qq * R * P + rnd * P + place when it fits in 62 bits (numpy's
+    AVX-512 integer sort, several times faster than lexsort)."""
+    if len(qq) == 0:
+        return np.zeros(0, dtype=np.int64)
+    n_r, n_p = int(rnd.max()) + 1, int(place.max()) + 1
+    if (int(qq.max()) + 1) * n_r * n_p >= 1 << 62:
+        return np.lexsort((place, rnd, qq))
+    return np.argsort((qq * n_r + rnd) * n_p + place)
+
+
 def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray, s_ext: np.ndarray,
                score_rank: np.ndarray, rank: np.ndarray, strict: bool) -> None:
     """DetConstSort. Which candidate enters when does not depend on the moves: category g's c-th
@@ -250,7 +300,7 @@ def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray
     keep = np.isfinite(rnd)
     qq, row, rnd = qq[keep], row[keep], rnd[keep].astype(np.int64)
     # within a round: by decreasing score, ties earlier row = the order of the query's sorted list
-    order = np.lexsort((score_rank[row], rnd, qq))
+    order = _entry_order(qq, rnd, score_rank[row])
     qq, row, rnd = qq[order], row[order], rnd[order]
     sc = s_ext[row]
     sizes = np.bincount(qq, minlength=n_q)
@@ -279,42 +329,46 @@ def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray
                                                          lmax[:, 0].tolist(), slack)
     else:
         outscores = (lsc[1:] > lsc[:-1]).any(axis=1).tolist() if big_t > 1 else []
-        state = np.stack([lrow.astype(np.float64), lsc, lmax.astype(np.float64)])  # moved together: one gather
+        # moved together: one gather; the max index is stored plus the slack (one add less per step)
+        state = np.stack([lrow.astype(np.float64), lsc, (lmax + slack).astype(np.float64)])
+        places = np.arange(2, big_t + 2, dtype=np.float64)[:, None]  # 1-based places after moving down
         moved = False
         for step in range(1, big_t):
             if not (moved or outscores[step - 1]):
                 continue
-            moved = _move_up(state, step, slack)
+            moved = _move_up(state, step, places)
         lrow = state[0].astype(np.int64)
     take = np.arange(big_t)[:, None] < np.minimum(n_in, kq)[None, :]
     pi, qi = np.nonzero(take)
     rank[lrow[pi, qi]] = pi + 1
 
 
-def _move_up(state: np.ndarray, step: int, slack: int) -> bool:
+def _move_up(state: np.ndarray, step: int, places: np.ndarray) -> bool:
     """Move the entrant at 0-based place ``step`` of every query up past the candidates above it
     that score lower and may move down one place (1-based place j + 1 -> j + 2 needs
     max index + slack >= j + 2); they shift down by one. ``state`` is (3, T, Q): row, score and
-    max index per place and query. All queries at once on a window of the last D places (D
-    doubled when some entrant passes the whole window). True if any entrant moved."""
+    max index + slack per place and query; ``places[j] = j + 2``. All queries at once on a window
+    of the last D places (D doubled when some entrant passes the whole window). True if any
+    entrant moved."""
     sc, mx = state[1], state[2]
-    moving = np.flatnonzero((mx[step - 1] + slack > step) & (sc[step - 1] < sc[step]))
+    moving = np.flatnonzero((mx[step - 1] > step) & (sc[step - 1] < sc[step]))
     if len(moving) == 0:
         return False
     depth = min(8, step)
     while True:
         lo = step - depth
         win = state[:, lo:step + 1, moving]  # (3, depth + 1, m); the entrant is the last place
-        places = np.arange(lo + 2, step + 2, dtype=np.float64)[:, None]  # 1-based places after moving down
-        passes = (win[1, :-1] < win[1, -1]) & (win[2, :-1] + slack >= places)
+        passes = (win[1, :-1] < win[1, -1]) & (win[2, :-1] >= places[lo:step])
         stop = np.where(passes.all(axis=0), depth, np.argmin(passes[::-1], axis=0))  # candidates passed
         if depth == step or int(stop.max()) < depth:
             break
         depth = min(2 * depth, step)
+    # scatter the window to its new offsets: the passed candidates one down, the entrant to new_at
     off = np.arange(depth + 1)[:, None]
-    new_at = depth - stop[None, :]  # the entrant's window offset after the move
-    src = np.where(off < new_at, off, np.where(off == new_at, depth, off - 1))
-    state[:, lo:step + 1, moving] = win[:, src, np.arange(len(moving))[None, :]]
+    new_at = depth - stop[None, :]
+    dest = off + (off >= new_at)
+    dest[-1] = new_at[0]
+    state[:, lo + dest, moving] = win
     return True
 
 

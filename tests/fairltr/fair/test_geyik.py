@@ -326,3 +326,20 @@ def test_detconstsort_long_moves_match_the_reference(strict, n_q):
     # the moves were long: the first rare entrant (round 10) ends far above its entry place
     first_rare = out[(out["query_id"] == 0) & (out["race"] == 1)]["rank"].min()
     assert first_rare <= 2
+
+
+# ---------------------------------------------------------------- sort helpers (speed paths)
+
+def test_row_quicksort_with_stable_fallback_equals_the_stable_sort():
+    from fairltr.fair.geyik import _entry_order, _stable_row_argsort
+
+    rng = np.random.default_rng(3)
+    for keys in (rng.standard_normal((6, 40)), rng.integers(0, 5, (6, 40)).astype(float)):  # distinct / tied
+        keys[0, 30:] = np.inf  # padding
+        got = _stable_row_argsort(keys)
+        want = np.argsort(keys, axis=1, kind="stable")
+        finite = np.isfinite(np.take_along_axis(keys, want, axis=1))
+        assert np.array_equal(np.where(finite, got, -1), np.where(finite, want, -1))
+    qq, rnd = rng.integers(0, 50, 500), rng.integers(1, 30, 500)
+    place = rng.permutation(500)  # distinct triples
+    assert np.array_equal(_entry_order(qq, rnd, place), np.lexsort((place, rnd, qq)))

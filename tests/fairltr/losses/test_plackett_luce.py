@@ -183,3 +183,44 @@ def test_bad_options_are_config_errors():
         pl_policy_objective(s, y, g, m, lam=1.0, n_samples=0)
     with pytest.raises(ConfigError, match="disparity"):
         policy_disparity(s, g, m, disparity="cubic")
+
+
+# ---------------------------------------------------------------- CPU speed paths (same results)
+
+def test_integer_row_sort_is_argsort_with_padding_last(monkeypatch):
+    """The packed-integer sort (in place) equals np.argsort on distinct float64 keys and puts +inf
+    (padding) last in index order; past _MAX_PACKED_BITS index bits it is np.argsort (padding in
+    any order)."""
+    import numpy as np
+
+    from fairltr.losses import plackett_luce as pl
+
+    rng = np.random.default_rng(0)
+    keys = rng.exponential(size=(7, 5, 300)) * np.exp(rng.normal(size=(1, 5, 300)) * 3)
+    keys[:, 0, 200:] = np.inf
+    want = np.argsort(keys, axis=-1, kind="stable")
+    buffer = keys.copy()
+    got = pl._argsort_rows(buffer)
+    assert got.dtype == np.int64 and np.shares_memory(got, buffer) and np.array_equal(got, want)
+    monkeypatch.setattr(pl, "_MAX_PACKED_BITS", 2)  # rows of 300 need 9 index bits: np.argsort path
+    assert np.array_equal(np.where(np.isinf(np.sort(keys, axis=-1)), -1, pl._argsort_rows(keys.copy())),
+                          np.where(np.isinf(np.sort(keys, axis=-1)), -1, want))
+
+
+def test_blocks_give_the_same_rankings_and_gradient_as_one_block(monkeypatch):
+    """Sampling and the gradient in blocks of samples (CPU) = one block: the same rankings for a
+    seed (the uniforms are drawn in the same order) and the gradient to 1e-12 (summation order)."""
+    from fairltr.losses import plackett_luce as pl
+
+    s, y, g, m = _pad(ROWS)
+    s = s * 3.0
+    rho = torch.randn(s.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    monkeypatch.setattr(pl, "_BLOCK_ELEMENTS", 2)  # one sample per block
+    r_blocks = sample_rankings(s, m, 50, torch.Generator().manual_seed(9))
+    g_blocks = plrank_gradient(s, r_blocks, rho, m)
+    monkeypatch.setattr(pl, "_BLOCK_ELEMENTS", 1 << 30)  # everything in one block
+    r_one = sample_rankings(s, m, 50, torch.Generator().manual_seed(9))
+    n = m.sum(1)
+    for q in range(len(ROWS)):  # real items identical (padding order is arbitrary)
+        assert torch.equal(r_blocks[:, q, : n[q]], r_one[:, q, : n[q]])
+    torch.testing.assert_close(g_blocks, plrank_gradient(s, r_blocks, rho, m), atol=1e-12, rtol=0)
