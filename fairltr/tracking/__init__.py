@@ -31,10 +31,10 @@ _EXPORTS = {
     "FairRankingEvaluator": "evaluator", "evaluate_frame": "evaluator", "metrics_with_counts": "evaluator",
     "report_title": "evaluator",
     "FairRetrievalEvaluator": "retrieval_evaluator", "evaluate_retriever": "retrieval_evaluator",
-    # gates (the gate language) and promotion
-    "Gate": "gates", "GateResult": "gates", "parse_gate": "gates", "check_gates": "gates",
-    "Bound": "gates", "GatePreset": "gates", "GATE_PRESETS": "gates", "expand_preset": "gates",
-    "gate_cutoffs": "gates",
+    # the gate language (the core's fairltr.gates, re-exported) and promotion
+    "Gate": "fairltr.gates", "GateResult": "fairltr.gates", "parse_gate": "fairltr.gates",
+    "check_gates": "fairltr.gates", "Bound": "fairltr.gates", "GatePreset": "fairltr.gates",
+    "GATE_PRESETS": "fairltr.gates", "expand_preset": "fairltr.gates", "gate_cutoffs": "fairltr.gates",
     "PromotionDecision": "promotion", "promote": "promotion", "current_champion": "promotion",
     "evaluate_model_uri": "promotion",
     # verified models (content digests) and the promotion lock
@@ -61,7 +61,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'fairltr.tracking' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fairltr.tracking.{module}"), name)
+    path = module if module.startswith("fairltr.") else f"fairltr.tracking.{module}"  # absolute: a core name
+    value = getattr(importlib.import_module(path), name)
     globals()[name] = value
     return value
 

@@ -6,7 +6,7 @@ when it was logged, and passed its gates against the champion it replaced.
 A gate is ``<metric> <op> <bound>`` with op in ``>=, <=, >, <`` and bound either a number
 (absolute) or ``champion``, ``champion+x``, ``champion-x``, ``champion*x`` (relative to the
 current ``@champion`` on the same data); two-sided gates and presets too
-(:mod:`fairltr.tracking.gates`). Examples: ``exposure_ratio>=0.9``,
+(:mod:`fairltr.gates`). Examples: ``exposure_ratio>=0.9``,
 ``ndcg_at_10>=champion-0.01``, ``mrc_at_5>=0.3``, ``four_fifths@7``.
 
 Steps of :func:`promote`:
@@ -55,7 +55,7 @@ Record: every decision is written
 
 Confidence (``confidence=0.95``, ``fairltr promote --confidence``; rankers with ``data``): both
 models are evaluated with bootstrap intervals at that level, and every gate is checked on the
-conservative end of its interval (:mod:`fairltr.tracking.gates`), champion-relative gates on the
+conservative end of its interval (:mod:`fairltr.gates`), champion-relative gates on the
 paired bootstrap interval of (candidate - champion) over the same resampled queries
 (:func:`fairltr.metrics.paired_difference`). Impact-ratio gates (``four_fifths@k``) list each
 audited category's ratio and the excluded categories in the decision.
@@ -78,8 +78,8 @@ import pandas as pd
 
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.errors import ConfigError
-from fairltr.tracking.gates import Gate, GateResult, check_gates, gate_cutoffs, parse_gate
-from fairltr.tracking.gates import is_finite_number as _finite
+from fairltr.gates import Gate, GateResult, check_gates, gate_cutoffs, parse_gate
+from fairltr.gates import is_finite_number as _finite
 
 __all__ = ["Gate", "GateResult", "PromotionDecision", "parse_gate", "check_gates", "evaluate_model_uri",
            "version_metrics", "current_champion", "promote", "TAG_PREFIX", "EXIT_CODES", "TAG_LIMIT",

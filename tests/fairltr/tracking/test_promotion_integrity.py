@@ -231,7 +231,7 @@ def test_gate_cutoffs_reach_the_evaluator(mlflow_tracking, model_name, tiny_rank
 
 
 def test_decision_tags_are_valid_json_within_the_limit():
-    from fairltr.tracking.gates import GateResult
+    from fairltr.gates import GateResult
     from fairltr.tracking.promotion import TAG_LIMIT, PromotionDecision
 
     results = [GateResult(gate=f"ndcg_at_{k}>=champion-0.0{k % 10}", metric=f"ndcg_at_{k}", value=0.5, threshold=0.6,
