@@ -230,6 +230,34 @@ def test_losing_the_alias_insert_race_rechecks_and_records(registered, monkeypat
     assert _tags(name, "1")["fairltr.promotion.verdict"] == "rejected"
 
 
+def test_champion_moving_before_the_lock_is_measured_outside_it(registered, monkeypatch):
+    """Compare-and-set: @champion moves to v2 after v1's gates passed (no champion) and before
+    v1's lock is taken; under the lock the move is seen, the lock released, v2 measured and v1
+    re-checked against it (v1 does not beat v2): rejected, the alias stays on v2."""
+    import mlflow
+
+    from fairltr.tracking.registry import compare_and_set, promotion
+
+    name, _, _ = registered
+    client = mlflow.MlflowClient()
+    original = compare_and_set.acquire_lock
+    calls = []
+
+    def moved_first(c, model, **kw):
+        if not calls:
+            client.set_registered_model_alias(name, "champion", "2")  # the concurrent winner
+        calls.append(model)
+        return original(c, model, **kw)
+
+    monkeypatch.setattr(compare_and_set, "acquire_lock", moved_first)
+    decision = promotion.promote(name, 1, ["exposure_ratio>=champion"])
+    assert calls == [name]  # the second attempt is rejected before it needs the lock
+    assert not decision.promoted and decision.verdict == "rejected" and _alias(name) == "2"
+    assert any("before the lock was taken" in n for n in decision.notes), decision.notes
+    assert decision.results[0].threshold is not None and decision.champion_before is None
+    assert _tags(name, "1")["fairltr.promotion.verdict"] == "rejected"
+
+
 def _race(name, extra):
     """Start two ``fairltr promote`` processes at once (v1 and v2) and wait for both."""
     exe = str(Path(sys.executable).with_name("fairltr"))
