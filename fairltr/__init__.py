@@ -21,6 +21,8 @@ __all__ = [
     "DELTR", "PLRank", "load_ranker", "RankingBatch", "to_batch", "BucketedBatch", "to_buckets", "length_buckets", "RankingColumns",
     "DEFAULT_COLUMNS", "resolve_columns", "rank_frame", "evaluate_ranking", "FairltrError", "DataError", "ConfigError",
     "NotFittedError", "__version__",
+    "Gate", "GateResult", "Bound", "GatePreset", "GATE_PRESETS", "parse_gate", "check_gates", "expand_preset",
+    "gate_cutoffs",
 ]
 
 lazy_exports(__name__, {
@@ -29,4 +31,6 @@ lazy_exports(__name__, {
     "DELTR": "fairltr.deltr", "rank_frame": "fairltr.deltr", "PLRank": "fairltr.plrank",
     "load_ranker": "fairltr.rankers",
     "evaluate_ranking": "fairltr.metrics",
+    **dict.fromkeys(["Gate", "GateResult", "Bound", "GatePreset", "GATE_PRESETS", "parse_gate", "check_gates",
+                     "expand_preset", "gate_cutoffs"], "fairltr.gates"),  # the one gate/constraint grammar
 })

@@ -8,7 +8,8 @@
   declaration is refused, and so is a target metric (``exposure_ratio``, ideal 1.0: optimise
   ``exposure_disparity`` or ``exposure_shortfall`` instead; ``exposure_gap``, signed with target
   0: pushing it down over-exposes the protected group).
-* constraints: ``"kendall_tau>=0.2"`` -> Optuna constraint value ``0.2 - kendall_tau``;
+* constraints (the core bound grammar, :func:`fairltr.gates.parse_gate`, read with numbers only):
+  ``"kendall_tau>=0.2"`` -> Optuna constraint value ``0.2 - kendall_tau``;
   ``"exposure_gap<=0.01"`` -> ``exposure_gap - 0.01``; two-sided ``"0.8<=exposure_ratio<=1.25"``
   -> ``max(0.8 - R, R - 1.25)``; a gate preset such as ``"four_fifths"`` (``impact_ratio_at_10>=0.8``, every
   audited category's pooled selection rate at least 80% of the highest) or ``"four_fifths@5"``.
@@ -21,13 +22,12 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from fairltr.errors import ConfigError
 from fairltr.metrics import is_metric_key, metric_info, optimisation_direction
-from fairltr.tracking.gates import expand_preset
+from fairltr.gates import parse_gate
 
 __all__ = [
     "DEFAULT_OBJECTIVES",
@@ -95,10 +95,6 @@ def parse_objectives(text: str | Sequence[str] = DEFAULT_OBJECTIVES) -> list[Obj
     return specs
 
 
-_CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.:]*)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
-_BETWEEN_RE = re.compile(r"^\s*([-+0-9.eE]+)\s*(<=|<)\s*([A-Za-z_][A-Za-z0-9_.:]*)\s*(<=|<)\s*([-+0-9.eE]+)\s*$")
-
-
 @dataclass(frozen=True)
 class Constraint:
     """``metric >= bound``, ``metric <= bound``, or two-sided ``bound <= metric <= high``
@@ -132,33 +128,16 @@ class Constraint:
         return self.key
 
 
-def _number(text: str, num: str) -> float:
-    try:
-        value = float(num)
-    except ValueError:
-        raise ConfigError(f"constraint {text!r}: {num!r} is not a number") from None
-    if not math.isfinite(value):
-        raise ConfigError(f"constraint {text!r}: {num!r} must be finite")
-    return value
-
-
 def parse_constraint(text: str) -> Constraint:
-    """Parse ``"kendall_tau>=0.2"`` (``>`` and ``<`` are read as ``>=`` and ``<=``), two-sided
-    ``"0.8<=exposure_ratio<=1.25"``, or a gate preset (``"four_fifths"``, ``"four_fifths@5"``)."""
-    preset = expand_preset(text)
-    expr = preset[1] if preset else text
-    between = _BETWEEN_RE.match(expr)
-    if between:
-        low, _, name, _, high = between.groups()
-        _check_metric(name)
-        lo, hi = _number(text, low), _number(text, high)
-        if lo > hi:
-            raise ConfigError(f"constraint {text!r}: the interval is empty ({low} > {high})")
-        return Constraint(name, ">=", lo, hi)
-    m = _CONSTRAINT_RE.match(expr)
-    if not m:
-        raise ConfigError(f"constraint {text!r} must look like 'metric>=number', 'metric<=number', "
-                          "'low<=metric<=high' or a preset such as 'four_fifths' / 'four_fifths@5'")
-    name, op, num = m.groups()
-    _check_metric(name)
-    return Constraint(name, ">=" if op.startswith(">") else "<=", _number(text, num))
+    """Parse a constraint with the one bound grammar (:func:`fairltr.gates.parse_gate`, numbers
+    only: a sweep has no champion): ``"kendall_tau>=0.2"`` (``>`` and ``<`` are read as ``>=`` and
+    ``<=``), two-sided ``"0.8<=exposure_ratio<=1.25"``, or a gate preset (``"four_fifths"``,
+    ``"four_fifths@5"``). A ``<metric>_n_queries`` count is refused (not a metric to bound)."""
+    gate = parse_gate(text, what="constraint", champion=False)
+    if gate.metric.endswith("_n_queries"):
+        raise ConfigError(f"constraint {gate.text!r}: {gate.metric!r} is a query count, not a metric to optimise")
+    if gate.two_sided:
+        low, high = gate.bounds
+        return Constraint(gate.metric, ">=", float(low.value), float(high.value))
+    bound = gate.bounds[0]
+    return Constraint(gate.metric, ">=" if bound.op in (">=", ">") else "<=", float(bound.value))

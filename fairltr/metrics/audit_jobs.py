@@ -23,6 +23,7 @@ import pandas as pd
 
 from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
+from fairltr.gates import expand_preset
 
 __all__ = ["audit_wanted", "make_audit_config", "audit_cutoff", "audit_cutoffs_in", "AUDIT_METRICS", "names_audit_metric",
            "audit_evaluation", "interval_metadata", "write_audit_table", "AUDIT_TABLE_COLUMNS", "INTERVAL_KEYS",
@@ -60,14 +61,20 @@ def audit_cutoff(ks: Sequence[int]) -> int:
     return 10 if 10 in ks or not ks else int(ks[0])
 
 
-_FOUR_FIFTHS = re.compile(r"\bfour_fifths(?:@(\d+))?\b")
-
-
 def _named_metrics(text: str | None) -> str:
-    """``text`` with the four-fifths preset written out as the metric it reads
-    (``four_fifths@5`` -> ``impact_ratio_at_5``, ``four_fifths`` -> ``impact_ratio_at_10``: the
-    preset of :mod:`fairltr.tracking.gates`)."""
-    return _FOUR_FIFTHS.sub(lambda m: f"impact_ratio_at_{m.group(1) or 10}", text or "")
+    """``text`` (a gate, a constraint, or comma-separated objectives) with each gate preset written
+    out as the expression it reads, by the one grammar (:func:`fairltr.gates.expand_preset`):
+    ``four_fifths@5`` -> ``impact_ratio_at_5>=0.8``. A malformed preset is left as written: the
+    parser of the text it belongs to refuses it with its own message."""
+
+    def expanded(part: str) -> str:
+        try:
+            preset = expand_preset(part)
+        except ConfigError:
+            return part
+        return preset[1] if preset else part
+
+    return ",".join(expanded(part) for part in (text or "").split(","))
 
 
 def audit_cutoffs_in(texts: Iterable[str]) -> list[int]:

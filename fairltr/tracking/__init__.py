@@ -31,15 +31,15 @@ _EXPORTS = {
     "FairRankingEvaluator": "evaluator", "evaluate_frame": "evaluator", "metrics_with_counts": "evaluator",
     "report_title": "evaluator",
     "FairRetrievalEvaluator": "retrieval_evaluator", "evaluate_retriever": "retrieval_evaluator",
-    # gates (the gate language) and promotion
-    "Gate": "gates", "GateResult": "gates", "parse_gate": "gates", "check_gates": "gates",
-    "Bound": "gates", "GatePreset": "gates", "GATE_PRESETS": "gates", "expand_preset": "gates",
-    "gate_cutoffs": "gates",
-    "PromotionDecision": "promotion", "promote": "promotion", "current_champion": "promotion",
-    "evaluate_model_uri": "promotion",
+    # the gate language (the core's fairltr.gates, re-exported) and promotion
+    "Gate": "fairltr.gates", "GateResult": "fairltr.gates", "parse_gate": "fairltr.gates",
+    "check_gates": "fairltr.gates", "Bound": "fairltr.gates", "GatePreset": "fairltr.gates",
+    "GATE_PRESETS": "fairltr.gates", "expand_preset": "fairltr.gates", "gate_cutoffs": "fairltr.gates",
+    "PromotionDecision": "registry.decision", "promote": "registry.promotion",
+    "current_champion": "registry.sources", "evaluate_model_uri": "registry.sources",
     # verified models (content digests) and the promotion lock
     "open_verified": "verify", "fetch_verified": "verify", "load_verified": "verify", "folder_digest": "verify",
-    "ModelRejected": "verify", "acquire_lock": "lock", "LockTimeout": "lock",
+    "ModelRejected": "verify", "acquire_lock": "registry.lock", "LockTimeout": "registry.lock",
     # run life cycle
     "job_run": "runs", "child_run": "runs", "log_params": "runs", "log_metrics": "runs", "mark_run": "runs",
     "redact_uri": "config", "redact_text": "config", "check_tracking_uri": "config", "init_store": "config",
@@ -61,7 +61,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'fairltr.tracking' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fairltr.tracking.{module}"), name)
+    path = module if module.startswith("fairltr.") else f"fairltr.tracking.{module}"  # absolute: a core name
+    value = getattr(importlib.import_module(path), name)
     globals()[name] = value
     return value
 

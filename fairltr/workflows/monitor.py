@@ -195,7 +195,7 @@ def _scorer(cfg: MonitorConfig, model) -> Callable[[pd.DataFrame], np.ndarray]:
 def _passes(gate, confidence: float | None) -> Callable[[tuple[float, float]], bool]:
     """Whether a category's (low, high) — or (value, value) — passes ``gate`` (the gate module's
     own check, on a one-metric dictionary)."""
-    from fairltr.tracking.gates import check_gates
+    from fairltr.gates import check_gates
 
     def ok(bounds: tuple[float, float]) -> bool:
         low, high = bounds
@@ -208,7 +208,7 @@ def _passes(gate, confidence: float | None) -> Callable[[tuple[float, float]], b
 def _gate_window(w, gates: Sequence, confidence: float | None) -> list[dict]:
     """The failing (gate, category) pairs of one window, each a dict with the printed line."""
     from fairltr.monitoring import failing_categories
-    from fairltr.tracking.gates import check_gates
+    from fairltr.gates import check_gates
 
     out = []
     for g, res in zip(gates, check_gates(gates, w.metrics, None, confidence=confidence)):
@@ -337,7 +337,7 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
 
 
 def _parse_gates(texts: Sequence[str]) -> list:
-    from fairltr.tracking.gates import parse_gate
+    from fairltr.gates import parse_gate
 
     return [parse_gate(t) for t in texts]
 

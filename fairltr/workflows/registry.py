@@ -119,7 +119,7 @@ def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
             return EvaluateModelResult(kind, metrics, run_id)
         if not isinstance(cfg.data, RankingSource):
             raise ConfigError(f"{cfg.model_uri} is a ranker: --data must be a ranking file, not a folder")
-        from fairltr.tracking.promotion import evaluate_model_uri
+        from fairltr.tracking import evaluate_model_uri
 
         df = cfg.data.read()
         config = ranker_config(cfg.data, cfg.k, cfg.audit)
@@ -205,12 +205,13 @@ class PromoteConfig:
 
 
 def promote_model(cfg: PromoteConfig):
-    """Parse the gates (before any evaluation), then :func:`fairltr.tracking.promotion.promote`
+    """Parse the gates (before any evaluation), then :func:`fairltr.tracking.promote`
     (the registered model's kind — read from the verified model — picks the evaluator).
-    Returns the :class:`~fairltr.tracking.promotion.PromotionDecision` (``exit_code`` 0
+    Returns the :class:`~fairltr.tracking.PromotionDecision` (``exit_code`` 0
     promoted, 1 rejected, 3 lost to contention)."""
     from fairltr.tracking.config import check_tracking_uri
-    from fairltr.tracking.promotion import parse_gate, promote
+    from fairltr.gates import parse_gate
+    from fairltr.tracking import promote
 
     parsed = [parse_gate(g) for g in cfg.gates]
     check_tracking_uri()

@@ -10,7 +10,7 @@ import pytest
 
 from fairltr import evaluate_ranking
 from fairltr.metrics import exposure_disparity, exposure_shortfall
-from fairltr.tracking.gates import check_gates, parse_gate
+from fairltr.gates import check_gates, parse_gate
 from fairltr.tracking.report import fairness_report_html
 
 CONFIG = {"query": "query_id", "group": "protected", "judgment": "judgment"}

@@ -12,7 +12,7 @@ import time
 import mlflow  # noqa: F401  (preloaded in the forkserver: the children fork with it imported)
 import torch
 
-import fairltr.tracking.promotion  # noqa: F401
+import fairltr.tracking.registry  # noqa: F401
 import fairltr.tracking.verify  # noqa: F401
 from fairltr.cli import cli
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fairltr import DELTR, evaluate_ranking
 from fairltr.cli import cli
-from fairltr.tracking.promotion import decision_record
+from fairltr.tracking.registry import decision_record
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def registered(mlflow_tracking, logged):
 
 
 def _alias(name, alias="champion"):
-    from fairltr.tracking.promotion import current_champion
+    from fairltr.tracking.registry import current_champion
     import mlflow
 
     return current_champion(mlflow.MlflowClient(), name, alias)
@@ -124,7 +124,7 @@ def test_gates_pass_and_move_the_alias(registered):
 
 def test_failing_gate_keeps_the_alias(registered):
     name, data, metrics = registered
-    from fairltr.tracking.promotion import promote
+    from fairltr.tracking.registry import promote
 
     assert promote(name, 2, ["exposure_ratio>=0.1"]).promoted  # from training metrics, no --data
     result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "1", "--data", str(data),
@@ -180,11 +180,11 @@ def test_champion_moving_during_evaluation_is_rechecked(registered, monkeypatch)
     gates are re-checked against v2 (which v1 does not beat) and the alias stays on v2."""
     import mlflow
 
-    from fairltr.tracking import promotion
+    from fairltr.tracking.registry import promotion, sources
 
     name, _, _ = registered
     client = mlflow.MlflowClient()
-    original = promotion.version_metrics
+    original = sources.version_metrics
     moved = []
 
     def racing(c, model, version):
@@ -193,7 +193,7 @@ def test_champion_moving_during_evaluation_is_rechecked(registered, monkeypatch)
             client.set_registered_model_alias(name, "champion", "2")  # the concurrent winner
         return original(c, model, version)
 
-    monkeypatch.setattr(promotion, "version_metrics", racing)
+    monkeypatch.setattr(sources, "version_metrics", racing)
     decision = promotion.promote(name, 1, ["exposure_ratio>=champion"])
     assert not decision.promoted
     assert any("moved" in n for n in decision.notes)
@@ -208,7 +208,7 @@ def test_losing_the_alias_insert_race_rechecks_and_records(registered, monkeypat
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    from fairltr.tracking import promotion
+    from fairltr.tracking.registry import promotion
 
     name, _, _ = registered
     client_cls = mlflow.MlflowClient
@@ -227,6 +227,34 @@ def test_losing_the_alias_insert_race_rechecks_and_records(registered, monkeypat
     assert calls == ["1"]
     assert not decision.promoted and _alias(name) == "2"
     assert any("failed" in n for n in decision.notes)
+    assert _tags(name, "1")["fairltr.promotion.verdict"] == "rejected"
+
+
+def test_champion_moving_before_the_lock_is_measured_outside_it(registered, monkeypatch):
+    """Compare-and-set: @champion moves to v2 after v1's gates passed (no champion) and before
+    v1's lock is taken; under the lock the move is seen, the lock released, v2 measured and v1
+    re-checked against it (v1 does not beat v2): rejected, the alias stays on v2."""
+    import mlflow
+
+    from fairltr.tracking.registry import compare_and_set, promotion
+
+    name, _, _ = registered
+    client = mlflow.MlflowClient()
+    original = compare_and_set.acquire_lock
+    calls = []
+
+    def moved_first(c, model, **kw):
+        if not calls:
+            client.set_registered_model_alias(name, "champion", "2")  # the concurrent winner
+        calls.append(model)
+        return original(c, model, **kw)
+
+    monkeypatch.setattr(compare_and_set, "acquire_lock", moved_first)
+    decision = promotion.promote(name, 1, ["exposure_ratio>=champion"])
+    assert calls == [name]  # the second attempt is rejected before it needs the lock
+    assert not decision.promoted and decision.verdict == "rejected" and _alias(name) == "2"
+    assert any("before the lock was taken" in n for n in decision.notes), decision.notes
+    assert decision.results[0].threshold is not None and decision.champion_before is None
     assert _tags(name, "1")["fairltr.promotion.verdict"] == "rejected"
 
 
@@ -277,7 +305,7 @@ def test_promotion_keeps_the_training_summary_of_the_version(mlflow_tracking, ti
     import mlflow
 
     from fairltr.tracking import log_deltr_run
-    from fairltr.tracking.promotion import VERDICT_MARK
+    from fairltr.tracking.registry import VERDICT_MARK
 
     train, test = tiny_rankings
     name = f"described-{uuid.uuid4().hex[:8]}"

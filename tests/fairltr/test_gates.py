@@ -1,4 +1,4 @@
-"""Gate parsing and checking (pure logic, no MLflow): one- and two-sided gates, relative bounds,
+"""The core gate grammar (fairltr.gates), parsing and checking (pure logic, no MLflow): one- and two-sided gates, relative bounds,
 presets (four_fifths), metric names from the registry, one-line errors."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from fairltr.errors import ConfigError
-from fairltr.tracking.gates import GATE_PRESETS, Gate, check_gates, expand_preset, gate_cutoffs, parse_gate
+from fairltr.gates import GATE_PRESETS, Gate, check_gates, expand_preset, gate_cutoffs, parse_gate
 
 
 @pytest.mark.parametrize("text, metric, op, value, rel_op, amount, relative", [
@@ -69,12 +69,14 @@ def test_fail_closed_and_no_champion_policy():
 
 
 def test_promotion_module_still_exports_the_gate_names():
-    from fairltr.tracking import promotion
+    from fairltr.tracking import registry
 
-    assert promotion.parse_gate is parse_gate and promotion.check_gates is check_gates and promotion.Gate is Gate
+    assert registry.parse_gate is parse_gate and registry.check_gates is check_gates and registry.Gate is Gate
+    import fairltr
     import fairltr.tracking as tracking
 
     assert tracking.parse_gate is parse_gate and tracking.GATE_PRESETS is GATE_PRESETS
+    assert fairltr.parse_gate is parse_gate and fairltr.check_gates is check_gates  # the core exports the grammar
 
 
 @pytest.mark.parametrize("text, rule, lower, upper", [
@@ -216,3 +218,31 @@ def test_two_sided_relative_bounds_and_no_champion():
     # champion without the metric: fail closed
     r = check_gates([g], {"exposure_ratio": 1.0}, {"ndcg_at_10": 0.5})[0]
     assert not r.passed and "champion has no" in r.note
+
+
+@pytest.mark.parametrize("text", ["kendall_tau=0.2", "kendall_tau>=x", ">=0.2", "0.8>=exposure_ratio>=1.2",
+                                  "kendall tau>=0.2", "kendall_tau>=0.1>=0"])
+def test_constraint_mode_names_the_constraint_and_its_syntax(text):
+    """The same grammar read as a sweep constraint: the messages call it a constraint and show
+    the numbers-only syntax (one line)."""
+    with pytest.raises(ConfigError, match="metric>=number") as err:
+        parse_gate(text, what="constraint", champion=False)
+    assert str(err.value).startswith(("constraint ", "cannot parse constraint ")) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("text", ["kendall_tau>=champion", "ndcg_at_10>=champion-0.01", "champion*0.9<=exposure_ratio<=2"])
+def test_constraint_mode_refuses_champion_bounds(text):
+    assert parse_gate(text).relative  # a gate may compare with the champion ...
+    with pytest.raises(ConfigError, match="needs a champion to compare with, and a constraint has none"):
+        parse_gate(text, what="constraint", champion=False)  # ... a constraint has none
+
+
+def test_constraint_mode_reads_what_a_gate_reads():
+    for text in ("kendall_tau>=0.2", " 0.8 <= exposure_ratio < 1.25 ", "four_fifths@5", "0.2<=kendall_tau",
+                 "impact_ratio_at_10.race>=0.8"):
+        g, c = parse_gate(text), parse_gate(text, what="constraint", champion=False)
+        assert (c.metric, c.bounds, c.preset, c.rule) == (g.metric, g.bounds, g.preset, g.rule)
+    with pytest.raises(ConfigError, match="^constraint 'four_fifths@0': preset four_fifths takes @<k>"):
+        parse_gate("four_fifths@0", what="constraint", champion=False)
+    with pytest.raises(ConfigError, match="^constraint 'tau>=1': unknown metric 'tau'"):
+        parse_gate("tau>=1", what="constraint", champion=False)

@@ -1,4 +1,6 @@
-"""The gate language of fairness-gated promotion (pure Python: no MLflow).
+"""The one bound grammar of fairltr (pure core: no MLflow, no Optuna): promotion gates
+(:mod:`fairltr.tracking.registry`), sweep constraints (:func:`tuning.parse_constraint`) and the
+audit jobs' preset names (:mod:`fairltr.metrics.audit_jobs`) all parse with :func:`parse_gate`.
 
 A gate is one of
 
@@ -13,7 +15,8 @@ A gate is one of
   mean ``selection_ratio_at_<k>`` keeps its own name: gate it explicitly.)
 
 A bound is a number or ``champion``, ``champion+x``, ``champion-x``, ``champion*x`` (relative to the
-current champion's value of the same metric). Metric names must be known to the metric registry
+current champion's value of the same metric; ``parse_gate(..., champion=False)`` refuses these,
+as a sweep constraint has no champion). Metric names must be known to the metric registry
 (:func:`fairltr.metrics.metric_info`), so a typo fails at parse time with one line.
 
 Confidence mode (``check_gates(..., confidence=0.95)``, ``fairltr promote --confidence``, SPEC 3b):
@@ -59,6 +62,8 @@ _PRESET = re.compile(r"^([A-Za-z_]\w*)\s*(?:@\s*(\S*))?$")
 _SYNTAX = ("expected '<metric> <op> <bound>' (op one of >=, <=, >, <; bound a number or champion[+-*]<number>), "
            "'<low> <= <metric> <= <high>', or a preset ({presets}); e.g. 'exposure_disparity<=0.1', "
            "'0.8<=exposure_ratio<=1.25', 'ndcg_at_10>=champion-0.01', 'four_fifths@10'")
+_NUMBERS_SYNTAX = ("expected 'metric>=number', 'metric<=number' (or > / <), 'low<=metric<=high', or a preset "
+                   "({presets}); e.g. 'kendall_tau>=0.2', '0.8<=exposure_ratio<=1.25', 'four_fifths@5'")
 
 
 def is_finite_number(v: Any) -> bool:
@@ -186,9 +191,14 @@ def _preset_list() -> str:
     return ", ".join(f"{n}, {n}@<k>" for n in GATE_PRESETS)
 
 
-def expand_preset(text: str) -> tuple[str, str] | None:
+def _guide(champion: bool) -> str:
+    """The syntax a refused text is told to follow: a gate's (champion bounds), or a constraint's (numbers)."""
+    return (_SYNTAX if champion else _NUMBERS_SYNTAX).format(presets=_preset_list())
+
+
+def expand_preset(text: str, *, what: str = "gate") -> tuple[str, str] | None:
     """``"four_fifths@5"`` -> ``("four_fifths@5", "impact_ratio_at_5>=0.8")``; None when ``text``
-    names no preset; :class:`ConfigError` for a bad ``@k``."""
+    names no preset; :class:`ConfigError` for a bad ``@k`` (``what`` names the text in it)."""
     m = _PRESET.match((text or "").strip())
     if not m or m.group(1) not in GATE_PRESETS:
         return None
@@ -196,25 +206,10 @@ def expand_preset(text: str) -> tuple[str, str] | None:
     if k_text is None:
         return f"{preset.name}@{preset.default_k}", preset.expand()
     if not k_text.isdigit() or int(k_text) < 1:
-        raise ConfigError(f"gate {text.strip()!r}: preset {preset.name} takes @<k> with k a positive integer "
+        raise ConfigError(f"{what} {text.strip()!r}: preset {preset.name} takes @<k> with k a positive integer "
                           f"(e.g. {preset.name}@5)")
     k = int(k_text)
     return f"{preset.name}@{k}", preset.expand(k)
-
-
-def _parse_bound(text: str, op: str, rhs: str) -> Bound:
-    rel = _REL.match(rhs)
-    if rel:
-        sign, amount = rel.groups()
-        return Bound(op, relative=True, rel_op=sign or "+",
-                     amount=float(amount) if amount else (1.0 if sign == "*" else 0.0))
-    try:
-        value = float(rhs)
-    except ValueError:
-        raise ConfigError(f"gate {text!r}: bound {rhs!r} is neither a number nor champion[+-*]<number>") from None
-    if not math.isfinite(value):
-        raise ConfigError(f"gate {text!r}: bound {rhs!r} must be finite")
-    return Bound(op, value=value)
 
 
 def _is_bound(text: str) -> bool:
@@ -227,42 +222,82 @@ def _is_bound(text: str) -> bool:
     return True
 
 
-def _check_name(text: str, name: str) -> None:
-    if not _NAME.match(name):
-        raise ConfigError(f"cannot parse gate {text!r}: {name!r} is not a metric name; "
-                          + _SYNTAX.format(presets=_preset_list()))
-    if not is_metric_key(name):
-        raise ConfigError(f"gate {text!r}: unknown metric {name!r}; known: {sorted(METRICS)} "
-                          "(append _at_<k> where k applies, /<lang> for one query language)")
+@dataclass(frozen=True)
+class _Reader:
+    """Reads one text: ``raw`` as written, ``what`` its noun in messages (``gate``, ``constraint``),
+    ``champion`` whether champion-relative bounds are allowed."""
 
+    raw: str
+    what: str
+    champion: bool
 
-def parse_gate(text: str) -> Gate:
-    """Parse one gate (see the module docstring); :class:`ConfigError` with a one-line message otherwise."""
-    raw = (text or "").strip()
-    preset = expand_preset(raw)
-    expr = preset[1] if preset else raw
-    parts = [p.strip() for p in _SPLIT.split(expr)]
-    if len(parts) == 3:
-        lhs, op, rhs = parts
+    def refuse(self, problem: str) -> ConfigError:
+        """A syntax error: the problem, then the syntax to follow."""
+        return ConfigError(f"cannot parse {self.what} {self.raw!r}: {problem}{_guide(self.champion)}")
+
+    def bound(self, op: str, rhs: str) -> Bound:
+        rel = _REL.match(rhs)
+        if rel and not self.champion:
+            raise ConfigError(f"{self.what} {self.raw!r}: bound {rhs!r} needs a champion to compare with, and a "
+                              f"{self.what} has none; " + _guide(False))
+        if rel:
+            sign, amount = rel.groups()
+            return Bound(op, relative=True, rel_op=sign or "+",
+                         amount=float(amount) if amount else (1.0 if sign == "*" else 0.0))
+        try:
+            value = float(rhs)
+        except ValueError:
+            if self.champion:
+                raise ConfigError(f"{self.what} {self.raw!r}: bound {rhs!r} is neither a number nor "
+                                  "champion[+-*]<number>") from None
+            raise ConfigError(f"{self.what} {self.raw!r}: bound {rhs!r} is not a number; " + _guide(False)) from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{self.what} {self.raw!r}: bound {rhs!r} must be finite")
+        return Bound(op, value=value)
+
+    def metric(self, name: str) -> str:
+        if not name:
+            raise self.refuse("the metric is missing; ")
+        if not _NAME.match(name):
+            raise self.refuse(f"{name!r} is not a metric name; ")
+        if not is_metric_key(name):
+            raise ConfigError(f"{self.what} {self.raw!r}: unknown metric {name!r}; known: {sorted(METRICS)} "
+                              "(append _at_<k> where k applies, /<lang> for one query language)")
+        return name
+
+    def one_sided(self, lhs: str, op: str, rhs: str) -> tuple[str, tuple[Bound, ...]]:
         if _is_bound(lhs) and not _is_bound(rhs):  # '0.9 <= exposure_ratio' reads 'exposure_ratio >= 0.9'
             lhs, op, rhs = rhs, _FLIP[op], lhs
-        if not lhs:
-            raise ConfigError(f"cannot parse gate {raw!r}: the metric is missing; "
-                              + _SYNTAX.format(presets=_preset_list()))
-        _check_name(raw, lhs)
-        return Gate(raw, lhs, (_parse_bound(raw, op, rhs),), preset[0] if preset else None)
-    if len(parts) == 5:
-        low, op1, metric, op2, high = parts
+        return self.metric(lhs), (self.bound(op, rhs),)
+
+    def two_sided(self, low: str, op1: str, metric: str, op2: str, high: str) -> tuple[str, tuple[Bound, ...]]:
         if op1 not in ("<=", "<") or op2 not in ("<=", "<"):
-            raise ConfigError(f"gate {raw!r}: a two-sided gate reads '<low> <= <metric> <= <high>' "
-                              "(each <= may be <), e.g. '0.8<=exposure_ratio<=1.25'")
-        _check_name(raw, metric)
-        lower, upper = _parse_bound(raw, _FLIP[op1], low), _parse_bound(raw, op2, high)
+            hint = "" if self.champion else "; " + _guide(False)
+            raise ConfigError(f"{self.what} {self.raw!r}: a two-sided {self.what} reads '<low> <= <metric> <= <high>' "
+                              f"(each <= may be <), e.g. '0.8<=exposure_ratio<=1.25'{hint}")
+        name = self.metric(metric)
+        lower, upper = self.bound(_FLIP[op1], low), self.bound(op2, high)
         if not lower.relative and not upper.relative and (
                 lower.value > upper.value or (lower.value == upper.value and "<" in (op1, op2))):
-            raise ConfigError(f"gate {raw!r}: the interval is empty (low {low} is not below high {high})")
-        return Gate(raw, metric, (lower, upper), preset[0] if preset else None)
-    raise ConfigError(f"cannot parse gate {raw!r}: " + _SYNTAX.format(presets=_preset_list()))
+            raise ConfigError(f"{self.what} {self.raw!r}: the interval is empty (low {low} is not below high {high})")
+        return name, (lower, upper)
+
+
+def parse_gate(text: str, *, what: str = "gate", champion: bool = True) -> Gate:
+    """Parse one gate (see the module docstring); :class:`ConfigError` with a one-line message
+    otherwise. ``what`` names the text in the messages (``"constraint"`` for a sweep's);
+    ``champion=False`` refuses champion-relative bounds (a sweep constraint compares numbers)."""
+    raw = (text or "").strip()
+    preset = expand_preset(raw, what=what)
+    reader = _Reader(raw, what, champion)
+    parts = [p.strip() for p in _SPLIT.split(preset[1] if preset else raw)]
+    if len(parts) == 3:
+        metric, bounds = reader.one_sided(*parts)
+    elif len(parts) == 5:
+        metric, bounds = reader.two_sided(*parts)
+    else:
+        raise reader.refuse("")
+    return Gate(raw, metric, bounds, preset[0] if preset else None)
 
 
 def gate_cutoffs(gates: Iterable[Gate]) -> list[int]:

@@ -1,0 +1,32 @@
+"""The registry room of the MLflow adapter: fairness-gated promotion of a registered model to an
+alias, one job per module.
+
+* :mod:`~fairltr.tracking.registry.promotion`: :func:`promote`, the entry point (arguments,
+  the evaluation's config, the promotion run);
+* :mod:`~fairltr.tracking.registry.sources`: where the metrics come from (a version evaluated on
+  the promotion data, or its training run's metrics; the audit table; the alias lookup);
+* :mod:`~fairltr.tracking.registry.checks`: the gates of a candidate against a champion
+  (confidence mode, per-category detail);
+* :mod:`~fairltr.tracking.registry.compare_and_set`: the race for the alias under the lock;
+* :mod:`~fairltr.tracking.registry.decision`: the decision record and how it is written;
+* :mod:`~fairltr.tracking.registry.lock`: the per-model lock the tracking store enforces.
+
+The gate grammar itself is the core's (:mod:`fairltr.gates`); its names are re-exported here.
+Nothing here imports MLflow at import time.
+"""
+
+from fairltr.gates import Gate, GateResult, check_gates, parse_gate
+from fairltr.tracking.registry.decision import (
+    DECISION_ARTIFACT, EXIT_CODES, TAG_LIMIT, TAG_PREFIX, VERDICT_MARK, PromotionDecision, decision_record,
+    json_within, with_verdict,
+)
+from fairltr.tracking.registry.lock import LockTimeout, acquire_lock
+from fairltr.tracking.registry.promotion import promote
+from fairltr.tracking.registry.sources import current_champion, evaluate_model_uri, retrieval_cutoffs, version_metrics
+
+__all__ = [
+    "Gate", "GateResult", "parse_gate", "check_gates", "PromotionDecision", "promote", "evaluate_model_uri",
+    "version_metrics", "current_champion", "retrieval_cutoffs", "TAG_PREFIX", "EXIT_CODES", "TAG_LIMIT",
+    "json_within", "decision_record", "DECISION_ARTIFACT", "VERDICT_MARK", "with_verdict", "acquire_lock",
+    "LockTimeout",
+]
