@@ -119,23 +119,12 @@ def current_champion(client, name: str, alias: str = "champion") -> str | None:
 
 
 def retrieval_cutoffs(gates: Sequence[Gate], k: int, mrc_k: int) -> tuple[int, int]:
-    """The (k, mrc_k) of a retrieval evaluation the gates can read: when the gates name exactly
-    one cut-off of ``mrr_at_<k>`` / ``recall_at_<k>`` (resp. one of ``mrc_at_<m>`` /
-    ``overlap_at_<m>`` / ``rbo_at_<m>``) it is used, otherwise the given one (a gate on another
-    cut-off then fails closed)."""
-    import re
+    """The (k, mrc_k) of a retrieval evaluation the gates can read
+    (:func:`fairltr.retrieval.retrieval_cutoffs` of the gates' metrics: a single named cut-off of
+    each kind is used, otherwise the given one, and a gate on another cut-off then fails closed)."""
+    from fairltr.retrieval.evaluate import retrieval_cutoffs as cutoffs_of
 
-    ks, ms = set(), set()
-    for g in gates:
-        m = re.match(r"^(mrr|recall)_at_(\d+)", g.metric)
-        if m:
-            ks.add(int(m.group(2)))
-        m = re.match(r"^(mrc|overlap|rbo)_at_(\d+)", g.metric)
-        if m:
-            ms.add(int(m.group(2)))
-    k = ks.pop() if len(ks) == 1 else k
-    mrc_k = ms.pop() if len(ms) == 1 else mrc_k
-    return (k, mrc_k) if mrc_k <= k else (max(k, mrc_k), mrc_k)
+    return cutoffs_of([g.metric for g in gates], k, mrc_k)
 
 
 @dataclass
