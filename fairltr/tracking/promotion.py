@@ -309,9 +309,9 @@ def evaluate_model_uri(
 ``<metric>_n_queries`` counts, run id)."""
     import mlflow
 
-    from fairltr.tracking.evaluator import metrics_with_counts
-    from fairltr.tracking.ranker_logging import dataset_of, metrics_description
-    from fairltr.tracking.runs import log_params
+    from fairltr.tracking.evaluation.evaluator import metrics_with_counts
+    from fairltr.tracking.job_logging.ranker_logging import dataset_of, metrics_description
+    from fairltr.tracking.runs.life_cycle import log_params
 
     label = label or (model if isinstance(model, str) else "in-process model")
     source = config.get("data")
@@ -366,7 +366,7 @@ def _audit_table(run_id: str) -> pd.DataFrame | None:
     """The ``audit_table.csv`` the fair_ranking evaluator logged on ``run_id`` (None without)."""
     import mlflow
 
-    from fairltr.tracking.evaluator import AUDIT_ARTIFACT
+    from fairltr.tracking.evaluation.evaluator import AUDIT_ARTIFACT
 
     with tempfile.TemporaryDirectory(prefix="fairltr-audit-") as tmp:
         try:
@@ -453,7 +453,7 @@ class _Promoter:
     def _open(self, v: str) -> _Side:
         import shutil
 
-        from fairltr.tracking.verify import ModelRejected, open_verified
+        from fairltr.tracking.models.verify import ModelRejected, open_verified
 
         role = "candidate" if v == self.version else "champion"
         dst = self.tmp / f"v{v}"
@@ -494,13 +494,13 @@ class _Promoter:
         if kind == "ranker":
             metrics, run_id = evaluate_model_uri(loaded, self.data, self.config, run_name=run_name, label=label)
             if self.confidence is not None:
-                from fairltr.tracking.evaluator import model_scores
+                from fairltr.tracking.evaluation.evaluator import model_scores
 
                 side.scores = model_scores(loaded, self.data)
             if "audit" in self.config:
                 side.audit_table = _audit_table(run_id)
             return metrics
-        from fairltr.tracking.retrieval_evaluator import evaluate_retriever
+        from fairltr.tracking.evaluation.retrieval_evaluator import evaluate_retriever
 
         d = dict(self.data)
         k, mrc_k = retrieval_cutoffs(self.gates, int(d.pop("k", 100)), int(d.pop("mrc_k", 5)))
@@ -626,9 +626,9 @@ def promote(
     from mlflow.exceptions import MlflowException
 
     from fairltr.metrics import DEFAULT_K
-    from fairltr.tracking.config import configure
+    from fairltr.tracking.runs.config import configure
     from fairltr.tracking.lock import LockTimeout, acquire_lock
-    from fairltr.tracking.runs import job_run, log_params
+    from fairltr.tracking.runs.life_cycle import job_run, log_params
 
     if not gates:
         raise ConfigError("give at least one --gate (e.g. 'exposure_ratio>=0.9')")
@@ -688,7 +688,7 @@ def promote(
                                      "unloadable_champion": unloadable_champion,
                                      "gates": " ; ".join(g.text for g in parsed), "data": config.get("data")})
             if isinstance(data, pd.DataFrame):  # the data both sides are measured on, named by its file
-                from fairltr.tracking.ranker_logging import dataset_of
+                from fairltr.tracking.job_logging.ranker_logging import dataset_of
 
                 mlflow.log_input(dataset_of(data, role="promotion data", path=config.get("data")), context="evaluation")
         p = _Promoter(client, model, version, parsed, data=data, config=config, alias=alias, no_champion=no_champion,
@@ -788,7 +788,7 @@ def promote(
                 reason = f"@{alias} kept moving: gave up after {max_attempts} attempts (gates not decided)"
         decision = recorded or record(verdict, reason)
         if eval_run_id is not None:
-            from fairltr.tracking.runs import log_metrics
+            from fairltr.tracking.runs.life_cycle import log_metrics
 
             log_metrics(eval_run_id, decision.run_metrics())
             mlflow.log_dict(decision.record(), DECISION_ARTIFACT)
