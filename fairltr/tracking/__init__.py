@@ -22,7 +22,7 @@ _EXPORTS = {
                     "models.retriever"),
     **dict.fromkeys(("open_verified", "fetch_verified", "load_verified", "folder_digest", "ModelRejected"),
                     "models.verify"),
-    "aligned_ranks": "models.ranks",
+    "aligned_ranks": "models.ranks", "served_model": "models.serving",
     # evaluation (evaluation/): the two evaluator plugins, figures, reports, comparison of runs
     **dict.fromkeys(("FairRankingEvaluator", "evaluate_frame", "metrics_with_counts", "report_title"),
                     "evaluation.evaluator"),

@@ -4,11 +4,6 @@ one-line 400s, the policy inside the digest, and ``mlflow models serve`` answeri
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -47,7 +42,7 @@ def _assert_fair_prefixes(out: pd.DataFrame, groups: np.ndarray, k: int, p: floa
 
 
 @pytest.fixture(scope="module")
-def served_model(tmp_path_factory):
+def ranker_and_test(tmp_path_factory):
     """A DELTR model trained with gamma 0 (unfair) and its test table."""
     from fairltr.synthetic import make_biased_rankings
 
@@ -69,13 +64,13 @@ def test_policy_spec_round_trips_and_rejects_bad_specs():
             parse_policy(bad)
 
 
-def test_recorded_policy_serves_fair_rankings_and_params_override(mlflow_tracking, served_model):
+def test_recorded_policy_serves_fair_rankings_and_params_override(mlflow_tracking, ranker_and_test):
     import mlflow
     from mlflow.exceptions import MlflowException
 
     from fairltr.tracking import log_ranker_model
 
-    model, test = served_model
+    model, test = ranker_and_test
     mlflow.set_experiment("test-serving")
     with mlflow.start_run():
         info = log_ranker_model(model, input_example=test.head(6), serve_rerank="fair:p=0.5,alpha=0.1,k=8")
@@ -100,12 +95,12 @@ def test_recorded_policy_serves_fair_rankings_and_params_override(mlflow_trackin
         assert needle in err.value.message and "\n" not in err.value.message
 
 
-def test_model_without_policy_keeps_todays_output_and_reranks_on_request(mlflow_tracking, served_model):
+def test_model_without_policy_keeps_todays_output_and_reranks_on_request(mlflow_tracking, ranker_and_test):
     import mlflow
 
     from fairltr.tracking import log_ranker_model
 
-    model, test = served_model
+    model, test = ranker_and_test
     mlflow.set_experiment("test-serving")
     colorblind = DELTR(gamma=0.0, max_iter=30, colorblind=True).fit(test)
     with mlflow.start_run():
@@ -122,7 +117,7 @@ def test_model_without_policy_keeps_todays_output_and_reranks_on_request(mlflow_
     _assert_fair_prefixes(out_cb, test["protected"].to_numpy(), 10**6, 0.5, 0.1)
 
 
-def test_policy_is_inside_the_digest(mlflow_tracking, served_model, tmp_path):
+def test_policy_is_inside_the_digest(mlflow_tracking, ranker_and_test, tmp_path):
     """Changing the recorded policy in the logged MLmodel changes the folder digest, so promotion's
     verification rejects a tampered policy like tampered weights."""
     import mlflow
@@ -130,7 +125,7 @@ def test_policy_is_inside_the_digest(mlflow_tracking, served_model, tmp_path):
     from fairltr.tracking import log_ranker_model
     from fairltr.tracking.models.verify import folder_digest
 
-    model, test = served_model
+    model, test = ranker_and_test
     mlflow.set_experiment("test-serving")
     with mlflow.start_run():
         info = log_ranker_model(model, input_example=test.head(4), serve_rerank="fair:p=0.5,alpha=0.1")
@@ -152,40 +147,20 @@ def _post(url: str, payload: dict, timeout: float = 30.0) -> tuple[int, dict]:
         return err.code, json.loads(err.read() or b"{}")
 
 
-def test_mlflow_models_serve_returns_fair_rankings_and_4xx_for_bad_payloads(mlflow_tracking, served_model, tmp_path):
+def test_mlflow_models_serve_returns_fair_rankings_and_4xx_for_bad_payloads(mlflow_tracking, ranker_and_test, tmp_path):
     """``mlflow models serve`` on a registered version: dataframe_split payloads with and without
     params; malformed payloads get a 4xx with a one-line message, never a 500 or a traceback."""
     import mlflow
 
-    from mlflow_fixtures import free_port
-
     from fairltr.tracking import log_ranker_model
+    from fairltr.tracking.models.serving import served_model
 
-    model, test = served_model
+    model, test = ranker_and_test
     name = f"served-{uuid.uuid4().hex[:8]}"
     mlflow.set_experiment("test-serving")
     with mlflow.start_run():
         log_ranker_model(model, input_example=test.head(4), register=name, serve_rerank="fair:p=0.5,alpha=0.1,k=8")
-    port = free_port()
-    bindir = str(Path(sys.executable).parent)  # mlflow models serve execs the venv's uvicorn by name
-    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_tracking, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("mlflow")), "models", "serve", "-m", f"models:/{name}/1",
-                             "--env-manager", "local", "--host", "127.0.0.1", "-p", str(port), "--workers", "1"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/ping", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
-            assert time.monotonic() < deadline, "mlflow models serve did not answer /ping in 120 s"
-            time.sleep(0.5)
+    with served_model(f"models:/{name}/1", tracking_uri=mlflow_tracking, log_path=tmp_path / "serve.log") as base:
         cols = [c for c in test.columns if c != "judgment"]
         split = json.loads(test[cols].to_json(orient="split", index=False))
         code, body = _post(f"{base}/invocations", {"dataframe_split": split})
@@ -211,16 +186,23 @@ def test_mlflow_models_serve_returns_fair_rankings_and_4xx_for_bad_payloads(mlfl
             message = body.get("message", "")
             assert needle in message, (needle, message[:500])
             assert "Traceback" not in json.dumps(body), body
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+    with pytest.raises(OSError):  # leaving the block stopped the server's process group
+        urllib.request.urlopen(f"{base}/ping", timeout=2)
 
 
-def test_geyik_policy_serves_target_mix(mlflow_tracking, served_model):
+def test_served_model_names_a_model_the_server_cannot_load(tmp_path):
+    """A server that exits before answering: ServerFailed names the model and ends with its log;
+    nothing is left listening."""
+    from fairltr.tracking.models.serving import ServerFailed, served_model
+
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(ServerFailed, match="no-such-model") as err:
+        with served_model(str(missing), start_timeout_s=120):
+            pytest.fail("the block must not run")
+    assert "exited with status" in str(err.value)
+
+
+def test_geyik_policy_serves_target_mix(mlflow_tracking, ranker_and_test):
     """A DetConstSort policy: every query's top k holds at least floor(j * share) candidates of each
     category at every prefix j where the query had them (Geyik's minimum-count constraint),
     checked by a loop; a bad target is a one-line 400."""
@@ -231,7 +213,7 @@ def test_geyik_policy_serves_target_mix(mlflow_tracking, served_model):
 
     from fairltr.tracking import log_ranker_model
 
-    model, test = served_model
+    model, test = ranker_and_test
     mlflow.set_experiment("test-serving")
     with mlflow.start_run():
         info = log_ranker_model(model, input_example=test.head(6), serve_rerank="detconstsort:k=6,target=0:0.5,1:0.5")
