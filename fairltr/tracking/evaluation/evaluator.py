@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -174,6 +175,44 @@ def report_title(config: Mapping[str, Any], n_rows: int, n_queries: int) -> tupl
     return str(title), " · ".join(b for b in bits if b)
 
 
+def ranking_eval_df(df: pd.DataFrame, scores: np.ndarray, config: Mapping[str, Any]) -> pd.DataFrame:
+    """The ``eval_df`` of the user's extra metrics and custom artifacts: ``prediction`` (the
+    scores), ``target`` (the judgments), and the query and group columns under their names."""
+    columns = config_columns(config)
+    out = pd.DataFrame({"prediction": np.asarray(scores, dtype=np.float64),
+                        "target": df[columns.judgment].to_numpy()})
+    for c in (columns.query, *columns.groups):
+        if c not in out.columns:
+            out[c] = df[c].to_numpy()
+    return out
+
+
+@dataclass
+class _Evaluation:
+    """What one evaluation computed, for logging it into a run."""
+
+    df: pd.DataFrame
+    scores: np.ndarray
+    metrics: dict[str, float]
+    per_query: pd.DataFrame
+    config: dict[str, Any]
+    audits: dict
+    interval: dict
+
+    def main_audit(self):
+        """The audit at the config's ``audit.k`` (10), else the first one computed."""
+        main_k = int((self.config.get("audit") or {}).get("k", 10))
+        return self.audits.get(main_k) or next(iter(self.audits.values()))
+
+
+def _artifact_kinds() -> dict[str, Any]:
+    from mlflow.models.evaluation.artifacts import (
+        CsvEvaluationArtifact, ImageEvaluationArtifact, TextEvaluationArtifact,
+    )
+
+    return {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".html": TextEvaluationArtifact}
+
+
 class FairRankingEvaluator(ModelEvaluator):
     """relevance (docs/spec.md §3) and group-exposure metrics of a ranker, with DELTR's plots."""
 
@@ -196,11 +235,11 @@ class FairRankingEvaluator(ModelEvaluator):
         predictions=None,
         **kwargs,
     ) -> EvaluationResult:
-        from mlflow import MlflowClient
-        from mlflow.models.evaluation.artifacts import (
-            CsvEvaluationArtifact, ImageEvaluationArtifact, JsonEvaluationArtifact, TextEvaluationArtifact,
-        )
+        """The metrics (with the user's ``extra_metrics``, :mod:`~fairltr.tracking.evaluation.extras`)
+        and, in run ``run_id``, the artifacts (with the user's ``custom_artifacts``)."""
+        from mlflow.models.evaluation.artifacts import JsonEvaluationArtifact
 
+        from fairltr.tracking.evaluation.extras import extra_metric_values, unlogged_custom_artifacts
         from fairltr.tracking.evaluation.report import split_counts
 
         config = dict(evaluator_config or {})
@@ -209,43 +248,61 @@ class FairRankingEvaluator(ModelEvaluator):
         metrics, per_query = evaluate_frame(df, scores, config)
         audits = per_query.attrs.pop("audit", None) or {}
         interval = per_query.attrs.pop("interval", None) or {}
+        eval_df = ranking_eval_df(df, scores, config)
+        metrics.update(extra_metric_values(extra_metrics, eval_df, df, split_counts(metrics)[0], config,
+                                           evaluator=MODEL_TYPE))
         prefix = str(config.get("metric_prefix", ""))
         metrics = {f"{prefix}{k}": v for k, v in metrics.items()}
-
-        client = MlflowClient()
-        artifacts: dict[str, Any] = {}
         values, counts = split_counts(metrics)
-        if run_id is not None:
-            from fairltr.tracking.evaluation.result_metrics import COUNTS_ARTIFACT, log_result_metrics
-
-            base = client.get_run(run_id).info.artifact_uri.rstrip("/")
-            kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".html": TextEvaluationArtifact}
-            with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
-                # fairness first; the *_n_queries counts go to metric_counts.json, not the metric list
-                log_result_metrics(run_id, metrics, tmp)
-                if interval:  # how the intervals were made: params of the run (level, resamples, seed, unit)
-                    from fairltr.tracking.runs.life_cycle import log_params
-
-                    log_params(run_id, interval, client=client)
-                if audits:
-                    from fairltr.metrics.audit_jobs import write_audit_table
-
-                    main_k = int((config.get("audit") or {}).get("k", 10))
-                    write_audit_table(audits.get(main_k) or next(iter(audits.values())), Path(tmp) / AUDIT_ARTIFACT)
-                    artifacts["audit_table"] = CsvEvaluationArtifact(uri=f"{base}/{AUDIT_ARTIFACT}")
-                if config.get("log_artifacts", True):
-                    paths = self._write_artifacts(Path(tmp), df, scores, metrics, per_query, config, audits, interval)
-                    artifacts = {p.stem: kinds[p.suffix](uri=f"{base}/{p.name}") for p in paths}
-                if (Path(tmp) / COUNTS_ARTIFACT).is_file():
-                    content = json.loads((Path(tmp) / COUNTS_ARTIFACT).read_text(encoding="utf-8"))
-                    artifacts[COUNTS_KEY] = JsonEvaluationArtifact(uri=f"{base}/{COUNTS_ARTIFACT}", content=content)
-                if any(Path(tmp).iterdir()):
-                    client.log_artifacts(run_id, tmp)  # one upload call
-        else:
+        if run_id is None:
+            artifacts = unlogged_custom_artifacts(custom_artifacts, eval_df, values, evaluator=MODEL_TYPE)
             artifacts[COUNTS_KEY] = JsonEvaluationArtifact(uri="", content={"n_queries": counts})
+        else:
+            evaluation = _Evaluation(df, scores, metrics, per_query, config, audits, interval)
+            artifacts = self._log_into_run(run_id, evaluation, eval_df, custom_artifacts)
         # the result's metrics are what MLflow logs as the run's metrics (and on the evaluated
         # logged model): the values only; the counts are the metric_counts artifact
         return EvaluationResult(metrics=values, artifacts=artifacts, run_id=run_id)
+
+    def _log_into_run(self, run_id: str, ev: _Evaluation, eval_df: pd.DataFrame, custom_artifacts) -> dict[str, Any]:
+        """Log the metrics (fairness first, counts as ``metric_counts.json``), the interval
+        settings, the audit table, the figures, the report and the custom artifacts into
+        ``run_id`` in one upload; returns the result's artifacts."""
+        from mlflow import MlflowClient
+        from mlflow.models.evaluation.artifacts import JsonEvaluationArtifact
+
+        from fairltr.tracking.evaluation.extras import artifact_entry, write_custom_artifacts
+        from fairltr.tracking.evaluation.report import split_counts
+        from fairltr.tracking.evaluation.result_metrics import COUNTS_ARTIFACT, log_result_metrics
+
+        client = MlflowClient()
+        base = client.get_run(run_id).info.artifact_uri.rstrip("/")
+        artifacts: dict[str, Any] = {}
+        with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
+            out = Path(tmp)
+            log_result_metrics(run_id, ev.metrics, out)  # fairness first; the *_n_queries counts to a table
+            if ev.interval:  # how the intervals were made: params of the run (level, resamples, seed, unit)
+                from fairltr.tracking.runs.life_cycle import log_params
+
+                log_params(run_id, ev.interval, client=client)
+            if ev.audits:
+                from fairltr.metrics.audit_jobs import write_audit_table
+
+                write_audit_table(ev.main_audit(), out / AUDIT_ARTIFACT)
+                artifacts["audit_table"] = artifact_entry(out / AUDIT_ARTIFACT, f"{base}/{AUDIT_ARTIFACT}")
+            if ev.config.get("log_artifacts", True):
+                paths = self._write_artifacts(out, ev.df, ev.scores, ev.metrics, ev.per_query, ev.config, ev.audits,
+                                              ev.interval)
+                artifacts.update({p.stem: _artifact_kinds()[p.suffix](uri=f"{base}/{p.name}") for p in paths})
+            if (out / COUNTS_ARTIFACT).is_file():
+                content = json.loads((out / COUNTS_ARTIFACT).read_text(encoding="utf-8"))
+                artifacts[COUNTS_KEY] = JsonEvaluationArtifact(uri=f"{base}/{COUNTS_ARTIFACT}", content=content)
+            custom = write_custom_artifacts(custom_artifacts, eval_df, split_counts(ev.metrics)[0], out,
+                                            evaluator=MODEL_TYPE, taken=[*artifacts, COUNTS_KEY])
+            artifacts.update({name: artifact_entry(path, f"{base}/{path.name}") for name, path in custom.items()})
+            if any(out.iterdir()):
+                client.log_artifacts(run_id, tmp)  # one upload call
+        return artifacts
 
     # ------------------------------------------------------------------ helpers
     @staticmethod

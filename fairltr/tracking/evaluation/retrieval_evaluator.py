@@ -86,8 +86,27 @@ def _index_corpus(model) -> pd.DataFrame | None:
 def retrieval_data(queries: pd.DataFrame, config: Mapping[str, Any], model=None) -> ParallelRetrievalData:
     """The evaluation set: ``queries`` (filtered by ``split`` / ``languages``) with the qrels and
     corpus named by ``config`` (``data_dir``, or ``qrels`` + optional ``corpus``)."""
-    from fairltr.retrieval import read_parallel_data
+    q = _query_table(queries)
+    if config.get("data_dir") is not None:
+        q, qrels, corpus = _judgments_from_folder(q, config["data_dir"])
+    elif config.get("qrels") is not None:
+        qrels, corpus = _judgments_from_frames(config, model)
+    else:
+        raise ConfigError("fair_retrieval evaluator: give the relevance judgments as evaluator_config "
+                          "{'data_dir': <parallel-query folder>} or {'qrels': DataFrame(parallel_id, corpus_id, score)}")
+    q = _selected_queries(q, config)
+    no_rel = ~q["parallel_id"].isin(set(qrels["parallel_id"]))
+    if no_rel.any():
+        row = q[no_rel].iloc[0]
+        raise DataError(f"fair_retrieval evaluator: query {row['_id']!r} (parallel_id {row['parallel_id']!r}) "
+                        "has no relevant document in the qrels")
+    q = q[["_id", "parallel_id", "lang", "split", "text"]].reset_index(drop=True)
+    qrels = qrels[qrels["parallel_id"].isin(set(q["parallel_id"]))].reset_index(drop=True)
+    return ParallelRetrievalData(corpus.reset_index(drop=True), q, qrels)
 
+
+def _query_table(queries: pd.DataFrame) -> pd.DataFrame:
+    """The queries with a string ``_id`` (from ``_id`` or ``query_id``); at least one row."""
     if not isinstance(queries, pd.DataFrame):
         raise ConfigError("the fair_retrieval evaluator needs the queries as a pandas DataFrame")
     q = queries.reset_index(drop=True)
@@ -98,41 +117,53 @@ def retrieval_data(queries: pd.DataFrame, config: Mapping[str, Any], model=None)
     if len(q) == 0:
         raise DataError("fair_retrieval evaluator: no queries to evaluate")
     q["_id"] = q["_id"].astype(str)
+    return q
 
-    if config.get("data_dir") is not None:
-        folder = read_parallel_data(config["data_dir"])
-        qrels, corpus = folder.qrels, folder.corpus
-        fill = [c for c in ("parallel_id", "lang", "split", "text") if c not in q.columns]
-        if fill:
-            known = folder.queries.set_index("_id")
-            unknown = ~q["_id"].isin(known.index)
-            if unknown.any():
-                raise DataError(f"fair_retrieval evaluator: query {q['_id'][unknown].iloc[0]!r} is not in "
-                                f"{config['data_dir']}/queries.jsonl (needed for column(s) {fill})")
-            for c in fill:
-                q[c] = known.loc[q["_id"], c].to_numpy()
-    elif config.get("qrels") is not None:
-        qrels = config["qrels"]
-        if not isinstance(qrels, pd.DataFrame):
-            raise ConfigError("fair_retrieval evaluator: qrels must be a DataFrame (parallel_id, corpus_id, score)")
-        missing = [c for c in ("parallel_id", "corpus_id", "score") if c not in qrels.columns]
-        if missing:
-            raise DataError(f"fair_retrieval evaluator: qrels lack column(s) {missing}; columns: {list(qrels.columns)}")
-        qrels = qrels.assign(parallel_id=qrels["parallel_id"].astype(str), corpus_id=qrels["corpus_id"].astype(str))
-        qrels = qrels[pd.to_numeric(qrels["score"], errors="coerce") > 0][["parallel_id", "corpus_id", "score"]]
-        corpus = config.get("corpus")
-        if corpus is None:
-            corpus = _index_corpus(model)
-        if corpus is None:  # document languages unknown: ids from the qrels
-            corpus = pd.DataFrame({"_id": pd.unique(qrels["corpus_id"])})
-        corpus = corpus.assign(_id=corpus["_id"].astype(str))
-        corpus = corpus.assign(lang=corpus["lang"].fillna("unknown").astype(str) if "lang" in corpus.columns else "unknown")
-        if "text" not in corpus.columns:
-            corpus = corpus.assign(text="")
-    else:
-        raise ConfigError("fair_retrieval evaluator: give the relevance judgments as evaluator_config "
-                          "{'data_dir': <parallel-query folder>} or {'qrels': DataFrame(parallel_id, corpus_id, score)}")
 
+def _judgments_from_folder(q: pd.DataFrame, data_dir) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(queries with their missing ``parallel_id`` / ``lang`` / ``split`` / ``text`` filled from
+    the folder's queries, the folder's qrels, its corpus)."""
+    from fairltr.retrieval import read_parallel_data
+
+    folder = read_parallel_data(data_dir)
+    fill = [c for c in ("parallel_id", "lang", "split", "text") if c not in q.columns]
+    if fill:
+        known = folder.queries.set_index("_id")
+        unknown = ~q["_id"].isin(known.index)
+        if unknown.any():
+            raise DataError(f"fair_retrieval evaluator: query {q['_id'][unknown].iloc[0]!r} is not in "
+                            f"{data_dir}/queries.jsonl (needed for column(s) {fill})")
+        for c in fill:
+            q[c] = known.loc[q["_id"], c].to_numpy()
+    return q, folder.qrels, folder.corpus
+
+
+def _judgments_from_frames(config: Mapping[str, Any], model) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the config's ``qrels`` with a positive score, the corpus: the config's ``corpus``, else the
+    model's index, else the qrels' document ids; languages ``unknown`` where not given)."""
+    qrels = config["qrels"]
+    if not isinstance(qrels, pd.DataFrame):
+        raise ConfigError("fair_retrieval evaluator: qrels must be a DataFrame (parallel_id, corpus_id, score)")
+    missing = [c for c in ("parallel_id", "corpus_id", "score") if c not in qrels.columns]
+    if missing:
+        raise DataError(f"fair_retrieval evaluator: qrels lack column(s) {missing}; columns: {list(qrels.columns)}")
+    qrels = qrels.assign(parallel_id=qrels["parallel_id"].astype(str), corpus_id=qrels["corpus_id"].astype(str))
+    qrels = qrels[pd.to_numeric(qrels["score"], errors="coerce") > 0][["parallel_id", "corpus_id", "score"]]
+    corpus = config.get("corpus")
+    if corpus is None:
+        corpus = _index_corpus(model)
+    if corpus is None:  # document languages unknown: ids from the qrels
+        corpus = pd.DataFrame({"_id": pd.unique(qrels["corpus_id"])})
+    corpus = corpus.assign(_id=corpus["_id"].astype(str))
+    corpus = corpus.assign(lang=corpus["lang"].fillna("unknown").astype(str) if "lang" in corpus.columns else "unknown")
+    if "text" not in corpus.columns:
+        corpus = corpus.assign(text="")
+    return qrels, corpus
+
+
+def _selected_queries(q: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
+    """The queries of the config's ``split`` and ``languages`` (string ``parallel_id`` / ``lang``,
+    a ``split`` column, empty when the queries have none)."""
     missing = [c for c in ("text", "parallel_id", "lang") if c not in q.columns]
     if missing:
         raise DataError(f"fair_retrieval evaluator: the queries lack column(s) {missing}; columns: {list(q.columns)}")
@@ -155,14 +186,7 @@ def retrieval_data(queries: pd.DataFrame, config: Mapping[str, Any], model=None)
         q = q[q["lang"].isin(languages)]
     if "split" not in q.columns:
         q = q.assign(split="")
-    no_rel = ~q["parallel_id"].isin(set(qrels["parallel_id"]))
-    if no_rel.any():
-        row = q[no_rel].iloc[0]
-        raise DataError(f"fair_retrieval evaluator: query {row['_id']!r} (parallel_id {row['parallel_id']!r}) "
-                        "has no relevant document in the qrels")
-    q = q[["_id", "parallel_id", "lang", "split", "text"]].reset_index(drop=True)
-    qrels = qrels[qrels["parallel_id"].isin(set(q["parallel_id"]))].reset_index(drop=True)
-    return ParallelRetrievalData(corpus.reset_index(drop=True), q, qrels)
+    return q
 
 
 def run_from_output(output: Any, query_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -247,10 +271,9 @@ class FairRetrievalEvaluator(ModelEvaluator):
         predictions=None,
         **kwargs,
     ) -> EvaluationResult:
-        from mlflow import MlflowClient
-        from mlflow.models.evaluation.artifacts import (
-            CsvEvaluationArtifact, ImageEvaluationArtifact, JsonEvaluationArtifact,
-        )
+        """The metrics (with the user's ``extra_metrics``, :mod:`~fairltr.tracking.evaluation.extras`)
+        and, in run ``run_id``, the artifacts (with the user's ``custom_artifacts``)."""
+        from fairltr.tracking.evaluation.extras import extra_metric_values, unlogged_custom_artifacts
 
         config = dict(evaluator_config or {})
         k, mrc_k = _cuts(config)
@@ -266,22 +289,61 @@ class FairRetrievalEvaluator(ModelEvaluator):
         run = run_from_output(output, data.queries["_id"].tolist())
         result = evaluate_retrieval_run(run, data, k=k, mrc_k=mrc_k)
         metrics = retrieval_metric_dict(result, k=k, mrc_k=mrc_k)
-
-        artifacts: dict[str, Any] = {}
-        if run_id is not None:
-            from fairltr.tracking.evaluation.result_metrics import log_result_metrics
-
-            client = MlflowClient()
-            log_result_metrics(run_id, metrics)  # one call, headline first; the client splits large batches
-            if config.get("log_artifacts", True):
-                base = client.get_run(run_id).info.artifact_uri.rstrip("/")
-                kinds = {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".json": JsonEvaluationArtifact}
-                with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
-                    paths = _write_artifacts(Path(tmp), result, metrics, data, config, k=k, mrc_k=mrc_k,
-                                             predict_s=predict_s)
-                    client.log_artifacts(run_id, tmp)  # one upload call
-                    artifacts = {p.stem: kinds[p.suffix](uri=f"{base}/{p.name}") for p in paths}
+        eval_df = retrieval_eval_df(run, data)
+        queries = data.queries.rename(columns={"_id": "query_id"})
+        metrics.update(extra_metric_values(extra_metrics, eval_df, queries, metrics, config, evaluator=MODEL_TYPE))
+        if run_id is None:
+            artifacts = unlogged_custom_artifacts(custom_artifacts, eval_df, metrics, evaluator=MODEL_TYPE)
+        else:
+            artifacts = _log_into_run(run_id, result, metrics, data, config, eval_df, custom_artifacts,
+                                      k=k, mrc_k=mrc_k, predict_s=predict_s)
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
+
+
+def retrieval_eval_df(run: Mapping[str, Sequence[str]], data: ParallelRetrievalData) -> pd.DataFrame:
+    """The ``eval_df`` of the user's extra metrics and custom artifacts, one row per query:
+    ``query_id``, ``parallel_id``, ``lang``, ``prediction`` (the retrieved document ids by rank)
+    and ``target`` (the ids of its relevant documents)."""
+    relevant = data.qrels.groupby("parallel_id", sort=False)["corpus_id"].agg(list)
+    q = data.queries
+    return pd.DataFrame({"query_id": q["_id"].to_numpy(), "parallel_id": q["parallel_id"].to_numpy(),
+                         "lang": q["lang"].to_numpy(),
+                         "prediction": [list(run.get(qid, [])) for qid in q["_id"]],
+                         "target": [list(relevant.get(pid, [])) for pid in q["parallel_id"]]})
+
+
+def _log_into_run(run_id: str, result, metrics: dict[str, float], data: ParallelRetrievalData, config, eval_df,
+                  custom_artifacts, *, k: int, mrc_k: int, predict_s: float) -> dict[str, Any]:
+    """Log the metrics (headline first), the evaluator's artifacts (unless ``log_artifacts`` is
+    false) and the custom artifacts into ``run_id`` in one upload; returns the result's artifacts."""
+    from mlflow import MlflowClient
+
+    from fairltr.tracking.evaluation.extras import artifact_entry, write_custom_artifacts
+    from fairltr.tracking.evaluation.result_metrics import log_result_metrics
+
+    client = MlflowClient()
+    log_result_metrics(run_id, metrics)  # one call, headline first; the client splits large batches
+    artifacts: dict[str, Any] = {}
+    if not (config.get("log_artifacts", True) or custom_artifacts):
+        return artifacts
+    base = client.get_run(run_id).info.artifact_uri.rstrip("/")
+    with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
+        if config.get("log_artifacts", True):
+            paths = _write_artifacts(Path(tmp), result, metrics, data, config, k=k, mrc_k=mrc_k, predict_s=predict_s)
+            artifacts = {p.stem: _artifact_kind(p)(uri=f"{base}/{p.name}") for p in paths}
+        custom = write_custom_artifacts(custom_artifacts, eval_df, metrics, Path(tmp), evaluator=MODEL_TYPE,
+                                        taken=list(artifacts))
+        artifacts.update({name: artifact_entry(path, f"{base}/{path.name}") for name, path in custom.items()})
+        client.log_artifacts(run_id, tmp)  # one upload call
+    return artifacts
+
+
+def _artifact_kind(path: Path):
+    from mlflow.models.evaluation.artifacts import (
+        CsvEvaluationArtifact, ImageEvaluationArtifact, JsonEvaluationArtifact,
+    )
+
+    return {".png": ImageEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".json": JsonEvaluationArtifact}[path.suffix]
 
 
 def _jsonable(frame: pd.DataFrame | None) -> dict | None:
