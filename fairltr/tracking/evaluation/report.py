@@ -162,36 +162,55 @@ def fairness_report_html(
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
     if values:
-        lines = conclusions(values)
-        if lines:
-            parts.append("<h2>Conclusions</h2><ul id=conclusions>"
-                         + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>")
+        parts.extend(_conclusions_section(values))
     if audit is not None:
         parts.append(audit_table_html(audit))
     if values:
-        lows = {key[: -len("_ci_low")] for key in values if key.endswith("_ci_low")}
-        shown = {key: v for key, v in values.items() if not key.endswith(("_ci_low", "_ci_high"))}
-        head = "<th>value</th>" + ("<th>interval</th>" if lows else "")
-        parts.append(f"<h2>Metrics</h2><table><tr><th>metric</th>{head}<th>kind</th>"
-                     f"<th>direction</th><th>queries</th></tr>{_metric_rows(shown, counts, values if lows else None)}"
-                     "</table>")
-        if interval:
-            parts.append(f"<p class=muted id=interval-note>{html.escape(_interval_words(interval))}</p>")
+        parts.extend(_metrics_section(values, counts, interval))
     for caption, frame in (tables or {}).items():
         parts.append(f"<h2>{html.escape(caption)}</h2>"
                      + frame.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}", border=0))
     if figures:
-        parts.append("<h2>Figures</h2><div class=grid>")
-        for caption, png in figures.items():
-            data = base64.b64encode(png).decode("ascii")
-            parts.append(f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
-                         f"<figcaption class=muted>{html.escape(caption)}</figcaption></figure>")
-        parts.append("</div>")
+        parts.extend(_figures_section(figures))
     if params:
         rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{_fmt(v)}</td></tr>" for k, v in sorted(params.items()))
         parts.append(f"<h2>Parameters</h2><table>{rows}</table>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _conclusions_section(values: Mapping[str, float]) -> list[str]:
+    """The conclusion lines (:func:`conclusions`) as a list, none when there are none."""
+    lines = conclusions(values)
+    if not lines:
+        return []
+    return ["<h2>Conclusions</h2><ul id=conclusions>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"]
+
+
+def _metrics_section(values: Mapping[str, float], counts: Mapping[str, Any],
+                     interval: Mapping[str, Any] | None) -> list[str]:
+    """The metric table (an interval column when ``<metric>_ci_low`` entries exist) and the line
+    saying how the intervals were made."""
+    lows = {key[: -len("_ci_low")] for key in values if key.endswith("_ci_low")}
+    shown = {key: v for key, v in values.items() if not key.endswith(("_ci_low", "_ci_high"))}
+    head = "<th>value</th>" + ("<th>interval</th>" if lows else "")
+    parts = [f"<h2>Metrics</h2><table><tr><th>metric</th>{head}<th>kind</th>"
+             f"<th>direction</th><th>queries</th></tr>{_metric_rows(shown, counts, values if lows else None)}"
+             "</table>"]
+    if interval:
+        parts.append(f"<p class=muted id=interval-note>{html.escape(_interval_words(interval))}</p>")
+    return parts
+
+
+def _figures_section(figures: Mapping[str, bytes]) -> list[str]:
+    """The PNG figures inlined (base64) with their captions."""
+    parts = ["<h2>Figures</h2><div class=grid>"]
+    for caption, png in figures.items():
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
+                     f"<figcaption class=muted>{html.escape(caption)}</figcaption></figure>")
+    parts.append("</div>")
+    return parts
 
 
 def _finite(v: Any) -> bool:

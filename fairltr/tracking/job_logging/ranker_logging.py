@@ -272,11 +272,40 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     import mlflow
 
     from fairltr.tracking.models.pyfunc import log_ranker_model
-    from fairltr.tracking.evaluation.report import fairness_report_html, split_counts
-    from fairltr.tracking.runs.life_cycle import log_params
 
     client = mlflow.MlflowClient()
     paths = dict(data_paths or {})
+    all_params = _log_inputs(run_id, model, train_df, test_df, paths, params=params, title=title, tags=tags,
+                             rename=rename, train_sample=train_sample, serve_rerank=serve_rerank)
+    split = "test" if test_df is not None else "train"
+    heading = title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
+                        f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
+    logged = _log_results(run_id, model, test_df if test_df is not None else train_df, train_df, split,
+                          heading=heading, data_name=Path(paths[split]).name if split in paths else f"{split} table",
+                          test_metrics=test_metrics, all_params=all_params)
+    keep = [c for c in [model.query_, *model.feature_names_] if c in train_df.columns]
+    info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
+                            serve_rerank=serve_rerank)
+    log_history(model.history, run_id, model_id=info.model_id)
+    mlflow.set_tag("fairltr.model_uri", info.model_uri)
+    if register:
+        version = str(info.registered_model_version)
+        mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
+        client.update_model_version(register, version, description=version_description(
+            heading, model, logged, split, serve_rerank=serve_rerank))
+    return info
+
+
+def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, test_df: pd.DataFrame | None,
+                paths: Mapping[str, str | Path], *, params: Mapping[str, Any] | None, title: str | None,
+                tags: Mapping[str, str] | None, rename: bool, train_sample: bool, serve_rerank: str | None
+                ) -> dict[str, Any]:
+    """The params (:func:`run_params` + ``params`` + ``serve_rerank``), the run's tags and the
+    training (and test) table as datasets; returns the params."""
+    import mlflow
+
+    from fairltr.tracking.runs.life_cycle import log_params
+
     all_params = run_params(model, train_df, paths)
     all_params.update(params or {})
     if serve_rerank:
@@ -292,15 +321,24 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     log_dataset(train_df, role="train", context="training", path=paths.get("train"), sample=train_sample)
     if test_df is not None:
         log_dataset(test_df, role="test", context="testing", path=paths.get("test"))
-    frame = test_df if test_df is not None else train_df
-    split = "test" if test_df is not None else "train"
+    return all_params
+
+
+def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, train_df: pd.DataFrame, split: str, *,
+                 heading: str, data_name: str, test_metrics: Mapping[str, float] | None,
+                 all_params: Mapping[str, Any]) -> dict[str, float]:
+    """The finite metrics (:func:`log_result_metrics`), the run description (unless the run has
+    one), then the figures on ``frame``, ``metric_counts.json``, ``fairness_report.html`` and the
+    training profile of ``fairltr monitor``, uploaded in one call; returns the logged metrics."""
+    import mlflow
+
+    from fairltr.tracking.evaluation.report import fairness_report_html, split_counts
+    from fairltr.tracking.job_logging.monitoring import log_training_profile
+
     figs = _figures(model, frame, split)
-    heading = title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
-                        f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
-    data_name = Path(paths[split]).name if split in paths else f"{split} table"
     with tempfile.TemporaryDirectory(prefix="fairltr-run-") as tmp:
         logged = log_result_metrics(run_id, test_metrics or {}, tmp)
-        if logged and "mlflow.note.content" not in client.get_run(run_id).data.tags:
+        if logged and "mlflow.note.content" not in mlflow.MlflowClient().get_run(run_id).data.tags:
             mlflow.set_tag("mlflow.note.content", metrics_description(logged, split=split))
         for name, png in figs.items():
             (Path(tmp) / name).write_bytes(png)
@@ -316,21 +354,9 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
             notes=None if logged else "No test metrics were given for this run.",
         )
         (Path(tmp) / "fairness_report.html").write_text(report, encoding="utf-8")
-        from fairltr.tracking.job_logging.monitoring import log_training_profile
-
         log_training_profile(train_df, model.columns_.groups, model.feature_names_, Path(tmp))  # fairltr monitor's baseline
         mlflow.log_artifacts(tmp)  # one upload call for the figures, the counts and the report
-    keep = [c for c in [model.query_, *model.feature_names_] if c in train_df.columns]
-    info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
-                            serve_rerank=serve_rerank)
-    log_history(model.history, run_id, model_id=info.model_id)
-    mlflow.set_tag("fairltr.model_uri", info.model_uri)
-    if register:
-        version = str(info.registered_model_version)
-        mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
-        client.update_model_version(register, version, description=version_description(
-            heading, model, logged, split, serve_rerank=serve_rerank))
-    return info
+    return logged
 
 
 def version_description(title: str, model: DELTR, metrics: Mapping[str, float], split: str,

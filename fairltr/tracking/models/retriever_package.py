@@ -109,8 +109,8 @@ def build_retriever_package(
     query tower's path) is recorded in the settings.
 
     Length: a 15-line keyword signature and the settings record; the steps are helpers
-    (``_check_corpus``, ``_check_doc_embeddings``, ``_empty_package_folder``, ``_write_index``,
-    ``_undo_package_folder``).
+    (``_check_corpus``, ``_check_doc_embeddings``, ``_empty_package_folder``, ``_corpus_embeddings``,
+    ``_write_index``, ``_undo_package_folder``).
     """
     if pooling not in POOLINGS:
         raise ConfigError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
@@ -131,14 +131,10 @@ def build_retriever_package(
             _copy_tower(d_src, out / "doc")
         doc_tower = out / ("query" if shared else "doc")
         q_enc = RetrieverEncoder(out / "query", pooling=pooling, normalize=normalize, max_length=max_query_length)
-        if doc_embeddings is None:
-            d_enc = (q_enc.with_max_length(max_doc_length) if shared else
-                     RetrieverEncoder(doc_tower, pooling=pooling, normalize=normalize, max_length=max_doc_length))
-            embeddings = d_enc.encode_all(texts, batch_size, progress)
-        else:
-            embeddings = doc_embeddings.detach().to("cpu", torch.float32)
-        if embeddings.shape[1] != q_enc.dim:
-            raise ConfigError(f"document embeddings have dim {embeddings.shape[1]} but the query tower's is {q_enc.dim}")
+        d_enc = None if doc_embeddings is not None else (
+            q_enc.with_max_length(max_doc_length) if shared else
+            RetrieverEncoder(doc_tower, pooling=pooling, normalize=normalize, max_length=max_doc_length))
+        embeddings = _corpus_embeddings(q_enc, d_enc, texts, doc_embeddings, batch_size, progress)
         _write_index(out, embeddings, doc_ids, langs)
         settings = {
             "format": FORMAT, "format_version": FORMAT_VERSION,
@@ -155,6 +151,19 @@ def build_retriever_package(
         _undo_package_folder(out, created)
         raise
     return out
+
+
+def _corpus_embeddings(q_enc: RetrieverEncoder, d_enc: RetrieverEncoder | None, texts, doc_embeddings,
+                       batch_size: int, progress) -> torch.Tensor:
+    """E_D: the corpus encoded by the document tower ``d_enc``, or the given ``doc_embeddings``
+    (float32, on the CPU); their dimension must be the query tower's."""
+    if d_enc is not None:
+        embeddings = d_enc.encode_all(texts, batch_size, progress)
+    else:
+        embeddings = doc_embeddings.detach().to("cpu", torch.float32)
+    if embeddings.shape[1] != q_enc.dim:
+        raise ConfigError(f"document embeddings have dim {embeddings.shape[1]} but the query tower's is {q_enc.dim}")
+    return embeddings
 
 
 def _check_doc_embeddings(doc_embeddings: Any, n_docs: int) -> None:
