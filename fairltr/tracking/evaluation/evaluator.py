@@ -19,6 +19,10 @@ Artifacts: ``exposure_by_position.png`` (DELTR Figure 2), ``per_query_relevance_
 ``fairness_report.html`` (titled by the config's ``title``, else by its ``model_uri`` and
 ``data`` keys).
 
+MLflow's ``extra_metrics`` and ``custom_artifacts`` are honoured
+(:mod:`fairltr.tracking.evaluation.extras`): their metrics join the result and the run, their
+artifacts the result and the run's artifacts.
+
 It answers ``can_evaluate`` with yes only when asked: ``model_type == "fair_ranking"`` or an
 evaluator config naming one of ``query`` / ``group`` / ``judgment``; so evaluations of
 regressors and classifiers never run it.

@@ -27,6 +27,10 @@ Artifacts: ``mrc_matrix.png`` (language-pair heat map) and ``mrc_matrix.csv``,
 ``per_language_metrics.csv``, ``doc_language_share.csv`` (share of top-k slots by document
 language, per query language) and ``retrieval_report.json``.
 
+MLflow's ``extra_metrics`` and ``custom_artifacts`` are honoured
+(:mod:`fairltr.tracking.evaluation.extras`): their metrics join the result and the run, their
+artifacts the result and the run's artifacts.
+
 ``can_evaluate`` says yes only when asked: ``model_type == "fair_retrieval"`` or a config naming
 ``data_dir`` or ``qrels``; other evaluations never run it.
 """
