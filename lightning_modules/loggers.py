@@ -1,7 +1,7 @@
 """Lightning's ``MLFlowLogger``, built here so that Lightning objects live in this adapter only.
 
 The tracking URI and the run to join are decided by the MLflow adapter
-(:func:`fairltr.tracking.config.logger_target`); a workflow passes them in, so this module imports
+(:func:`fairltr.tracking.runs.config.logger_target`); a workflow passes them in, so this module imports
 neither :mod:`fairltr.tracking` nor MLflow itself (docs/architecture.md).
 """
 

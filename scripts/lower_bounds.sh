@@ -57,8 +57,8 @@ echo "== core and tracking tests at the lower bounds"
 # Optuna) and the CLI's
 "$venv/bin/python" -m pytest -q -m "not slow" -p no:cacheprovider \
   tests/fairltr --ignore=tests/fairltr/cli --ignore=tests/fairltr/workflows \
-  --ignore=tests/fairltr/tracking/test_retriever.py \
-  --ignore=tests/fairltr/tracking/test_retrieval_evaluator.py \
+  --ignore=tests/fairltr/tracking/models/test_retriever.py \
+  --ignore=tests/fairltr/tracking/evaluation/test_retrieval_evaluator.py \
   --ignore=tests/fairltr/tracking/test_promotion_retriever.py \
   --deselect=tests/fairltr/tracking/test_mlproject_runs.py::test_train_dpr_registers_a_retriever \
   --deselect=tests/fairltr/tracking/test_mlproject_runs.py::test_sweep_uses_the_mlflow_run_as_parent \

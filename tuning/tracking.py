@@ -38,7 +38,7 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
     ``sqlite:///<cwd>/mlflow.db``)."""
     if uri:
         return uri
-    from fairltr.tracking.config import tracking_uri
+    from fairltr.tracking.runs.config import tracking_uri
 
     return tracking_uri()
 
@@ -67,7 +67,7 @@ class SweepTracker:
     def __init__(self, tracking_uri: str | None, experiment: str, study_name: str) -> None:
         from mlflow import MlflowClient
 
-        from fairltr.tracking.config import init_store
+        from fairltr.tracking.runs.config import init_store
 
         self.tracking_uri = resolve_tracking_uri(tracking_uri)
         init_store(self.tracking_uri)  # a fresh local SQLite store is created once, all-or-nothing
@@ -112,7 +112,7 @@ class SweepTracker:
                 time.sleep(0.5)
                 run_id = study.user_attrs.get(PARENT_ATTR)  # user_attrs re-reads the storage
         if run_id is None:  # creator, or the creator died before writing the attribute
-            from fairltr.tracking.runs import log_params
+            from fairltr.tracking.runs.life_cycle import log_params
 
             outer = os.environ.get("MLFLOW_RUN_ID")
             if outer:  # inside `mlflow run`: the run it created is the study's parent
@@ -143,7 +143,7 @@ class SweepTracker:
         first call so that they head the run page's metric list), FINISHED. Returns its run id."""
         from mlflow.entities import Metric, Param, RunTag
 
-        from fairltr.tracking.runs import finite_metrics
+        from fairltr.tracking.runs.life_cycle import finite_metrics
 
         if self.parent_run_id is None:
             raise RuntimeError("attach() must be called before log_trial()")
@@ -176,7 +176,7 @@ class SweepTracker:
         from mlflow.exceptions import MlflowException
         from sqlalchemy.exc import SQLAlchemyError
 
-        from fairltr.tracking.runs import end_run_status
+        from fairltr.tracking.runs.life_cycle import end_run_status
 
         status = end_run_status(exc)
         try:
@@ -253,7 +253,7 @@ class SweepTracker:
         status FINISHED when the study is complete."""
         from mlflow.entities import Metric
 
-        from fairltr.tracking.runs import finite_metrics
+        from fairltr.tracking.runs.life_cycle import finite_metrics
 
         front = {int(n) for n in front_trials}
         for run in self.nested_runs():

@@ -11,47 +11,39 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    # config
-    "DEFAULT_EXPERIMENT": "config", "default_tracking_uri": "config", "tracking_uri": "config",
-    "configure": "config", "logger_target": "config",
-    # logging
-    "log_deltr_run": "ranker_logging", "run_params": "ranker_logging", "log_history": "ranker_logging",
-    "log_metrics_finite": "ranker_logging", "frame_fingerprint": "ranker_logging", "file_fingerprint": "ranker_logging",
-    "log_retrieval_run": "retrieval_logging", "log_ranker_into_run": "ranker_logging",
-    "log_result_metrics": "ranker_logging", "log_dataset": "ranker_logging", "dataset_of": "ranker_logging",
-    "metrics_description": "ranker_logging", "version_description": "ranker_logging",
-    # model
-    "FairltrRanker": "pyfunc", "log_ranker_model": "pyfunc", "predict_frame": "pyfunc",
-    "ranker_pip_requirements": "pyfunc",
-    # retriever model
-    "FairltrRetriever": "retriever", "RetrieverEncoder": "retriever", "build_retriever_package": "retriever",
-    "log_retriever_model": "retriever", "model_kind": "retriever", "retriever_pip_requirements": "retriever",
-    "read_retriever_settings": "retriever", "read_retriever_index": "retriever",
-    # evaluator
-    "FairRankingEvaluator": "evaluator", "evaluate_frame": "evaluator", "metrics_with_counts": "evaluator",
-    "report_title": "evaluator",
-    "FairRetrievalEvaluator": "retrieval_evaluator", "evaluate_retriever": "retrieval_evaluator",
-    # the gate language (the core's fairltr.gates, re-exported) and promotion
-    "Gate": "fairltr.gates", "GateResult": "fairltr.gates", "parse_gate": "fairltr.gates",
-    "check_gates": "fairltr.gates", "Bound": "fairltr.gates", "GatePreset": "fairltr.gates",
-    "GATE_PRESETS": "fairltr.gates", "expand_preset": "fairltr.gates", "gate_cutoffs": "fairltr.gates",
+    # runs and configuration (runs/)
+    **dict.fromkeys(("DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "logger_target",
+                     "redact_uri", "redact_text", "check_tracking_uri", "init_store"), "runs.config"),
+    **dict.fromkeys(("job_run", "child_run", "log_params", "log_metrics", "mark_run"), "runs.life_cycle"),
+    # model formats (models/): the ranker and retriever pyfuncs, digests and verified loading
+    **dict.fromkeys(("FairltrRanker", "log_ranker_model", "predict_frame", "ranker_pip_requirements"), "models.pyfunc"),
+    **dict.fromkeys(("FairltrRetriever", "RetrieverEncoder", "build_retriever_package", "log_retriever_model",
+                     "model_kind", "retriever_pip_requirements", "read_retriever_settings", "read_retriever_index"),
+                    "models.retriever"),
+    **dict.fromkeys(("open_verified", "fetch_verified", "load_verified", "folder_digest", "ModelRejected"),
+                    "models.verify"),
+    "aligned_ranks": "models.ranks", "served_model": "models.serving",
+    # evaluation (evaluation/): the two evaluator plugins, figures, reports, comparison of runs
+    **dict.fromkeys(("FairRankingEvaluator", "evaluate_frame", "metrics_with_counts", "report_title"),
+                    "evaluation.evaluator"),
+    **dict.fromkeys(("FairRetrievalEvaluator", "evaluate_retriever"), "evaluation.retrieval_evaluator"),
+    **dict.fromkeys(("log_result_metrics",), "evaluation.result_metrics"),
+    **dict.fromkeys(("runs_table", "log_runs_comparison"), "evaluation.compare"),
+    **dict.fromkeys(("exposure_by_position", "position_shares", "relevance_fairness_scatter", "mrc_heatmap",
+                     "training_curve", "save_figure", "figure_to_png"), "evaluation.plots"),
+    **dict.fromkeys(("fairness_report_html", "exposure_headline", "ordered_metric_keys", "metric_sort_key",
+                     "split_counts", "HEADLINE_METRICS"), "evaluation.report"),
+    # what a job logs into its run (job_logging/)
+    **dict.fromkeys(("log_deltr_run", "run_params", "log_history", "log_metrics_finite", "frame_fingerprint",
+                     "file_fingerprint", "log_ranker_into_run", "log_dataset", "dataset_of", "metrics_description",
+                     "version_description"), "job_logging.ranker_logging"),
+    "log_retrieval_run": "job_logging.retrieval_logging",
+    # the gate language (the core's fairltr.gates, re-exported) and the registry (registry/)
+    **dict.fromkeys(("Gate", "GateResult", "parse_gate", "check_gates", "Bound", "GatePreset", "GATE_PRESETS",
+                     "expand_preset", "gate_cutoffs"), "fairltr.gates"),
     "PromotionDecision": "registry.decision", "promote": "registry.promotion",
     "current_champion": "registry.sources", "evaluate_model_uri": "registry.sources",
-    # verified models (content digests) and the promotion lock
-    "open_verified": "verify", "fetch_verified": "verify", "load_verified": "verify", "folder_digest": "verify",
-    "ModelRejected": "verify", "acquire_lock": "registry.lock", "LockTimeout": "registry.lock",
-    # run life cycle
-    "job_run": "runs", "child_run": "runs", "log_params": "runs", "log_metrics": "runs", "mark_run": "runs",
-    "redact_uri": "config", "redact_text": "config", "check_tracking_uri": "config", "init_store": "config",
-    # comparison of runs (DELTR Figure 1)
-    "runs_table": "compare", "log_runs_comparison": "compare",
-    # figures and report
-    "exposure_by_position": "plots", "position_shares": "plots", "relevance_fairness_scatter": "plots",
-    "mrc_heatmap": "plots", "training_curve": "plots", "save_figure": "plots",
-    "fairness_report_html": "report", "figure_to_png": "plots", "exposure_headline": "report",
-    "ordered_metric_keys": "report", "metric_sort_key": "report", "split_counts": "report",
-    "HEADLINE_METRICS": "report",
-    "aligned_ranks": "ranks",
+    "acquire_lock": "registry.lock", "LockTimeout": "registry.lock",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -11,7 +11,7 @@ intersection, with bootstrap intervals), the ``--gate`` checks (the promotion gr
 one, is tagged "monitored through <date>: <verdict>".
 
 The table is either scored already (a ``rank`` or score column per row) or raw candidates scored
-with ``--model-uri`` (verified loading, :mod:`fairltr.tracking.verify`). With ``--model-uri`` AND a
+with ``--model-uri`` (verified loading, :mod:`fairltr.tracking.models.verify`). With ``--model-uri`` AND a
 rank or score column, the table's served ranking is audited and the model names the version to
 tag and the training profile to compare with (it scores nothing). A Parquet table is read
 in record batches and spilled per window, so memory follows the largest window, not the table.
@@ -241,7 +241,7 @@ def _reference_profile(cfg: MonitorConfig, vm, features: Sequence[str], echo: Ec
         return TrainingProfile.of(ref, groups, features or [c for c in ref.columns if c not in skip])
     if vm is None:
         return None
-    from fairltr.tracking.monitoring import recorded_training_profile
+    from fairltr.tracking.job_logging.monitoring import recorded_training_profile
 
     profile = recorded_training_profile(vm)
     if profile is None:
@@ -293,7 +293,7 @@ def _write_outputs(out: OutputSet, cfg: MonitorConfig, record: dict, windows: li
         tables_frame(windows).to_csv(out.path("audit_by_window.csv"), index=False)
         shift.to_csv(out.path("shift.csv"), index=False)
         out.path("monitor.json").write_text(json.dumps(record, indent=1, default=str))
-        from fairltr.tracking.monitoring import monitor_plot_png, monitor_report_html
+        from fairltr.tracking.job_logging.monitoring import monitor_plot_png, monitor_report_html
 
         out.path("monitor_over_time.png").write_bytes(monitor_plot_png(windows, cfg.audit.k))
         out.path("monitor_report.html").write_text(
@@ -313,7 +313,7 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
     out = OutputSet(cfg.out_dir, managed=MONITOR_FILES)
     uri = None
     if cfg.tracking.enabled or cfg.model_uri:
-        from fairltr.tracking.config import check_tracking_uri
+        from fairltr.tracking.runs.config import check_tracking_uri
 
         uri = check_tracking_uri()
     with tempfile.TemporaryDirectory(prefix="fairltr-monitor-") as tmp:
@@ -328,7 +328,7 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
     result = MonitorResult(windows=windows, failures=failures, files=files, tracking_uri=uri,
                            version=(vm.name, vm.version) if vm is not None and vm.name else None, record=record)
     if cfg.tracking.enabled:
-        from fairltr.tracking.monitoring import log_monitor_run, tag_monitored_version
+        from fairltr.tracking.job_logging.monitoring import log_monitor_run, tag_monitored_version
 
         result.run_id = log_monitor_run(cfg.tracking, record, windows, files)
         if result.version is not None:
@@ -346,7 +346,7 @@ def _open_model(cfg: MonitorConfig, dst: Path):
     """(VerifiedModel, in-process pyfunc) of ``--model-uri``, or (None, None)."""
     if not cfg.model_uri:
         return None, None
-    from fairltr.tracking.verify import open_verified
+    from fairltr.tracking.models.verify import open_verified
 
     vm, pyfunc = open_verified(cfg.model_uri, dst, allow_unverified=cfg.allow_unverified)
     if vm.kind != "ranker":

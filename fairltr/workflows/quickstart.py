@@ -73,7 +73,7 @@ def quickstart(cfg: QuickstartConfig, echo: Callable[[str], None] = lambda _: No
     """Generate the data, train and evaluate the three rankers, write the output set, log runs."""
     from fairltr.io import write_table
     from fairltr.synthetic import make_biased_rankings
-    from fairltr.tracking.config import check_tracking_uri
+    from fairltr.tracking.runs.config import check_tracking_uri
 
     train, test = make_biased_rankings(cfg.queries, cfg.candidates, cfg.protected_share, bias=cfg.bias, seed=cfg.seed)
     specs = quickstart_specs(cfg.gamma, cfg.seed)
@@ -105,8 +105,8 @@ def _track(cfg: QuickstartConfig, train: pd.DataFrame, test: pd.DataFrame, specs
     """One run per model (nested under the run ``mlflow run`` created, when there is one)."""
     import os
 
-    from fairltr.tracking.ranker_logging import log_ranker_into_run
-    from fairltr.tracking.runs import child_run, job_run
+    from fairltr.tracking.job_logging.ranker_logging import log_ranker_into_run
+    from fairltr.tracking.runs.life_cycle import child_run, job_run
 
     ids: dict[str, str] = {}
     data_paths = {"train": files["train.csv"], "test": files["test.csv"]}

@@ -91,14 +91,14 @@ def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
     """Evaluate a logged/registered model in a new run of ``cfg.experiment``.
 
     The model is downloaded, checked against the digest the tracking store recorded when it was
-    logged, and built in this process by fairltr's own loaders (:mod:`fairltr.tracking.verify`):
+    logged, and built in this process by fairltr's own loaders (:mod:`fairltr.tracking.models.verify`):
     code stored with the model never runs here. A model without a recorded digest is refused
     unless ``cfg.allow_unverified``; one that does not match or load raises
-    :class:`~fairltr.tracking.verify.ModelRejected` (a one-line :class:`DataError`)."""
+    :class:`~fairltr.tracking.models.verify.ModelRejected` (a one-line :class:`DataError`)."""
     import tempfile
 
-    from fairltr.tracking.config import check_tracking_uri, configure
-    from fairltr.tracking.verify import open_verified
+    from fairltr.tracking.runs.config import check_tracking_uri, configure
+    from fairltr.tracking.models.verify import open_verified
 
     check_tracking_uri()
     configure(cfg.experiment)
@@ -110,7 +110,7 @@ def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
             if not isinstance(cfg.data, RetrievalEvalData):
                 raise ConfigError(f"{cfg.model_uri} is a retriever: --data must be a parallel-query folder "
                                   "(corpus.jsonl, queries.jsonl, qrels.tsv)")
-            from fairltr.tracking.retrieval_evaluator import evaluate_retriever
+            from fairltr.tracking.evaluation.retrieval_evaluator import evaluate_retriever
 
             d = cfg.data
             metrics, run_id = evaluate_retriever(loaded, d.folder, split=d.split, languages=d.languages,
@@ -139,8 +139,8 @@ def _paired_differences(loaded: Any, other_uri: str, df: pd.DataFrame, cfg: Eval
 
     from fairltr.metrics.bootstrap import paired_difference
     from fairltr.metrics.registry import headline_metrics
-    from fairltr.tracking.evaluator import model_scores
-    from fairltr.tracking.verify import open_verified
+    from fairltr.tracking.evaluation.evaluator import model_scores
+    from fairltr.tracking.models.verify import open_verified
     from fairltr.workflows.audit import audit_cutoff, make_audit_config
 
     dst.mkdir(parents=True, exist_ok=True)
@@ -209,7 +209,7 @@ def promote_model(cfg: PromoteConfig):
     (the registered model's kind — read from the verified model — picks the evaluator).
     Returns the :class:`~fairltr.tracking.PromotionDecision` (``exit_code`` 0
     promoted, 1 rejected, 3 lost to contention)."""
-    from fairltr.tracking.config import check_tracking_uri
+    from fairltr.tracking.runs.config import check_tracking_uri
     from fairltr.gates import parse_gate
     from fairltr.tracking import promote
 
@@ -233,9 +233,9 @@ def promote_model(cfg: PromoteConfig):
 # ---------------------------------------------------------------------------------- mark a run
 def mark_run(run_id: str, status: str = "FAILED", force: bool = False) -> tuple[str, str]:
     """``fairltr mark-run``: end a run an earlier command left RUNNING (the tracking server was
-    lost), see :func:`fairltr.tracking.runs.mark_run`. Returns (status before, status after)."""
-    from fairltr.tracking.config import check_tracking_uri
-    from fairltr.tracking.runs import mark_run as _mark_run
+    lost), see :func:`fairltr.tracking.runs.life_cycle.mark_run`. Returns (status before, status after)."""
+    from fairltr.tracking.runs.config import check_tracking_uri
+    from fairltr.tracking.runs.life_cycle import mark_run as _mark_run
 
     check_tracking_uri()
     return _mark_run(run_id, status, force=force)
@@ -252,8 +252,8 @@ class CompareRunsConfig:
 
 def compare_runs(cfg: CompareRunsConfig) -> tuple[str, pd.DataFrame]:
     """Relevance vs fairness of every finished run of an experiment, logged as a comparison run."""
-    from fairltr.tracking.compare import log_runs_comparison
-    from fairltr.tracking.config import check_tracking_uri
+    from fairltr.tracking.evaluation.compare import log_runs_comparison
+    from fairltr.tracking.runs.config import check_tracking_uri
     from fairltr.workflows.outputs import check_output_file
 
     if cfg.out is not None:

@@ -76,8 +76,8 @@ def _check_inputs(cfg: ReproduceConfig) -> None:
 def reproduce_deltr(cfg: ReproduceConfig, echo: Echo = lambda _: None) -> ReproduceResult:
     """Validate inputs, outputs and tracking first; run every setting; write the output set
     (CSV, Markdown with the required results, Figure 1); log it when tracking is on."""
-    from fairltr.tracking.config import check_tracking_uri
-    from fairltr.tracking.plots import figure_to_png
+    from fairltr.tracking.runs.config import check_tracking_uri
+    from fairltr.tracking.evaluation.plots import figure_to_png
 
     out = OutputSet(cfg.out_dir, managed=["reproduction.csv", "reproduction.md", "relevance_vs_exposure.png"])
     _check_inputs(cfg)
@@ -99,7 +99,7 @@ def reproduce_deltr(cfg: ReproduceConfig, echo: Echo = lambda _: None) -> Reprod
     if cfg.tracking.enabled:
         import mlflow
 
-        from fairltr.tracking.runs import job_run, log_metrics, log_params
+        from fairltr.tracking.runs.life_cycle import job_run, log_metrics, log_params
 
         with job_run(cfg.tracking.experiment, cfg.tracking.run_name or "reproduce deltr", tags=cfg.tracking.tags) as run:
             log_params(run.info.run_id, {"datasets": ",".join(cfg.datasets), "with_fair": cfg.with_fair,

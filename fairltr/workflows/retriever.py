@@ -423,7 +423,7 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
     """Validate (data, encoder, output folder, tracking), train, save the encoders + metrics,
     evaluate, log and register."""
     from fairltr.retrieval import read_parallel_data
-    from fairltr.tracking.config import check_tracking_uri, redact_uri
+    from fairltr.tracking.runs.config import check_tracking_uri, redact_uri
     from fairltr.workflows.outputs import OutputSet
 
     setup_torch(cfg.threads)
@@ -474,8 +474,8 @@ class _tracked:
     def __enter__(self):
         if not self.cfg.tracking.enabled:
             return None, False
-        from fairltr.tracking.config import logger_target
-        from fairltr.tracking.runs import job_run
+        from fairltr.tracking.runs.config import logger_target
+        from fairltr.tracking.runs.life_cycle import job_run
         from lightning_modules import mlflow_logger
 
         spec = self.cfg.spec
@@ -492,8 +492,8 @@ class _tracked:
 
 
 def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb, result, echo) -> None:
-    from fairltr.tracking.retrieval_logging import log_retrieval_run
-    from fairltr.tracking.retriever import build_retriever_package, log_retriever_model
+    from fairltr.tracking.job_logging.retrieval_logging import log_retrieval_run
+    from fairltr.tracking.models.retriever import build_retriever_package, log_retriever_model
 
     ev = cfg.evaluation
     k, mrc_k = (ev.k, ev.mrc_k) if ev is not None else (100, 5)
@@ -528,7 +528,7 @@ def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb
                          "fairltr.registered_version": result.registered_version})
         metrics = report.get("metrics")
         if metrics:  # the version page: the training summary (promotions add their verdict to it)
-            from fairltr.tracking.retrieval_report import retrieval_description
+            from fairltr.tracking.evaluation.retrieval_report import retrieval_description
 
             params = dict(report.get("params", {}))
             text = retrieval_description(f"{cfg.tracking.register} v{result.registered_version}: DPR retriever "
@@ -615,7 +615,7 @@ def evaluate_retrieval(cfg: EvaluateRetrievalConfig, echo: Echo = lambda _: None
     if cfg.out_file is not None:
         from fairltr.files import atomic_write_text
 
-        from fairltr.tracking.retrieval_report import retrieval_report_html
+        from fairltr.tracking.evaluation.retrieval_report import retrieval_report_html
 
         cfg.out_file.parent.mkdir(parents=True, exist_ok=True)
         report = report_of(res, ev.k, ev.mrc_k)

@@ -276,7 +276,7 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
 
     ``folds`` replaces ``cfg.train``/``cfg.test`` for ranking methods (e.g. TREC's six folds).
     All inputs are read and validated before the study is created or joined."""
-    from fairltr.tracking.config import check_tracking_uri
+    from fairltr.tracking.runs.config import check_tracking_uri
     from fairltr.workflows.outputs import check_output_dir
     from tuning.sweep import run_sweep
     from tuning.tracking import resolve_tracking_uri

@@ -149,7 +149,7 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
     ``model.<format>``, ``predictions.csv`` and ``metrics.json`` all-or-nothing, then log the run
     (params, datasets, metrics, figures, report, the ranker pyfunc; registered when asked).
     ``train_frame=None``: the training file is streamed (its first rows are logged)."""
-    from fairltr.tracking.config import check_tracking_uri, redact_uri
+    from fairltr.tracking.runs.config import check_tracking_uri, redact_uri
 
     out = OutputSet(out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS]
                     + ["model.txt", "predictions.csv", "metrics.json"])  # model.txt: LambdaMART's LightGBM file
@@ -172,8 +172,8 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
     if not tracking.enabled:
         return result
     echo(f"model files written to {out_dir}; logging to MLflow at {redact_uri(uri)}")
-    from fairltr.tracking.ranker_logging import log_ranker_into_run
-    from fairltr.tracking.runs import job_run
+    from fairltr.tracking.job_logging.ranker_logging import log_ranker_into_run
+    from fairltr.tracking.runs.life_cycle import job_run
 
     with job_run(tracking.experiment, run_name, tags=tracking.tags) as run:
         info = log_ranker_into_run(

@@ -259,7 +259,7 @@ def log_decision_run(decision: PromotionDecision, run_id: str) -> None:
     description."""
     import mlflow
 
-    from fairltr.tracking.runs import log_metrics
+    from fairltr.tracking.runs.life_cycle import log_metrics
 
     log_metrics(run_id, decision.run_metrics())
     mlflow.log_dict(decision.record(), DECISION_ARTIFACT)

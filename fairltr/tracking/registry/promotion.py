@@ -12,7 +12,7 @@ current ``@champion`` on the same data); two-sided gates and presets too
 Steps of :func:`promote`:
 
 1. open the candidate: download it, verify its digest and load it with fairltr's own loaders
-   (:mod:`fairltr.tracking.verify`, :mod:`fairltr.tracking.registry.sources`; the stored model code never runs). A model that does not
+   (:mod:`fairltr.tracking.models.verify`, :mod:`fairltr.tracking.registry.sources`; the stored model code never runs). A model that does not
    load, does not match its digest, or has no digest (unless ``allow_unverified``) is REJECTED
    with a one-line reason — with or without data.
 2. metrics: with ``data`` the loaded model is evaluated in this process by the evaluator of its
@@ -95,7 +95,7 @@ def promote(
     """Decide whether version ``version`` of registered model ``model`` becomes ``@alias`` (see
     the module docstring). ``data``: None (training metrics), a ranking DataFrame (rankers; its
     column contract ``columns``, or the ``query`` / ``group`` / ``judgment`` names), or for retrievers a mapping of
-    :func:`~fairltr.tracking.retrieval_evaluator.evaluate_retriever` arguments with ``data_dir``
+    :func:`~fairltr.tracking.evaluation.retrieval_evaluator.evaluate_retriever` arguments with ``data_dir``
     (and ``split``, ``languages``, ``max_items``, ``seed``, ``k``, ``mrc_k``). ``audit`` (a
     :class:`fairltr.metrics.AuditConfig`): rankers are audited on ``data`` (SPEC 3b; its cut-off
     is the one the gates' impact ratios name); ``confidence``: confidence mode (module docstring;
@@ -104,7 +104,7 @@ def promote(
     body is the steps, each a function.)"""
     import mlflow
 
-    from fairltr.tracking.config import configure
+    from fairltr.tracking.runs.config import configure
 
     parsed = _checked_gates(gates, data, no_champion, unloadable_champion, confidence)
     version = str(version)
@@ -197,7 +197,7 @@ def _start_promotion_run(stack: ExitStack, experiment: str, model: str, version:
     decided, and for rankers the data both sides are measured on; returns its id."""
     import mlflow
 
-    from fairltr.tracking.runs import job_run, log_params
+    from fairltr.tracking.runs.life_cycle import job_run, log_params
 
     run = stack.enter_context(job_run(experiment, f"promote {model} v{version}"))
     run_id = run.info.run_id
@@ -205,7 +205,7 @@ def _start_promotion_run(stack: ExitStack, experiment: str, model: str, version:
                         "unloadable_champion": unloadable_champion,
                         "gates": " ; ".join(g.text for g in parsed), "data": config.get("data")})
     if isinstance(data, pd.DataFrame):  # the data both sides are measured on, named by its file
-        from fairltr.tracking.ranker_logging import dataset_of
+        from fairltr.tracking.job_logging.ranker_logging import dataset_of
 
         mlflow.log_input(dataset_of(data, role="promotion data", path=config.get("data")), context="evaluation")
     return run_id

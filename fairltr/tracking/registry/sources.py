@@ -5,7 +5,7 @@ training run logged (:func:`version_metrics`); the audit table a ranker's evalua
 (:func:`audit_table`); the version an alias points to (:func:`current_champion`).
 
 :class:`VersionSource` opens the versions a decision compares (download, digest check, load by
-fairltr's own loaders: :mod:`fairltr.tracking.verify`) and measures each once.
+fairltr's own loaders: :mod:`fairltr.tracking.models.verify`) and measures each once.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def evaluate_model_uri(
     label: str | None = None,
 ) -> tuple[dict[str, float], str]:
     """Evaluate ``model`` (a model URI, or a ``PyFuncModel`` such as
-    :func:`fairltr.tracking.verify.load_verified` builds) on ``data`` with the ``fair_ranking``
+    :func:`fairltr.tracking.models.verify.load_verified` builds) on ``data`` with the ``fair_ranking``
     evaluator in a (nested when a run is active) MLflow run tagged ``fairltr.evaluated_model``
     = ``label`` (default: the URI). ``config["data"]`` (optional) is the file ``data`` was read
     from. The run records what was evaluated on what: params ``model_uri``, ``data``, the
@@ -41,9 +41,9 @@ def evaluate_model_uri(
 ``<metric>_n_queries`` counts, run id)."""
     import mlflow
 
-    from fairltr.tracking.evaluator import metrics_with_counts
-    from fairltr.tracking.ranker_logging import dataset_of, metrics_description
-    from fairltr.tracking.runs import log_params
+    from fairltr.tracking.evaluation.evaluator import metrics_with_counts
+    from fairltr.tracking.job_logging.ranker_logging import dataset_of, metrics_description
+    from fairltr.tracking.runs.life_cycle import log_params
 
     label = label or (model if isinstance(model, str) else "in-process model")
     source = config.get("data")
@@ -90,7 +90,7 @@ def audit_table(run_id: str) -> pd.DataFrame | None:
     """The ``audit_table.csv`` the fair_ranking evaluator logged on ``run_id`` (None without)."""
     import mlflow
 
-    from fairltr.tracking.evaluator import AUDIT_ARTIFACT
+    from fairltr.tracking.evaluation.evaluator import AUDIT_ARTIFACT
 
     with tempfile.TemporaryDirectory(prefix="fairltr-audit-") as tmp:
         try:
@@ -168,7 +168,7 @@ class VersionSource:
     def _open(self, v: str) -> OpenedVersion:
         import shutil
 
-        from fairltr.tracking.verify import ModelRejected, open_verified
+        from fairltr.tracking.models.verify import ModelRejected, open_verified
 
         role = "candidate" if v == self.candidate else "champion"
         dst = self.tmp / f"v{v}"
@@ -209,13 +209,13 @@ class VersionSource:
         if kind == "ranker":
             metrics, run_id = evaluate_model_uri(loaded, self.data, self.config, run_name=run_name, label=label)
             if self.confidence is not None:
-                from fairltr.tracking.evaluator import model_scores
+                from fairltr.tracking.evaluation.evaluator import model_scores
 
                 side.scores = model_scores(loaded, self.data)
             if "audit" in self.config:
                 side.audit_table = audit_table(run_id)
             return metrics
-        from fairltr.tracking.retrieval_evaluator import evaluate_retriever
+        from fairltr.tracking.evaluation.retrieval_evaluator import evaluate_retriever
 
         d = dict(self.data)
         k, mrc_k = retrieval_cutoffs(self.gates, int(d.pop("k", 100)), int(d.pop("mrc_k", 5)))

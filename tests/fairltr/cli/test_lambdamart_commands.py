@@ -90,7 +90,7 @@ def _stored(server, name: str, version: str):
 def test_registered_pyfunc_round_trip_verified_and_promoted(mlflow_server, model_name, files, tmp_path):
     import mlflow
 
-    from fairltr.tracking.verify import open_verified
+    from fairltr.tracking.models.verify import open_verified
 
     out = tmp_path / "out"
     res = run("train", "lambdamart", "--train", str(files / "train.csv"), "--test", str(files / "test.csv"),

@@ -40,7 +40,7 @@ def traffic(tmp_path_factory) -> dict[str, Path]:
 def registered(mlflow_tracking, traffic) -> str:
     import mlflow
 
-    from fairltr.tracking.ranker_logging import log_ranker_into_run
+    from fairltr.tracking.job_logging.ranker_logging import log_ranker_into_run
 
     train = pd.read_csv(traffic["train"])
     model = DELTR(gamma=0.0, max_iter=20, colorblind=True).fit(train)

@@ -32,7 +32,7 @@ def retrieval_dir(tmp_path_factory) -> Path:
 def retriever_package(tiny_bert, retrieval_dir, tmp_path_factory) -> Path:
     """A shared-tower package (mean pooling, normalised) over ``retrieval_dir``'s corpus."""
     from fairltr.retrieval import read_parallel_data
-    from fairltr.tracking.retriever import build_retriever_package
+    from fairltr.tracking.models.retriever import build_retriever_package
 
     corpus = read_parallel_data(retrieval_dir).corpus
     return build_retriever_package(tmp_path_factory.mktemp("package") / "retriever", query_encoder=tiny_bert,

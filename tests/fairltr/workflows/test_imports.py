@@ -33,6 +33,6 @@ def test_import_and_help_load_no_adapter_library():
 def test_the_probe_sees_a_loaded_library():
     """The check above can fail: importing an adapter that needs MLflow shows up in the probe."""
     probe = PROBE.replace("import fairltr, fairltr.workflows, fairltr.cli",
-                          "import fairltr, fairltr.workflows, fairltr.cli, fairltr.tracking.pyfunc")
+                          "import fairltr, fairltr.workflows, fairltr.cli, fairltr.tracking.models.pyfunc")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
     assert "mlflow" in json.loads(out.stdout.strip().splitlines()[-1])["loaded"]

@@ -13,7 +13,7 @@ import mlflow  # noqa: F401  (preloaded in the forkserver: the children fork wit
 import torch
 
 import fairltr.tracking.registry  # noqa: F401
-import fairltr.tracking.verify  # noqa: F401
+import fairltr.tracking.models.verify  # noqa: F401
 from fairltr.cli import cli
 
 torch.set_num_threads(1)

@@ -130,7 +130,7 @@ def test_code_appended_to_the_stored_model_never_runs(mlflow_server, model_name,
     _register(model_name, tiny_rankings, gammas=(0.0,))
     folder = _stored(mlflow_server, model_name, "1")
     payload = f"\nopen({str(marker)!r}, 'w').write('ran')\n"
-    for rel in ("ranker_code.py", "code/fairltr/tracking/pyfunc.py", "code/fairltr/__init__.py"):
+    for rel in ("ranker_code.py", "code/fairltr/tracking/models/pyfunc.py", "code/fairltr/__init__.py"):
         with open(folder / rel, "a") as fh:
             fh.write(payload)
     result = _promote("--model", model_name, "--version", "1", "--data", str(test_csv), "--gate", "exposure_ratio>=0")

@@ -65,8 +65,8 @@ def forkserver(tmp_path_factory):
         sys.path.insert(0, here)
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "mlflow", "mlflow.pyfunc", "mlflow.models", "mlflow.artifacts", "fairltr.cli",
-                                "fairltr.tracking.registry", "fairltr.tracking.verify", "fairltr.tracking.registry.lock",
-                                "fairltr.tracking.pyfunc", "fairltr.workflows.registry"])
+                                "fairltr.tracking.registry", "fairltr.tracking.models.verify", "fairltr.tracking.registry.lock",
+                                "fairltr.tracking.models.pyfunc", "fairltr.workflows.registry"])
     return ctx
 
 

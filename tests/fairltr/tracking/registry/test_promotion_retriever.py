@@ -22,7 +22,7 @@ def retrievers(mlflow_tracking, retriever_package, tiny_bert, retrieval_dir, tmp
     import mlflow
 
     from fairltr.retrieval import read_parallel_data
-    from fairltr.tracking.retriever import build_retriever_package, log_retriever_model
+    from fairltr.tracking.models.retriever import build_retriever_package, log_retriever_model
 
     corpus = read_parallel_data(retrieval_dir).corpus
     cls_package = build_retriever_package(tmp_path / "cls", query_encoder=tiny_bert, corpus=corpus, pooling="cls",
@@ -48,7 +48,7 @@ def test_retriever_promotion_round_trip_and_failing_mrc_gate(retrievers, retriev
 
     from fairltr.retrieval import read_parallel_data
     from fairltr.tracking.registry import current_champion
-    from fairltr.tracking.retriever import FairltrRetriever
+    from fairltr.tracking.models.retriever import FairltrRetriever
 
     name, packages = retrievers
     client = mlflow.MlflowClient()

@@ -1,0 +1,374 @@
+"""Log a trained DELTR model to MLflow: params, the training and test data as MLflow datasets,
+the metrics (fairness first, counts as a table), per-iteration history, figures, the HTML
+fairness report and the registrable pyfunc.
+
+What the MLflow UI shows a person: the run's description names the fairness metrics and their
+values; the metric list starts with :data:`~fairltr.tracking.evaluation.report.HEADLINE_METRICS`, then the
+other fairness metrics, then relevance (no ``*_n_queries`` counts: they are the artifact
+``metric_counts.json``); the logged model carries the final training objective.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from fairltr.deltr import DELTR
+from fairltr.gbdt import LambdaMART
+from fairltr.tracking.evaluation.result_metrics import log_result_metrics
+
+__all__ = ["frame_fingerprint", "file_fingerprint", "run_params", "log_history", "log_metrics_finite",
+           "log_deltr_run", "log_ranker_into_run", "log_dataset", "dataset_of",
+           "metrics_description", "version_description", "DATASET_DIGEST_CHARS"]
+
+DATASET_DIGEST_CHARS = 32  # MLflow's SQL stores keep a dataset digest in 36 characters
+
+
+def frame_fingerprint(df: pd.DataFrame) -> str:
+    """sha256 over the column names and pandas' per-row hashes (order-sensitive, index-free)."""
+    h = hashlib.sha256()
+    h.update("\x1f".join(map(str, df.columns)).encode("utf-8"))
+    h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def file_fingerprint(path: str | Path, chunk: int = 1 << 20) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def run_params(
+    model: DELTR, train_df: pd.DataFrame | None = None, data_paths: Mapping[str, str | Path] | None = None
+) -> dict[str, Any]:
+    """Everything that identifies a training run's settings: the constructor arguments, the
+    values of the fairness loss's declared hyper-parameters (registry), features, data sizes and
+    the data files' paths. The data's identity (sha256) is recorded on the run's datasets
+    (:func:`log_dataset`), not as params."""
+    from fairltr.losses.registry import get_loss
+
+    params: dict[str, Any] = dict(model.effective_params())
+    if model.fairness_loss is not None:  # LambdaMART has no fairness loss
+        loss = get_loss(model.fairness_loss)
+        for hp in loss.params:
+            params[hp.name] = getattr(model, hp.name, hp.default)
+            params[f"{hp.name}_range"] = f"[{hp.low:g}, {hp.high:g}]{' log' if hp.log else ''}"
+    params["features"] = ",".join(model.feature_names_)
+    params["n_features"] = len(model.feature_names_)
+    params["query_column"] = model.query_
+    params["judgment_column"] = model.judgment_
+    params["n_iter"] = model.n_iter_
+    if train_df is not None:
+        params["train_rows"] = len(train_df)
+        if model.query_ in train_df.columns:
+            params["train_queries"] = int(train_df[model.query_].nunique())
+    for role, path in (data_paths or {}).items():
+        params[f"{role}_path"] = str(path)
+    return params
+
+
+def dataset_of(frame: pd.DataFrame, *, role: str, path: str | Path | None = None, sample: bool = False):
+    """``frame`` as an MLflow dataset: named by its file (``train.csv``) or by ``role``, sourced
+    from ``path`` when given, digest = the first :data:`DATASET_DIGEST_CHARS` hex characters of
+    :func:`frame_fingerprint`. ``sample``: the frame is the first rows of the file only."""
+    import mlflow.data
+
+    name = Path(path).name if path is not None else role
+    if sample:
+        name += f" (first {len(frame)} rows)"
+    kw: dict[str, Any] = {"source": str(Path(path).resolve())} if path is not None else {}
+    return mlflow.data.from_pandas(frame, name=name, digest=frame_fingerprint(frame)[:DATASET_DIGEST_CHARS], **kw)
+
+
+def log_dataset(frame: pd.DataFrame, *, role: str, context: str, path: str | Path | None = None,
+                sample: bool = False):
+    """Log ``frame`` as an input of the active run (``mlflow.log_input``, context ``context``:
+    training, testing, evaluation) with input tags ``fairltr.sha256`` (:func:`frame_fingerprint`,
+    in full) and ``fairltr.file_sha256`` (the file's bytes) when ``path`` is a file. Returns the
+    dataset."""
+    import mlflow
+
+    dataset = dataset_of(frame, role=role, path=path, sample=sample)
+    tags = {"fairltr.sha256": frame_fingerprint(frame), "fairltr.role": role}
+    if path is not None and Path(path).is_file():
+        tags["fairltr.file_sha256"] = file_fingerprint(path)
+    if sample:
+        tags["fairltr.sample"] = f"first {len(frame)} rows of the file"
+    mlflow.log_input(dataset, context=context, tags=tags)
+    return dataset
+
+
+def log_history(history: list[Mapping[str, float]], run_id: str, prefix: str = "train_",
+                model_id: str | None = None) -> int:
+    """Log ``history`` (dicts with ``iteration`` and terms) as metrics ``<prefix><term>`` with
+    step = iteration, in one ``log_batch`` call (MLflow's client splits it at its limits).
+    ``model_id``: the entries of the last iteration are linked to that logged model, so that
+    the model carries the final objective. Returns the number of values logged (NaN skipped)."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    last = max((int(rec["iteration"]) for rec in history), default=None)
+    entities = [
+        Metric(f"{prefix}{key}", float(value), now, int(rec["iteration"]),
+               model_id=model_id if int(rec["iteration"]) == last else None)
+        for rec in history for key, value in rec.items()
+        if key != "iteration" and isinstance(value, (int, float)) and math.isfinite(value)
+    ]
+    if entities:
+        MlflowClient().log_batch(run_id, metrics=entities)
+    return len(entities)
+
+
+def log_metrics_finite(metrics: Mapping[str, float], run_id: str, step: int = 0) -> dict[str, float]:
+    """Log the finite entries of ``metrics`` (NaN = undefined: skipped) in one batch."""
+    from fairltr.tracking.runs.life_cycle import log_metrics
+
+    return log_metrics(run_id, metrics, step)
+
+
+def metrics_description(metrics: Mapping[str, float], *, split: str | None = None, lead: str | None = None,
+                        report: str | None = "fairness_report.html") -> str:
+    """A run description (Markdown, shown at the top of the MLflow run page) naming the fairness
+    metrics with their values and directions, then the headline relevance metrics."""
+    from fairltr.metrics import direction_label, metric_info
+    from fairltr.tracking.evaluation.report import HEADLINE_METRICS, exposure_headline, ordered_metric_keys
+
+    def kind(key: str) -> str:
+        try:
+            return metric_info(key).kind
+        except KeyError:
+            return "other"
+
+    keys = ordered_metric_keys([k for k in metrics if kind(k) in ("fairness", "relevance")
+                                and not k.endswith("_n_queries")])
+    fair = [k for k in keys if kind(k) == "fairness" and (k in HEADLINE_METRICS or "/" not in k)][:5]
+    rel = [k for k in keys if kind(k) == "relevance" and k in HEADLINE_METRICS]
+    where = f" ({split} split)" if split else ""
+    lines = [lead] if lead else []
+    if fair:
+        lines.append(f"**Fairness metrics{where}:** " + " · ".join(
+            f"`{k}` {metrics[k]:.4g} ({direction_label(k)})" for k in fair))
+    if rel:
+        lines.append(f"**Relevance{where}:** " + " · ".join(f"`{k}` {metrics[k]:.4g}" for k in rel))
+    headline = exposure_headline(metrics)
+    if headline:
+        lines.append(headline)
+    if report:
+        lines.append(f"Full table, figures and query counts: artifact `{report}`.")
+    return "\n\n".join(lines)
+
+
+def _figures(model: DELTR, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
+    from fairltr.tracking.evaluation.plots import exposure_by_position, figure_to_png, training_curve
+
+    figs: dict[str, bytes] = {}
+    if model.columns_.group in frame.columns and model.query_ in frame.columns:
+        figs["exposure_by_position.png"] = figure_to_png(exposure_by_position(
+            frame, model.predict(frame), query=model.query_, group=model.columns_.group,
+            title=f"Protected vs non-protected by rank position ({split} split)"))
+    if model.history and isinstance(model, DELTR):
+        figs["training_curve.png"] = figure_to_png(training_curve(model.history, gamma=model.gamma))
+    return figs
+
+
+def _model_words(model: DELTR, title: str | None) -> str:
+    """``DELTR, gamma=1000, exposure_hinge`` (``PLRank, lambda=10, squared disparity, 32 samples``)
+    without what ``title`` already says (a LambdaMART model: its own description)."""
+    if isinstance(model, LambdaMART):
+        return model.describe()
+    if model._FILE_KIND == "PLRank":
+        words = ["PLRank"]
+        if not title or f"lambda={model.lam:g}" not in title:
+            words.append(f"lambda={model.lam:g}")
+        words.append(f"{model.disparity} disparity" + (" per merit" if model.merit else ""))
+        words.append(f"{model.samples} samples, {model.estimator} gradient")
+        if model.colorblind and not (title and "colorblind" in title):
+            words.append("colorblind")
+        return ", ".join(words)
+    words = ["DELTR"]
+    if not title or f"gamma={model.gamma:g}" not in title:
+        words.append(f"gamma={model.gamma:g}")
+    if model.colorblind and not (title and "colorblind" in title):
+        words.append("colorblind")
+    if model.gamma > 0:
+        words.append(f"fairness loss {model.fairness_loss}")
+    return ", ".join(words)
+
+
+def log_deltr_run(
+    model: DELTR,
+    *,
+    train_df: pd.DataFrame,
+    test_df: pd.DataFrame | None = None,
+    test_metrics: Mapping[str, float] | None = None,
+    params: Mapping[str, Any] | None = None,
+    data_paths: Mapping[str, str | Path] | None = None,
+    register: str | None = None,
+    run_name: str | None = None,
+    experiment: str = "fairltr",
+    tags: Mapping[str, str] | None = None,
+) -> str:
+    """Log a fitted DELTR model as one MLflow run and return its run id (the Python API; the
+    workflows use :func:`fairltr.tracking.runs.life_cycle.job_run` + :func:`log_ranker_into_run`).
+
+    Logs into the active run when it holds no model yet, else into a nested run; inside
+    ``mlflow run`` (``MLFLOW_RUN_ID``) the first model logs into that run, which is left active so
+    that later models of the same script nest under it; otherwise a new run in ``experiment``.
+    Logged: see :func:`log_ranker_into_run`.
+    """
+    import mlflow
+
+    from fairltr.tracking.runs.config import configure
+    from fairltr.tracking.runs.life_cycle import job_run
+
+    configure(experiment)
+    if mlflow.active_run() is None and os.environ.get("MLFLOW_RUN_ID"):
+        mlflow.start_run()  # attach to the run `mlflow run` created and keep it for later models
+    active = mlflow.active_run()
+    reuse = active is not None and "fairltr.model" not in mlflow.MlflowClient().get_run(active.info.run_id).data.tags
+    with job_run(experiment, run_name, reuse_active=reuse) as run:
+        log_ranker_into_run(run.info.run_id, model, train_df=train_df, test_df=test_df, test_metrics=test_metrics,
+                            params=params, data_paths=data_paths, register=register, title=run_name, tags=tags,
+                            rename=reuse or run.info.run_name != run_name)
+    return run.info.run_id
+
+
+def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.DataFrame, test_df: pd.DataFrame | None = None,
+                        test_metrics: Mapping[str, float] | None = None, params: Mapping[str, Any] | None = None,
+                        data_paths: Mapping[str, str | Path] | None = None, register: str | None = None,
+                        title: str | None = None, tags: Mapping[str, str] | None = None,
+                        rename: bool = False, train_sample: bool = False, serve_rerank: str | None = None):
+    """Log a fitted ranker into the ACTIVE run ``run_id``, in the order a reader needs it:
+
+    * params (:func:`run_params` + ``params``); the training (and test) table as MLflow datasets
+      (:func:`log_dataset`, contexts ``training`` / ``testing``; ``train_sample``: ``train_df``
+      is the first rows of a streamed file);
+    * the finite ``test_metrics`` (:func:`log_result_metrics`: fairness first, counts in
+      ``metric_counts.json``) and a run description naming the fairness metrics (unless the run
+      has one);
+    * the artifacts ``exposure_by_position.png`` (on ``test_df`` if given, else ``train_df``),
+      ``training_curve.png`` and ``fairness_report.html``, uploaded in one call;
+    * the pyfunc model ``model``, registered as a new version of ``register`` when given (tags
+      ``fairltr.model_uri`` and ``fairltr.registered_version`` on the run; a one-line version
+      description with the test metrics);
+    * then the training history as ``train_total`` / ``train_listnet`` / ``train_exposure`` with
+      step = iteration, the last iteration linked to the logged model (which therefore carries
+      the final objective, not iteration 0's).
+
+    ``rename`` sets the run's name to ``title``; ``serve_rerank`` is the serving policy recorded with
+    the model (:mod:`fairltr.fair.policy`; param ``serve_rerank`` and a line of the version
+    description). Returns MLflow's ``ModelInfo``."""
+    import mlflow
+
+    from fairltr.tracking.models.pyfunc import log_ranker_model
+
+    client = mlflow.MlflowClient()
+    paths = dict(data_paths or {})
+    all_params = _log_inputs(run_id, model, train_df, test_df, paths, params=params, title=title, tags=tags,
+                             rename=rename, train_sample=train_sample, serve_rerank=serve_rerank)
+    split = "test" if test_df is not None else "train"
+    heading = title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
+                        f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
+    logged = _log_results(run_id, model, test_df if test_df is not None else train_df, train_df, split,
+                          heading=heading, data_name=Path(paths[split]).name if split in paths else f"{split} table",
+                          test_metrics=test_metrics, all_params=all_params)
+    keep = [c for c in [model.query_, *model.feature_names_] if c in train_df.columns]
+    info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
+                            serve_rerank=serve_rerank)
+    log_history(model.history, run_id, model_id=info.model_id)
+    mlflow.set_tag("fairltr.model_uri", info.model_uri)
+    if register:
+        version = str(info.registered_model_version)
+        mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
+        client.update_model_version(register, version, description=version_description(
+            heading, model, logged, split, serve_rerank=serve_rerank))
+    return info
+
+
+def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, test_df: pd.DataFrame | None,
+                paths: Mapping[str, str | Path], *, params: Mapping[str, Any] | None, title: str | None,
+                tags: Mapping[str, str] | None, rename: bool, train_sample: bool, serve_rerank: str | None
+                ) -> dict[str, Any]:
+    """The params (:func:`run_params` + ``params`` + ``serve_rerank``), the run's tags and the
+    training (and test) table as datasets; returns the params."""
+    import mlflow
+
+    from fairltr.tracking.runs.life_cycle import log_params
+
+    all_params = run_params(model, train_df, paths)
+    all_params.update(params or {})
+    if serve_rerank:
+        all_params["serve_rerank"] = serve_rerank
+    log_params(run_id, all_params)
+    run_tags = {"fairltr.model": model._FILE_KIND}
+    if model.fairness_loss is not None:
+        run_tags["fairltr.fairness_loss"] = model.fairness_loss
+    if title and rename:
+        run_tags["mlflow.runName"] = title
+    run_tags.update(tags or {})
+    mlflow.set_tags(run_tags)
+    log_dataset(train_df, role="train", context="training", path=paths.get("train"), sample=train_sample)
+    if test_df is not None:
+        log_dataset(test_df, role="test", context="testing", path=paths.get("test"))
+    return all_params
+
+
+def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, train_df: pd.DataFrame, split: str, *,
+                 heading: str, data_name: str, test_metrics: Mapping[str, float] | None,
+                 all_params: Mapping[str, Any]) -> dict[str, float]:
+    """The finite metrics (:func:`log_result_metrics`), the run description (unless the run has
+    one), then the figures on ``frame``, ``metric_counts.json``, ``fairness_report.html`` and the
+    training profile of ``fairltr monitor``, uploaded in one call; returns the logged metrics."""
+    import mlflow
+
+    from fairltr.tracking.evaluation.report import fairness_report_html, split_counts
+    from fairltr.tracking.job_logging.monitoring import log_training_profile
+
+    figs = _figures(model, frame, split)
+    with tempfile.TemporaryDirectory(prefix="fairltr-run-") as tmp:
+        logged = log_result_metrics(run_id, test_metrics or {}, tmp)
+        if logged and "mlflow.note.content" not in mlflow.MlflowClient().get_run(run_id).data.tags:
+            mlflow.set_tag("mlflow.note.content", metrics_description(logged, split=split))
+        for name, png in figs.items():
+            (Path(tmp) / name).write_bytes(png)
+        captions = {"exposure_by_position.png":
+                    f"Share of protected vs non-protected items by rank bucket, {split} split (DELTR Fig. 2)",
+                    "training_curve.png": ("Training objective per iteration: total = E[DCG] - lambda x disparity "
+                                           "(sampled, maximised)" if model._FILE_KIND == "PLRank" else
+                                           "Training objective per iteration: total = listnet + gamma x exposure")}
+        report = fairness_report_html(
+            heading, subtitle=f"{_model_words(model, heading)} · run {run_id} · metrics on {data_name}",
+            metrics=logged, counts=split_counts(test_metrics or {})[1], params=all_params,
+            figures={captions.get(k, k): v for k, v in figs.items()},
+            notes=None if logged else "No test metrics were given for this run.",
+        )
+        (Path(tmp) / "fairness_report.html").write_text(report, encoding="utf-8")
+        log_training_profile(train_df, model.columns_.groups, model.feature_names_, Path(tmp))  # fairltr monitor's baseline
+        mlflow.log_artifacts(tmp)  # one upload call for the figures, the counts and the report
+    return logged
+
+
+def version_description(title: str, model: DELTR, metrics: Mapping[str, float], split: str,
+                        serve_rerank: str | None = None) -> str:
+    """One line for a newly registered version: what it is, its fairness on ``split`` and the
+    serving policy it applies (when one was recorded)."""
+    from fairltr.tracking.evaluation.report import HEADLINE_METRICS
+
+    shown = [k for k in HEADLINE_METRICS if k in metrics][:4]
+    values = ", ".join(f"{k} {metrics[k]:.3g}" for k in shown)
+    return (f"Registered from run '{title}' ({_model_words(model, title)})"
+            + (f"; {split} split: {values}" if values else "")
+            + (f". Served with post-processing {serve_rerank} (request params may override it)"
+               if serve_rerank and serve_rerank != "none" else "")
+            + ". No promotion decision yet.")

@@ -1,0 +1,262 @@
+"""The "fairltr ranker" MLflow pyfunc: a DELTR, PLRank or LambdaMART model behind ``mlflow.pyfunc``.
+
+A PLRank model is a stochastic Plackett-Luce policy; its pyfunc is deterministic: it returns the
+policy's mean scores and the ranking by decreasing score (the policy's most probable ranking),
+never a sampled ranking, so that a registered version's outputs are reproducible.
+
+* weights: the model's own ``.safetensors`` file written by :meth:`fairltr.DELTR.save`, logged as
+  a model artifact (no pickle of weights or of the model object); a LambdaMART model logs its
+  ``lambdamart.json`` (artifact ``weights``) and LightGBM's text model file ``lambdamart.txt``
+  (artifact ``booster``, :meth:`fairltr.gbdt.LambdaMART.save`);
+* code: "models from code" — the model is defined by ``ranker_code.py`` (which calls
+  ``mlflow.models.set_model``), and the ``fairltr`` package is shipped under ``code/`` because it
+  is not on PyPI; third-party requirements are pinned explicitly (no 19 s inference);
+* integrity: the SHA-256 digest of the logged model folder is recorded in the tracking store
+  (tag ``fairltr.digest`` on the logged model and the registered version,
+  :mod:`fairltr.tracking.models.verify`); promotion and ``fairltr evaluate-model`` check it and build
+  the ranker with :meth:`FairltrRanker.from_model` in their own process, never running the
+  stored ``ranker_code.py``;
+* contract: input = DataFrame with the query-id column and the model's feature columns (extra
+  columns are ignored); output = DataFrame ``score`` (float) and ``rank`` (1-based, per query,
+  by decreasing score, ties in input order), same index and row order as the input.
+* serving-time post-processing (:mod:`fairltr.fair.policy`): a policy recorded at logging time
+  (``serve_rerank`` in the model config, e.g. ``fair:p=0.3,alpha=0.1``; inside the digest like
+  the weights) and/or the request's ``params`` (``rerank``, ``p``, ``alpha``, ``adjust``, ``k``,
+  ``target``) re-rank each query; the output then carries the query id (and item id), ``score``,
+  the re-ranked ``rank`` and ``fair_feasible`` (per query), still in input row order. The
+  rankings are deterministic: the model's scores, then the re-ranker. A bad request (unknown
+  ``rerank``, a missing group column, bad values) is an ``INVALID_PARAMETER_VALUE`` error with one
+  line, which ``mlflow models serve`` answers with HTTP 400.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import mlflow.pyfunc
+
+from fairltr.columns import RankingColumns
+from fairltr.deltr import DELTR
+from fairltr.errors import ConfigError, DataError
+from fairltr.fair.policy import NO_POLICY, ServingPolicy, apply_policy, parse_policy, policy_from_params
+from fairltr.gbdt import LambdaMART
+from fairltr.rankers import load_ranker
+from fairltr.tracking.runs.config import registry_prints_follow_log_level
+from fairltr.tracking.models.ranks import aligned_ranks
+
+__all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package",
+           "load_ranker_artifacts", "MODEL_CODE"]
+
+MODEL_CODE = Path(__file__).with_name("ranker_code.py")
+WEIGHTS_FILE = "deltr.safetensors"
+LAMBDAMART_FILE = "lambdamart.json"  # + LightGBM's lambdamart.txt beside it
+_REQUIREMENTS = ("torch", "numpy", "pandas", "scipy", "safetensors", "mlflow")
+
+Ranker = DELTR | LambdaMART
+
+
+def load_ranker_artifacts(weights: str | Path, booster: str | Path | None = None) -> Ranker:
+    """The ranker of a logged model's artifacts with fairltr's validating loaders: a LambdaMART
+    model (``weights`` = its JSON, ``booster`` = LightGBM's text file), else the class the
+    weights file's format marker names (:func:`fairltr.rankers.load_ranker`)."""
+    if booster is not None:
+        return LambdaMART.load(weights, booster_path=booster)
+    return load_ranker(weights)
+
+
+def predict_frame(model: Ranker, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:
+    """``score`` and per-query ``rank`` of every row of ``df``, aligned with its rows."""
+    q = query or model.query_
+    if q not in df.columns:
+        raise DataError(f"query column {q!r} not in the input; columns: {list(df.columns)}")
+    scores = model.predict(df)
+    return pd.DataFrame({"score": scores.astype(np.float64), "rank": aligned_ranks(df, scores, q)}, index=df.index)
+
+
+def _bad_request(exc: Exception):
+    """A one-line MLflow error the scoring server answers with HTTP 400 (no traceback)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+
+    return MlflowException(" ".join(str(exc).split()), error_code=INVALID_PARAMETER_VALUE)
+
+
+def _given(params: dict[str, Any] | None) -> dict[str, Any]:
+    """The request params that carry a value (MLflow fills absent ones with the schema default)."""
+    return {k: v for k, v in (params or {}).items() if v is not None}
+
+
+class FairltrRanker(mlflow.pyfunc.PythonModel):
+    """Scores and per-query ranks of a ranker (DELTR or PLRank from its safetensors artifact, a
+    LambdaMART model from its JSON + LightGBM text artifacts), with an optional serving-time
+    re-ranking policy (module docstring).
+
+    ``model_config``: ``query`` (overrides the query-id column name seen at training), ``group``
+    (the group column a re-ranker reads), ``serve_rerank`` (the recorded policy's spec).
+    """
+
+    @classmethod
+    def from_model(cls, model: Ranker, query: str | None = None, policy: ServingPolicy | str | None = None,
+                   group: str | None = None) -> "FairltrRanker":
+        """The pyfunc of an already loaded model (in-process use; no MLflow context)."""
+        self = cls()
+        self.model = model
+        self.query = query or model.query_
+        self.group = group or model.columns_.group
+        self.policy = policy if isinstance(policy, ServingPolicy) else parse_policy(policy)
+        return self
+
+    def load_context(self, context) -> None:
+        self.model = load_ranker_artifacts(context.artifacts["weights"], context.artifacts.get("booster"))
+        config = getattr(context, "model_config", None) or {}
+        self.query = config.get("query") or self.model.query_
+        self.group = config.get("group") or self.model.columns_.group
+        self.policy = parse_policy(config.get("serve_rerank"))
+
+    def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        if not isinstance(model_input, pd.DataFrame):
+            model_input = pd.DataFrame(model_input)
+        recorded = getattr(self, "policy", NO_POLICY)
+        try:
+            requested = _given(params)
+            plain = not recorded.active and requested.get("rerank", "none") == "none" and set(requested) <= {"rerank"}
+            if plain:  # no policy anywhere: today's output (score, rank)
+                return predict_frame(self.model, model_input, self.query)
+            policy = policy_from_params(recorded, requested)
+            if self.query not in model_input.columns:
+                raise DataError(f"query column {self.query!r} not in the input; columns: {list(model_input.columns)}")
+            scores = self.model.predict(model_input)
+            return apply_policy(model_input, scores, policy,
+                                RankingColumns(query=self.query, group=getattr(self, "group", None), judgment=None))
+        except (ConfigError, DataError) as exc:
+            raise _bad_request(exc) from None
+
+
+def ranker_pip_requirements(extra: tuple[str, ...] = ()) -> list[str]:
+    """Exact pins of the ranker's runtime dependencies, read from the installed versions
+    (``extra``: e.g. ``("lightgbm",)`` for a LambdaMART model)."""
+    return [f"{name}=={md.version(name).split('+')[0]}" for name in (*_REQUIREMENTS, *extra)]
+
+
+def stage_package(dest: Path) -> Path:
+    """Copy the importable ``fairltr`` package (no bytecode) to ``dest/fairltr`` (a model's ``code/``)."""
+    import fairltr
+
+    src = Path(fairltr.__file__).resolve().parent
+    out = dest / "fairltr"
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.db"))
+    return out
+
+
+def _default_example(model: Ranker, n: int = 3) -> pd.DataFrame:
+    cols = {model.query_: np.zeros(n, dtype=np.int64)}
+    cols.update({f: np.zeros(n, dtype=np.float64) for f in model.feature_names_})
+    return pd.DataFrame(cols)
+
+
+def _with_group(example: pd.DataFrame, group: str | None) -> pd.DataFrame:
+    """``example`` with a group column (alternating 0/1) when it has none: what a re-ranking
+    policy reads."""
+    if group is None or group in example.columns:
+        return example
+    return example.assign(**{group: np.arange(len(example), dtype=np.int64) % 2})
+
+
+def _serving_signature(signature, group: str | None):
+    """``signature`` plus the serving params and, when the group column is not among the inputs,
+    the group column as an optional input. Every param defaults to None ("the recorded policy's
+    value"): MLflow fills absent params with their defaults, and a recorded value there could not
+    be told from a requested one (``{"rerank": "none"}`` would arrive with the policy's ``p``)."""
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
+
+    inputs = list(signature.inputs.inputs)
+    if group is not None and group not in signature.inputs.input_names():
+        inputs.append(ColSpec("long", group, required=False))
+    params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
+        ("rerank", "string"), ("p", "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
+        ("target", "string"))])
+    return ModelSignature(inputs=Schema(inputs), outputs=signature.outputs, params=params)
+
+
+def _save_artifacts(model: Ranker, folder: Path) -> tuple[dict[str, str], dict[str, Path]]:
+    """Save ``model``'s files in ``folder``: (pyfunc ``artifacts``, ``{"artifact:<key>": local file}``
+    for :func:`~fairltr.tracking.models.digests.record_digest`); a LambdaMART model adds its booster."""
+    lambdamart = isinstance(model, LambdaMART)
+    weights = model.save(folder / (LAMBDAMART_FILE if lambdamart else WEIGHTS_FILE))
+    artifacts = {"weights": str(weights)}
+    uploaded = {"artifact:weights": weights}
+    if lambdamart:
+        from fairltr.gbdt import booster_path_for
+
+        artifacts["booster"] = str(booster_path_for(weights))
+        uploaded["artifact:booster"] = booster_path_for(weights)
+    return artifacts, uploaded
+
+
+def log_ranker_model(
+    model: Ranker,
+    name: str = "model",
+    input_example: pd.DataFrame | None = None,
+    register: str | None = None,
+    serve_rerank: ServingPolicy | str | None = None,
+    **log_kwargs: Any,
+):
+    """Log ``model`` as a pyfunc (in the active run, if any) and optionally register it as a
+    new version of ``register``. Returns MLflow's ``ModelInfo`` (``model_uri``,
+    ``registered_model_version``...). The folder's digest is recorded on the logged model and
+    the version (tag ``fairltr.digest``, :func:`fairltr.tracking.models.digests.record_digest`).
+
+    ``serve_rerank``: the default serving policy (``"fair:p=0.3,alpha=0.1"``), recorded in the
+    model config (so inside the digest) and applied by every ``predict`` unless a request's
+    params override it. The signature declares the serving params and, when the group column is
+    not a feature, the group column as an optional input."""
+    from mlflow.models import infer_signature
+
+    from fairltr.tracking.models.digests import record_digest
+
+    model.check_fitted()
+    if input_example is None:
+        input_example = _default_example(model)
+    else:
+        keep = [c for c in [model.query_, *model.feature_names_] if c in input_example.columns]
+        input_example = input_example[keep].head(5).reset_index(drop=True)
+    # features as double so that int or float inputs both pass MLflow's schema enforcement
+    input_example = input_example.astype({f: np.float64 for f in model.feature_names_})
+    policy = serve_rerank if isinstance(serve_rerank, ServingPolicy) else parse_policy(serve_rerank)
+    group = model.columns_.group
+    with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
+        tmp_path = Path(tmp)
+        lambdamart = isinstance(model, LambdaMART)
+        artifacts, uploaded = _save_artifacts(model, tmp_path)
+        with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
+            warnings.simplefilter("ignore", UserWarning)
+            example_out = (predict_frame(model, input_example) if not policy.active else
+                           FairltrRanker.from_model(model, policy=policy).predict(None, _with_group(input_example, group)))
+            signature = _serving_signature(infer_signature(input_example, example_out), group)
+        code = stage_package(tmp_path / "code")
+        with registry_prints_follow_log_level():
+            info = mlflow.pyfunc.log_model(
+                name=name,
+                python_model=str(MODEL_CODE),
+                artifacts=artifacts,
+                code_paths=[str(code)],
+                pip_requirements=ranker_pip_requirements(("lightgbm",) if lambdamart else ()),
+                signature=signature,
+                input_example=input_example,
+                registered_model_name=register or None,
+                model_config={"query": model.query_, "kind": "ranker", "group": group,
+                              "serve_rerank": policy.describe(), **({"model": "LambdaMART"} if lambdamart else {})},
+                **log_kwargs,
+            )
+        record_digest(info, {**uploaded, "ranker_code.py": MODEL_CODE, "code/fairltr": code},
+                      register=register or None)
+    return info
