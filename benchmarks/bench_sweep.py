@@ -35,7 +35,7 @@ def one_sweep(args, name: str, mlflow: bool) -> dict[str, float]:
 
     from fairltr.workflows import run_sweep_job
     from tuning.sweep import SweepConfig
-    from tuning.tracking import SweepTracker
+    from fairltr.tracking import SweepTracker
 
     mlflow_seconds: list[float] = []
     original = SweepTracker.log_trial

@@ -6,8 +6,8 @@ constraints by metric name (:mod:`tuning.objectives`), studies (:mod:`tuning.stu
 re-exports storages :mod:`tuning.storage`, samplers :mod:`tuning.samplers`, the Ctrl-C guard
 :mod:`tuning.interrupts` and the exactly-N worker loop :mod:`tuning.worker`), hypervolume and
 best trade-off of Optuna's front (:mod:`tuning.pareto`, :mod:`tuning.report`), plots
-(:mod:`tuning.plots`), the MLflow mirror (:mod:`tuning.tracking`) and :func:`run_sweep`
-(:mod:`tuning.sweep`). The trial of each method is built by the workflows
+(:mod:`tuning.plots`) and :func:`run_sweep` (:mod:`tuning.sweep`; it logs through the MLflow adapter's
+public names, e.g. `fairltr.tracking.SweepTracker`, and imports no MLflow). The trial of each method is built by the workflows
 (:func:`fairltr.workflows.run_sweep_job`): adapters never import workflows.
 """
 

@@ -55,7 +55,7 @@ def make_storage(url: str | None, *, out: str | Path | None = None, heartbeat_in
     engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     import sqlalchemy.exc
 
-    from fairltr.tracking.runs.config import redact_text, redact_uri
+    from fairltr.redaction import redact_text, redact_uri
 
     try:
         with _schema_lock(url), warnings.catch_warnings():  # heartbeat + retry callback are experimental

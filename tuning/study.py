@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import optuna
 
 from fairltr.errors import ConfigError
+from fairltr.tracking import CREATED_AT_ATTR  # the MLflow mirror reads it (a lazy name: no MLflow import)
 from tuning.interrupts import InterruptGuard, interruptible
 from tuning.samplers import SAMPLERS, WorkerSampler, make_sampler, worker_seed
 from tuning.storage import default_storage_url, make_storage
@@ -34,8 +35,6 @@ __all__ = [
     "InterruptGuard",
     "trials_ahead",
 ]
-
-CREATED_AT_ATTR = "fairltr_created_at"
 
 
 def open_study(name: str, storage, directions: Sequence[str], sampler, config: Mapping[str, Any],

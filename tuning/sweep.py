@@ -318,8 +318,7 @@ def _open_sweep_study(cfg: SweepConfig, runner, objectives: Sequence[ObjectiveSp
 def _attach_tracker(cfg: SweepConfig, runner, study, created: bool, checked: dict[str, Any],
                     echo: Callable[[str], None]):
     """The MLflow mirror: create (first worker) or join the study's parent run."""
-    from fairltr.tracking.runs.config import redact_uri
-    from tuning.tracking import SweepTracker
+    from fairltr.tracking import SweepTracker, redact_uri
 
     tracker = SweepTracker(cfg.tracking_uri, cfg.experiment, cfg.study)
     try:

@@ -26,7 +26,7 @@ def _unreachable(text: str) -> str | None:
     """A one-line reason for MLflow's long "Max retries exceeded ... Connection refused" texts."""
     import re
 
-    from fairltr.tracking.runs.config import redact_uri
+    from fairltr.redaction import redact_uri
 
     if not re.search(r"Max retries exceeded|Connection refused|Failed to establish a new connection|timed out", text):
         return None
@@ -42,7 +42,7 @@ def user_error_message(exc: BaseException) -> str | None:
 
     fairltr's own errors, a missing file, and MLflow's errors (unknown model or version, a refused
     request) are the user's; credentials in URIs are redacted."""
-    from fairltr.tracking.runs.config import redact_text
+    from fairltr.redaction import redact_text
 
     if isinstance(exc, FairltrError):
         return redact_text(str(exc))

@@ -39,7 +39,7 @@ def _echo_err(msg: str) -> None:
 
 
 def _tracked_line(run_id: str | None, uri: str | None, register: str | None = None, version: str | None = None) -> None:
-    from fairltr.tracking.runs.config import redact_uri
+    from fairltr.redaction import redact_uri
 
     if run_id:
         _echo_err(f"MLflow run {run_id} logged to {redact_uri(uri or '')}"
@@ -169,7 +169,7 @@ def quickstart(queries, candidates, protected_share, bias, gamma, seed, out_dir,
     """The main job on embedded defaults: synthetic biased data -> standard, colorblind and DELTR -> comparison."""
     from pathlib import Path
 
-    from fairltr.tracking.runs.config import redact_uri
+    from fairltr.redaction import redact_uri
     from fairltr.workflows import QuickstartConfig, quickstart as run_quickstart
 
     cfg = QuickstartConfig(queries=queries, candidates=candidates, protected_share=protected_share, bias=bias,

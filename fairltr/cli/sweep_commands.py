@@ -98,7 +98,7 @@ def sweep(method, train, test, n_trials, study, storage, objectives, constraints
     import torch
 
     from fairltr.workflows import run_sweep_job
-    from tuning.sweep import SweepConfig
+    from fairltr.workflows import SweepConfig
 
     from fairltr.workflows.sweep_registry import get_sweep_method
 

@@ -12,7 +12,8 @@ from typing import Any
 
 _EXPORTS = {
     # runs and configuration (runs/)
-    **dict.fromkeys(("DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "logger_target",
+    **dict.fromkeys(("DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "resolve_tracking_uri",
+                     "configure", "logger_target",
                      "redact_uri", "redact_text", "check_tracking_uri", "init_store"), "runs.config"),
     **dict.fromkeys(("job_run", "child_run", "log_params", "log_metrics", "mark_run"), "runs.life_cycle"),
     # model formats (models/): the ranker and retriever pyfuncs, digests and verified loading
@@ -38,6 +39,8 @@ _EXPORTS = {
                      "file_fingerprint", "log_ranker_into_run", "log_dataset", "dataset_of", "metrics_description",
                      "version_description"), "job_logging.ranker_logging"),
     "log_retrieval_run": "job_logging.retrieval_logging",
+    # the sweep's MLflow mirror: one parent run per Optuna study, one nested run per COMPLETE trial
+    **dict.fromkeys(("SweepTracker", "PARENT_ATTR", "CREATED_AT_ATTR", "sqlite_wal"), "job_logging.sweep_runs"),
     # the gate language (the core's fairltr.gates, re-exported) and the registry (registry/)
     **dict.fromkeys(("Gate", "GateResult", "parse_gate", "check_gates", "Bound", "GatePreset", "GATE_PRESETS",
                      "expand_preset", "gate_cutoffs"), "fairltr.gates"),

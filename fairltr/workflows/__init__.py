@@ -17,7 +17,7 @@ inside them, so ``import fairltr.workflows`` stays as cheap as the core.
 | promote a registered version | :class:`PromoteConfig` -> :func:`promote_model` |
 | compare tracked runs | :class:`CompareRunsConfig` -> :func:`compare_runs` |
 | re-ranking of a file (FA*IR, Geyik et al.) | :class:`RerankConfig` -> :func:`rerank_file` |
-| a sweep (any method) | ``tuning.SweepConfig`` -> :func:`run_sweep_job`; trials: :func:`ranking_trial`, :func:`dpr_trial` |
+| a sweep (any method) | :class:`SweepConfig` (``tuning.SweepConfig``) -> :func:`run_sweep_job`; trials: :func:`ranking_trial`, :func:`dpr_trial` |
 """
 
 from fairltr.lazy import lazy_exports
@@ -32,7 +32,7 @@ __all__ = [
     "EvaluateRetrievalConfig", "evaluate_retrieval", "RetrievalEvalData", "EvaluateModelConfig",
     "EvaluateModelResult", "evaluate_model", "PromoteConfig", "promote_model", "split_gates", "CompareRunsConfig",
     "compare_runs", "RerankConfig", "RerankResult", "rerank_file", "mtable_report", "RankingTrial", "DprTrial",
-    "ranking_trial", "dpr_trial", "run_sweep_job",
+    "ranking_trial", "dpr_trial", "run_sweep_job", "SweepConfig", "RetrieverOutcome", "train_and_evaluate_retriever",
     "PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank",
 ]
 
@@ -51,6 +51,8 @@ lazy_exports(__name__, {
                      "evaluate_retrieval", "train_retriever"], "fairltr.workflows.retriever"),
     **dict.fromkeys(["DprTrial", "RankingTrial", "dpr_trial", "ranking_trial", "run_sweep_job"],
                     "fairltr.workflows.sweep"),
+    "SweepConfig": "tuning.sweep",  # the sweep's typed config (the Optuna adapter's), loaded on first use
+    **dict.fromkeys(["RetrieverOutcome", "train_and_evaluate_retriever"], "fairltr.workflows.retriever"),
     **dict.fromkeys(["EvaluateRankerConfig", "EvaluateRankerResult", "TrainRankerConfig", "TrainRankerResult",
                      "evaluate_ranker", "train_ranker"], "fairltr.workflows.train_ranker"),
     **dict.fromkeys(["PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank"],

@@ -279,7 +279,7 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
     from fairltr.tracking.runs.config import check_tracking_uri
     from fairltr.workflows.outputs import check_output_dir
     from tuning.sweep import run_sweep
-    from tuning.tracking import resolve_tracking_uri
+    from fairltr.tracking import resolve_tracking_uri
 
     method = get_sweep_method(cfg.method)
     if not str(cfg.study).strip():
@@ -329,7 +329,7 @@ def register_best_tradeoff(cfg, runner: RankingTrial, best: Mapping[str, Any], e
 
     from fairltr.workflows.options import RankingSource, TrackingOptions
     from fairltr.workflows.train_ranker import publish_ranker
-    from tuning.tracking import resolve_tracking_uri
+    from fairltr.tracking import resolve_tracking_uri
 
     mlflow.set_tracking_uri(resolve_tracking_uri(cfg.tracking_uri))  # the sweep's store, not the default one
     values = {name: float(best[name]) for name in runner.space.names if name in best}

@@ -17,7 +17,7 @@ from fairltr.gbdt import GBDTParams, LambdaMART  # noqa: E402
 from fairltr.metrics import evaluate_ranking  # noqa: E402
 from fairltr.workflows import ranking_trial  # noqa: E402
 from tuning.study import make_storage  # noqa: E402
-from tuning.tracking import PARENT_ATTR  # noqa: E402
+from fairltr.tracking import PARENT_ATTR  # noqa: E402
 
 
 def test_lambdamart_trial_equals_direct_training(small_rankings):

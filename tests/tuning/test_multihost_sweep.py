@@ -64,7 +64,7 @@ def test_three_worker_hosts_lose_one_and_lose_no_trial(netns_cluster, ranking_fi
     from mlflow.entities import ViewType
 
     from tuning.study import make_storage
-    from tuning.tracking import PARENT_ATTR
+    from fairltr.tracking import PARENT_ATTR
 
     cluster = netns_cluster(5)
     db_host, tracking, *workers = cluster.hosts

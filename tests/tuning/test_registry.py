@@ -30,7 +30,7 @@ from fairltr.workflows.sweep_registry import (
 )
 from tuning.study import make_storage
 from tuning.sweep import SweepConfig
-from tuning.tracking import PARENT_ATTR
+from fairltr.tracking import PARENT_ATTR
 
 REPO = Path(__file__).resolve().parents[2]
 BUILTIN = ["deltr", "fair-pre", "fair-post", "dpr", "lambdamart", "lambdamart+fair", "detconstsort",

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mlflow import MlflowClient
 
 from fairltr.cli import cli
-from tuning.tracking import PARENT_ATTR
+from fairltr.tracking import PARENT_ATTR
 
 
 def _table(n_queries: int, seed: int) -> pd.DataFrame:

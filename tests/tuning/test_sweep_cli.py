@@ -16,7 +16,7 @@ from mlflow import MlflowClient
 from fairltr.cli import cli
 from tuning.pareto import as_losses, hypervolume_2d
 from tuning.study import make_storage
-from tuning.tracking import PARENT_ATTR
+from fairltr.tracking import PARENT_ATTR
 
 
 def sweep(files, out, *extra, mlflow_uri=None):

@@ -21,7 +21,7 @@ from optuna.trial import TrialState
 
 from fairltr.cli import cli
 from tuning.study import make_storage
-from tuning.tracking import PARENT_ATTR
+from fairltr.tracking import PARENT_ATTR
 
 HELPER = Path(__file__).with_name("_slow_worker.py")
 COMPLETE = (TrialState.COMPLETE,)

@@ -34,9 +34,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from fairltr.errors import ConfigError
 from fairltr.tracking.runs.pending_ends import settle_pending_ends
-from fairltr.tracking.runs.redaction import install_redaction, redact_text, redact_uri
+from fairltr.redaction import install_redaction, redact_text, redact_uri
 
-__all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "configure", "logger_target",
+__all__ = ["DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "resolve_tracking_uri", "configure", "logger_target",
            "redact_uri", "redact_text", "check_tracking_uri", "check_database", "FAST_FAIL_ENV", "init_store", "sqlite_path",
            "install_redaction", "registry_prints_follow_log_level"]
 
@@ -63,6 +63,11 @@ def tracking_uri() -> str:
     if mlflow.is_tracking_uri_set():
         return mlflow.get_tracking_uri()
     return os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
+
+
+def resolve_tracking_uri(uri: str | None = None) -> str:
+    """``uri`` if given, else :func:`tracking_uri` (the fairltr tracking policy)."""
+    return uri or tracking_uri()
 
 
 def sqlite_path(uri: str) -> Path | None:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fairltr.tracking.runs.redaction import redact_uri
+from fairltr.redaction import redact_uri
 
 __all__ = ["pending_ends_file", "record_pending_end", "settle_pending_ends", "read_pending"]
 

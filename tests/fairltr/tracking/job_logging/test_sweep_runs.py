@@ -1,4 +1,4 @@
-"""The sweep's MLflow mirror (a real SQLite store): a Ctrl-C that lands inside ``attach`` — the
+"""The sweep's MLflow mirror (``fairltr.tracking.SweepTracker``, a real SQLite store): a Ctrl-C that lands inside ``attach`` — the
 moment a resumed worker reopens the shared parent run — leaves no run RUNNING after ``abort``."""
 
 from __future__ import annotations
@@ -7,8 +7,16 @@ import optuna
 import pytest
 from mlflow import MlflowClient
 
+from fairltr.tracking import PARENT_ATTR, SweepTracker
 from tuning.study import make_storage
-from tuning.tracking import PARENT_ATTR, SweepTracker
+
+
+@pytest.fixture
+def mlflow_sqlite(tmp_path) -> str:
+    """A fresh SQLite tracking store (its tables created now)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowClient(tracking_uri=uri).search_experiments()
+    return uri
 
 
 def test_interrupt_while_reopening_the_parent_run_leaves_nothing_running(tmp_path, mlflow_sqlite, monkeypatch):

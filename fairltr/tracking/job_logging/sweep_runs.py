@@ -1,5 +1,10 @@
 """MLflow mirror of a sweep: one parent run per study, one nested run per COMPLETE trial.
 
+It lives in the MLflow adapter (the Optuna adapter, ``tuning``, imports no MLflow: it logs through
+these public names, ``from fairltr.tracking import SweepTracker``); it reads an Optuna study by
+duck typing (``user_attrs``, ``set_user_attr``, ``get_trials`` and each trial's ``state.name``),
+so it imports no Optuna either.
+
 The Optuna storage is the source of truth; MLflow mirrors it:
 
 * the worker that creates the study creates the parent run and stores its id in the study's
@@ -22,25 +27,16 @@ from typing import Any, Mapping, Sequence
 
 from fairltr.errors import ConfigError
 
-__all__ = ["resolve_tracking_uri", "SweepTracker", "PARENT_ATTR", "sqlite_wal"]
+__all__ = ["SweepTracker", "PARENT_ATTR", "CREATED_AT_ATTR", "sqlite_wal"]
 
 PARENT_ATTR = "mlflow_parent_run_id"
+CREATED_AT_ATTR = "fairltr_created_at"  # the study's creation time (set by tuning.study when it creates one)
 TAG_STUDY = "fairltr.sweep.study"
 TAG_TRIAL = "fairltr.sweep.trial"
 TAG_ROLE = "fairltr.sweep.role"
 TAG_WORKER = "fairltr.sweep.worker"
 TAG_FRONT = "fairltr.sweep.front"  # "true" on the nested runs of the Pareto-front trials
 TAG_BEST = "fairltr.sweep.best_tradeoff"  # "true" on the best trade-off's nested run
-
-
-def resolve_tracking_uri(uri: str | None = None) -> str:
-    """``uri`` if given, else the fairltr tracking policy (``MLFLOW_TRACKING_URI`` or
-    ``sqlite:///<cwd>/mlflow.db``)."""
-    if uri:
-        return uri
-    from fairltr.tracking.runs.config import tracking_uri
-
-    return tracking_uri()
 
 
 def sqlite_wal(uri: str) -> bool:
@@ -67,7 +63,7 @@ class SweepTracker:
     def __init__(self, tracking_uri: str | None, experiment: str, study_name: str) -> None:
         from mlflow import MlflowClient
 
-        from fairltr.tracking.runs.config import init_store
+        from fairltr.tracking.runs.config import init_store, resolve_tracking_uri
 
         self.tracking_uri = resolve_tracking_uri(tracking_uri)
         init_store(self.tracking_uri)  # a fresh local SQLite store is created once, all-or-nothing
@@ -102,8 +98,6 @@ class SweepTracker:
         A worker joining a study without a parent run waits for its creator to make one, but
         only up to ``wait_seconds`` after the study was created: a creator that died (Ctrl-C)
         before making it leaves the job to the next worker, which makes it at once."""
-        from tuning.study import CREATED_AT_ATTR
-
         attrs = study.user_attrs
         run_id = attrs.get(PARENT_ATTR)
         if run_id is None and not created:
@@ -215,14 +209,12 @@ class SweepTracker:
     def reconcile(self, study) -> int:
         """Delete nested runs of trials that ended FAIL or PRUNED (final states), and duplicate
         runs of one trial; returns the number deleted."""
-        from optuna.trial import TrialState
-
-        state = {t.number: t.state for t in study.get_trials(deepcopy=False)}
+        state = {t.number: t.state.name for t in study.get_trials(deepcopy=False)}  # optuna's TrialState names
         seen: set[int] = set()
         deleted = 0
         for run in sorted(self.nested_runs(), key=lambda r: r.info.start_time or 0):
             n = int(run.data.tags.get(TAG_TRIAL, -1))
-            if state.get(n) in (TrialState.FAIL, TrialState.PRUNED) or (state.get(n) == TrialState.COMPLETE and n in seen):
+            if state.get(n) in ("FAIL", "PRUNED") or (state.get(n) == "COMPLETE" and n in seen):
                 self.client.delete_run(run.info.run_id)
                 deleted += 1
             else:
