@@ -134,8 +134,6 @@ def main(argv: list[str] | None = None) -> None:
         write_outputs(out, results)
         print("bm25", results["models"]["bm25"]["summary"], flush=True)
 
-    import lightning.pytorch as pl
-
     from fairltr.retrieval import retrieval_cutoffs
     from fairltr.workflows.retriever import CorpusEmbeddingCache, RetrieverSpec, train_and_evaluate_retriever
 
@@ -160,17 +158,10 @@ def main(argv: list[str] | None = None) -> None:
             write_outputs(out, results)
             print("zero_shot", results["models"]["zero_shot"]["summary"], zero.timing, flush=True)
 
-    class Progress(pl.Callback):
-        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            step = trainer.global_step
-            if step % 25 == 0 or step == args.steps:
-                m = trainer.callback_metrics
-                print(f"  step {step}: loss {float(m.get('train/loss', float('nan'))):.4f} "
-                      f"dpr {float(m.get('train/dpr_loss', float('nan'))):.4f} "
-                      f"({time.perf_counter() - self.t0:.0f} s)", flush=True)
+    from lightning_modules.progress import MetricLines
 
-        def on_train_start(self, trainer, pl_module):
-            self.t0 = time.perf_counter()
+    def progress():
+        return MetricLines({"loss": "train/loss", "dpr": "train/dpr_loss"}, every=25, echo=lambda m: print(m, flush=True))
 
     for key, loss in MODELS.items():
         if key not in wanted:
@@ -179,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"== {key} (fairness_loss={loss})", flush=True)
         t0 = time.perf_counter()
         done = train_and_evaluate_retriever(spec, data, test, k=k, mrc_k=mrc_k, doc_embeddings=doc_emb,
-                                            callbacks=[Progress()], eval_batch_size=args.eval_batch_size)
+                                            callbacks=[progress()], eval_batch_size=args.eval_batch_size)
         record(results, key, done.evaluation, train_s=done.train_s, eval_s=time.perf_counter() - t0 - done.train_s,
                timing=done.timing, alpha=done.module.alpha, s_per_step=done.train_s / args.steps)
         write_outputs(out, results)

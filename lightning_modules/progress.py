@@ -10,7 +10,7 @@ import lightning.pytorch as pl
 
 from fairltr.progress import Progress
 
-__all__ = ["ProgressLines"]
+__all__ = ["ProgressLines", "MetricLines"]
 
 
 class ProgressLines(pl.Callback):
@@ -27,3 +27,30 @@ class ProgressLines(pl.Callback):
     def on_train_batch_end(self, trainer: pl.Trainer, *args: Any, **kwargs: Any) -> None:
         if self._progress is not None:
             self._progress(min(trainer.global_step, self._progress.total))
+
+
+class MetricLines(pl.Callback):
+    """``step N: name value, ... (t s)`` lines every ``every`` optimizer steps and at the last one
+    (rank 0 only), for the logged training metrics named in ``metrics`` (``{label: key}``, e.g.
+    ``{"loss": "train/loss"}``; a key not logged yet shows ``nan``)."""
+
+    def __init__(self, metrics: dict[str, str], every: int = 25, echo: Callable[[str], None] = print) -> None:
+        if every < 1:
+            raise ValueError(f"every must be >= 1, got {every}")
+        self.metrics, self.every, self.echo = dict(metrics), every, echo
+        self._t0 = 0.0
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        import time
+
+        self._t0 = time.perf_counter()
+
+    def on_train_batch_end(self, trainer: pl.Trainer, *args: Any, **kwargs: Any) -> None:
+        import time
+
+        step = trainer.global_step
+        if not trainer.is_global_zero or not (step % self.every == 0 or step == trainer.max_steps):
+            return
+        logged = trainer.callback_metrics
+        values = ", ".join(f"{label} {float(logged.get(key, float('nan'))):.4f}" for label, key in self.metrics.items())
+        self.echo(f"  step {step}: {values} ({time.perf_counter() - self._t0:.0f} s)")

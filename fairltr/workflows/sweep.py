@@ -242,8 +242,8 @@ def dpr_trial(train: str | Path, test: str | Path, *, seed: int = 0, encoder: st
     from fairltr.workflows.retriever import RetrieverSpec, check_encoder, default_encoder
     from tuning.space import loss_space
 
-    try:  # fail before the study starts, not once per trial
-        import lightning.pytorch  # noqa: F401
+    try:  # fail before the study starts, not once per trial (the bi-encoder is the Lightning adapter's)
+        import lightning_modules.biencoder  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"--method dpr needs Lightning: {exc}") from None
     spec = RetrieverSpec(check_encoder(encoder or default_encoder()), fairness_loss=loss, steps=steps,
