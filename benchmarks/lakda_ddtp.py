@@ -41,8 +41,10 @@ def encoder_path() -> str:
 
 
 def summary_row(name: str, res: dict) -> dict:
-    keep = ("mrr_at_100", "recall_at_100", "mrc_at_5", "mrc_at_5_intersection", "overlap_at_5", "rbo_at_5")
-    return {"model": name, **{k: round(float(res[k]), 2) for k in keep}}
+    """The evaluation's headline keys (:data:`fairltr.retrieval.SUMMARY_KEYS` at k=100, m=5), rounded."""
+    from fairltr.retrieval import summary_of
+
+    return {"model": name, **{k: round(v, 2) for k, v in summary_of(res, 100, 5).items()}}
 
 
 def write_outputs(out: Path, results: dict) -> None:

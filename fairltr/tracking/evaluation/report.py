@@ -15,16 +15,13 @@ import math
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from fairltr.metrics import direction_label, distance_from_ideal, metric_info
+from fairltr.metrics import HEADLINE_METRICS, direction_label, distance_from_ideal, metric_info  # the one headline list
 from fairltr.tracking.evaluation.plots import figure_to_png
 
 __all__ = ["figure_to_png", "fairness_report_html", "metric_sort_key", "ordered_metric_keys", "HEADLINE_METRICS",
            "COUNT_SUFFIX", "split_counts", "exposure_headline", "conclusions", "audit_table_html"]
 
 COUNT_SUFFIX = "_n_queries"
-# the short set a reader looks for first, in this order (present keys only)
-HEADLINE_METRICS = ("impact_ratio_at_10", "exposure_ratio_worst", "exposure_ratio", "exposure_disparity", "exposure_shortfall", "selection_ratio_at_10",
-                    "ndcg_at_10", "kendall_tau", "mrc_at_5", "mrr_at_100")
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:1.2em;color:#222;max-width:980px}
