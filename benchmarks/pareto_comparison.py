@@ -159,20 +159,34 @@ def trial_key(values) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def rank_keeper(folder: Path):
+def row_ids(test: pd.DataFrame, ranked: pd.DataFrame) -> np.ndarray:
+    """For each row of ``ranked`` (a ranked copy of ``test``, re-indexed), its row number in
+    ``test``: matched on every column of ``test`` but the group (FA*IR's methods see a binary
+    view of it: only group 0 vs >= 1 is matched); identical rows are matched in order of occurrence (they are interchangeable)."""
+    keys = [c for c in test.columns if c != "protected"] + ["_bin"]
+    ranked = ranked.assign(_bin=ranked["protected"].to_numpy() >= 1)
+    test = test.assign(_bin=test["protected"].to_numpy() >= 1)
+    left = ranked[keys].assign(_dup=ranked.groupby(keys, sort=False).cumcount().to_numpy())
+    right = test[keys].assign(_dup=test.groupby(keys, sort=False).cumcount().to_numpy(), _row=np.arange(len(test)))
+    merged = left.merge(right, on=[*keys, "_dup"], how="left", validate="one_to_one")
+    if merged["_row"].isna().any() or len(merged) != len(test):
+        raise RuntimeError("a ranked test table does not match its test table row for row")
+    return merged["_row"].to_numpy(np.int32)
+
+
+def rank_keeper(folder: Path, folds):
     """``on_ranked`` hook of the sweep trials: writes ``<folder>/<trial_key>.npz`` with, per fold
-    ``f``, the ranked test table's ``q<f>`` (query codes), ``g<f>`` (group), ``y<f>`` (judgment),
-    in ranked order (rank 1 first in each query): all the bootstrap of the hypervolume needs."""
+    ``f``, ``r<f>``: the test table's row numbers in the evaluation's order (score descending
+    within each query, ties by row position, as :func:`fairltr.metrics.evaluate_ranking` reads
+    the ranked table): all the bootstrap of the hypervolume needs."""
     folder.mkdir(parents=True, exist_ok=True)
 
     def keep(values, ranked) -> None:
         arrays = {}
-        for f, r in enumerate(ranked):  # the evaluation's order: score descending, ties by row position
+        for f, r in enumerate(ranked):
             q = pd.factorize(r["query_id"], sort=False)[0]
             order = np.lexsort((np.arange(len(r)), -r["score"].to_numpy(np.float64), q))
-            arrays[f"q{f}"] = q[order].astype(np.int32)
-            arrays[f"g{f}"] = r["protected"].to_numpy(np.int16)[order]
-            arrays[f"y{f}"] = r["judgment"].to_numpy(np.float64)[order]
+            arrays[f"r{f}"] = row_ids(folds[f][1], r)[order]
         tmp = folder / f".{trial_key(values)}.tmp.npz"
         np.savez_compressed(tmp, **arrays)
         tmp.replace(folder / f"{trial_key(values)}.npz")
@@ -248,7 +262,7 @@ def run_studies(dataset: str, methods: list[str], n_trials: int, folds, args) ->
                           method_options={"max_iter": args.plrank_max_iter} if method == "plrank" else {})
         t0 = time.perf_counter()
         multi = any(t["protected"].max() > 1 for fold in folds for t in fold)
-        run_sweep_job(cfg, echo=lambda _: None, folds=binary_view(folds) if multi and method in BINARY_METHODS else folds, on_ranked=rank_keeper(args.out / "ranks" / name))
+        run_sweep_job(cfg, echo=lambda _: None, folds=binary_view(folds) if multi and method in BINARY_METHODS else folds, on_ranked=rank_keeper(args.out / "ranks" / name, folds))
         print(f"  {name}: {n_trials} trials ({time.perf_counter() - t0:.1f} s in this call)", flush=True)
 
 
