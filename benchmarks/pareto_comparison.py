@@ -209,15 +209,82 @@ def paper_points(dataset: str, data: Path) -> dict[str, tuple[float, float]]:
     return points
 
 
-def hypervolume_interval(dataset: str, method: str, front: pd.DataFrame) -> str:
-    """HOOK: a bootstrap interval of the front's hypervolume over test queries. It needs
-    audit-core's bootstrap (resampling queries, re-evaluating each front trial on every
-    resample), which is not on main yet: until then this returns ``"n/a"``."""
-    try:
-        from fairltr.metrics import bootstrap  # noqa: F401  (audit-core)
-    except ImportError:
-        return "n/a"
-    return "n/a (hook: wire audit-core's bootstrap here)"
+def trial_rankings(folds, folder: Path, trials: pd.DataFrame, hp_names: list[str]):
+    """The kept rankings of a study's complete trials (:func:`rank_keeper`) as
+    :class:`fairltr.metrics.front_bootstrap.RankedFolds` over the concatenated test tables, in
+    the order of ``trials`` (the report's frame); None for a trial whose file is missing."""
+    from fairltr.metrics.front_bootstrap import RankedFolds
+
+    tests = [te for _, te in folds]
+    offsets = np.cumsum([0] + [len(t) for t in tests])
+    qcodes = [pd.factorize(t["query_id"], sort=False)[0] for t in tests]
+    qoffsets = np.cumsum([0] + [int(q.max()) + 1 for q in qcodes])
+    out = []
+    for _, trial in trials.iterrows():
+        path = folder / f"{trial_key({k: trial[k] for k in hp_names})}.npz"
+        if not path.is_file():
+            out.append(None)
+            continue
+        z = np.load(path)
+        parts = []
+        for f, t in enumerate(tests):
+            r = z[f"r{f}"]
+            q = qcodes[f][r]
+            rank = pd.Series(q).groupby(q).cumcount().to_numpy() + 1
+            parts.append((np.full(len(r), f), q + qoffsets[f], t["protected"].to_numpy()[r],
+                          t["judgment"].to_numpy(np.float64)[r], rank, r + offsets[f]))
+        out.append(RankedFolds(*(np.concatenate(col) for col in zip(*parts))))
+    return out
+
+
+def hypervolume_intervals(dataset: str, folds, reports, frames, hp_names: dict, methods: list[str], args):
+    """``"[low, high]"`` per method: the percentile bootstrap interval of its front's hypervolume
+    (:func:`fairltr.metrics.front_bootstrap.front_hypervolume_intervals`: level ``--ci``,
+    ``--n-boot`` resamples, seed ``--seed``; SPEC 3b's unit: queries from 30 test queries up,
+    else candidates within query x category; the SAME resamples for every method of the
+    dataset; the reference point held at the point report's). Also checks that each kept
+    ranking reproduces its trial's stored objectives. Returns (texts, unit)."""
+    import json
+
+    from fairltr.metrics.front_bootstrap import front_hypervolume_intervals, resampled_objectives
+
+    cache = args.out / f"hypervolume_ci_{dataset}.json"
+    key = {"trials": {rep.study: sorted(map(int, frames[rep.study]["trial"])) for rep in reports},
+           "reference": reports[0].reference, "n_boot": args.n_boot, "level": args.ci, "seed": args.seed}
+    if cache.is_file():
+        stored = json.loads(cache.read_text())
+        if stored["key"] == json.loads(json.dumps(key)):
+            return stored["texts"], stored["unit"]
+    fronts, missing = [], {}
+    for method, rep in zip(methods, reports):
+        df = frames[rep.study]
+        trials = trial_rankings(folds, args.out / "ranks" / rep.study, df, hp_names[method])
+        missing[method] = sum(t is None for t in trials)
+        kept = [(t, row) for t, (_, row) in zip(trials, df.iterrows()) if t is not None]
+        for t, row in kept:
+            point = resampled_objectives(t, np.ones((1, len(t.row))), "candidates")[0]
+            want = (row["kendall_tau"], row["exposure_disparity"])
+            if not np.allclose(point, want, atol=1e-9):
+                raise SystemExit(f"{rep.study}: a kept ranking gives {point}, the trial stored {want}")
+        fronts.append([t for t, _ in kept])
+    tests = [te for _, te in folds]
+    codes = [pd.factorize(t["query_id"], sort=False)[0] for t in tests]  # as trial_rankings numbers them
+    qcode = np.concatenate([c + sum(int(p.max()) + 1 for p in codes[:f]) for f, c in enumerate(codes)])
+    cats = np.concatenate([t["protected"].to_numpy() for t in tests])
+    strata = qcode * (int(cats.max()) + 1) + cats
+    r = reports[0].reference
+    t0 = time.perf_counter()
+    low, high, unit = front_hypervolume_intervals(
+        fronts, directions=reports[0].directions, reference=[r["kendall_tau"], r["exposure_disparity"]],
+        strata=strata, n_queries=int(qcode.max()) + 1, level=args.ci, n_boot=args.n_boot, seed=args.seed)
+    print(f"  {dataset}: hypervolume intervals ({unit}, B={args.n_boot}) in {time.perf_counter() - t0:.1f} s",
+          flush=True)
+    texts = {}
+    for method, lo, hi in zip(methods, low, high):
+        texts[method] = (f"[{lo:.4g}, {hi:.4g}]" if np.isfinite(lo) else "n/a") + (
+            f" ({missing[method]} trials without kept ranks)" if missing[method] else "")
+    cache.write_text(json.dumps({"key": key, "texts": texts, "unit": unit}))
+    return texts, unit
 
 
 def study_name(dataset: str, method: str, seed: int) -> str:
@@ -284,6 +351,7 @@ def report_dataset(dataset: str, methods: list[str], args, folds):
     reports, frames = study_reports(storage, names, objectives, [], ref_text)
     for method, name in zip(methods, names):  # the searched hyper-parameters, as the study recorded them
         hp_names[method] = optuna.load_study(study_name=name, storage=storage).user_attrs["hyperparameters"]
+    intervals, unit = hypervolume_intervals(dataset, folds, reports, frames, hp_names, methods, args)
     rows = []
     for method, rep in zip(methods, reports):
         df = frames[rep.study]
@@ -293,7 +361,7 @@ def report_dataset(dataset: str, methods: list[str], args, folds):
         rows.append({
             "dataset": dataset, "method": method, "trials": rep.n_complete, "front_size": len(rep.front),
             "hypervolume": rep.hypervolume,
-            "hypervolume_ci": hypervolume_interval(dataset, method, rep.front),
+            "hypervolume_ci": intervals[method],
             "hypervolume_shortfall": hypervolume_2d(df[["kendall_tau", "exposure_shortfall"]].to_numpy(float),
                                                     rep.directions, [r["kendall_tau"], r["exposure_disparity"]]),
             "max_tau": float(df["kendall_tau"].max()),
@@ -303,6 +371,7 @@ def report_dataset(dataset: str, methods: list[str], args, folds):
             "trial_seconds": float(df["seconds"].sum()),  # the trials' own durations (a resumed run adds none)
             "reference": f"({r['kendall_tau']:.3g}, {r['exposure_disparity']:.3g})"
                          + ("" if ref else " nadir"),
+            "ci_unit": unit,
         })
     return reports, frames, pd.DataFrame(rows)
 

@@ -133,32 +133,45 @@ def _mean_over_queries(values: np.ndarray, query_weights: np.ndarray | None) -> 
         return np.where(w.sum(-1) > 0, (w * np.where(ok, values, 0.0)).sum(-1) / w.sum(-1), np.nan)
 
 
+BLOCK = 128
+"""Slots per block of :func:`_weighted_tau_b`'s sweep down the ranking."""
+
+
 def _weighted_tau_b(y: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarray:
     """(batch, Q) tau-b of the module docstring; ``y`` (Q, N) judgments in rank order, ``w``
-    (batch, Q, N) weights (0 on padding). S is one batched matrix product per query:
-    S = w A w / 2 with A_ij = sign(y_i - y_j) sign(j - i)."""
+    (batch, Q, N) weights (0 on padding).
+
+    S = sum_{i before j} w_i w_j sign(y_i - y_j) in one sweep down the ranking in blocks of
+    :data:`BLOCK` slots: pairs inside a block by a (block x block) sign matrix, pairs with an
+    earlier slot from the weight of each judgment value seen so far (its cumulative sums give
+    the weight above and below y_j), so memory and time are O(batch Q N (BLOCK + values))."""
     q, n = y.shape
-    pos = np.arange(n)
-    yz = np.where(mask, y, 0.0)
-    a = np.sign(yz[:, :, None] - yz[:, None, :]).astype(np.float32)  # (Q, N, N), built in place
-    a *= np.sign(pos[None, :] - pos[:, None]).astype(np.float32)[None]
-    a *= (mask[:, :, None] & mask[:, None, :])
-    wt = np.ascontiguousarray(np.moveaxis(w, 0, 1)).astype(np.float32)  # (Q, batch, N): exact small integers
-    s = 0.5 * np.einsum("qbn,qbn->bq", np.matmul(wt, a).astype(np.float64), np.moveaxis(w, 0, 1))
+    batch = w.shape[0]
+    levels, codes = np.unique(np.where(mask, y, np.nanmin(y)), return_inverse=True)
+    codes = codes.reshape(q, n)
+    n_lv = len(levels)
+    acc = np.zeros((batch, q, n_lv))  # weight of each judgment value among the slots swept so far
+    s = np.zeros((batch, q))
+    for start in range(0, n, BLOCK):
+        stop = min(n, start + BLOCK)
+        wb = w[:, :, start:stop]
+        cb = codes[:, start:stop]
+        mb = mask[:, start:stop]
+        yb = np.where(mb, y[:, start:stop], 0.0)
+        pos = np.arange(stop - start)
+        a = np.sign(yb[:, :, None] - yb[:, None, :]) * (pos[:, None] < pos[None, :]) * (mb[:, :, None] & mb[:, None, :])
+        s += np.einsum("bqi,qij,bqj->bq", wb, a, wb, optimize=True)
+        below = np.cumsum(acc, axis=-1) - acc  # weight of the earlier slots with a smaller judgment value
+        above = acc.sum(-1, keepdims=True) - below - acc
+        idx = np.broadcast_to(cb[None], wb.shape)
+        s += (wb * (np.take_along_axis(above, idx, -1) - np.take_along_axis(below, idx, -1))).sum(-1)
+        onehot = np.zeros((q, stop - start, n_lv))
+        onehot[np.arange(q)[:, None], pos[None, :], cb] = 1.0
+        acc += np.einsum("bqn,qnl->bql", wb, onehot * mb[:, :, None], optimize=True)
     total = w.sum(-1)
     n0 = total * (total - 1) / 2
     n1 = (w * (w - 1) / 2).sum(-1)
-    n2 = np.zeros_like(total)
-    levels = np.unique(y[mask])
-    for v in levels if len(levels) <= 64 else ():  # few judgment values: one pass per value
-        wv = (w * (y == v)).sum(-1)
-        n2 += wv * (wv - 1) / 2
-    if len(levels) > 64:  # many values: weight per (query, value) by one scatter-add
-        codes = np.searchsorted(levels, np.where(mask, y, levels[0]))
-        flat = (np.arange(q)[:, None] * len(levels) + codes).ravel()
-        wv = np.zeros((w.shape[0], q * len(levels)))
-        np.add.at(wv, (slice(None), flat), w.reshape(w.shape[0], -1))
-        n2 = (wv * (wv - 1) / 2).reshape(w.shape[0], q, len(levels)).sum(-1)
+    n2 = (acc * (acc - 1) / 2).sum(-1)
     with np.errstate(all="ignore"):
         denom = np.sqrt((n0 - n1) * (n0 - n2))
         return np.where(denom > 0, s / np.where(denom > 0, denom, 1.0), np.nan)

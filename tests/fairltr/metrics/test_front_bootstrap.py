@@ -106,8 +106,12 @@ def expanded(df: pd.DataFrame, w: np.ndarray) -> tuple[float, float]:
     return float(np.nanmean(taus)), 1 - min(r, 1 / r)
 
 
-def test_candidate_resample_equals_the_expanded_table():
-    df = ranked_table(4, 3, 15, 3)
+@pytest.mark.parametrize("block,levels", [(128, 3), (4, 3), (5, None)])
+def test_candidate_resample_equals_the_expanded_table(block, levels, monkeypatch):
+    import fairltr.metrics.front_bootstrap as fb
+
+    monkeypatch.setattr(fb, "BLOCK", block)  # several blocks of the sweep down the ranking, or one
+    df = ranked_table(4, 3, 15, levels)
     strata = (df["query_id"] * 3 + df["protected"]).to_numpy()
     from fairltr.metrics.resampling import stratified_weights
 
