@@ -243,7 +243,8 @@ def hypervolume_intervals(dataset: str, folds, reports, frames, hp_names: dict, 
     ``--n-boot`` resamples, seed ``--seed``; SPEC 3b's unit: queries from 30 test queries up,
     else candidates within query x category; the SAME resamples for every method of the
     dataset; the reference point held at the point report's). Also checks that each kept
-    ranking reproduces its trial's stored objectives. Returns (texts, unit)."""
+    ranking reproduces its trial's stored objectives. Returns ({method: (low, high,
+    trials without kept ranks)}, unit); cached in ``<out>/hypervolume_ci_<dataset>.json``."""
     import json
 
     from fairltr.metrics.front_bootstrap import front_hypervolume_intervals, resampled_objectives
@@ -254,7 +255,7 @@ def hypervolume_intervals(dataset: str, folds, reports, frames, hp_names: dict, 
     if cache.is_file():
         stored = json.loads(cache.read_text())
         if stored["key"] == json.loads(json.dumps(key)):
-            return stored["texts"], stored["unit"]
+            return {m: tuple(b) for m, b in stored["bounds"].items()}, stored["unit"]
     fronts, missing = [], {}
     for method, rep in zip(methods, reports):
         df = frames[rep.study]
@@ -279,12 +280,14 @@ def hypervolume_intervals(dataset: str, folds, reports, frames, hp_names: dict, 
         strata=strata, n_queries=int(qcode.max()) + 1, level=args.ci, n_boot=args.n_boot, seed=args.seed)
     print(f"  {dataset}: hypervolume intervals ({unit}, B={args.n_boot}) in {time.perf_counter() - t0:.1f} s",
           flush=True)
-    texts = {}
-    for method, lo, hi in zip(methods, low, high):
-        texts[method] = (f"[{lo:.4g}, {hi:.4g}]" if np.isfinite(lo) else "n/a") + (
-            f" ({missing[method]} trials without kept ranks)" if missing[method] else "")
-    cache.write_text(json.dumps({"key": key, "texts": texts, "unit": unit}))
-    return texts, unit
+    bounds = {m: (float(lo), float(hi), missing[m]) for m, lo, hi in zip(methods, low, high)}
+    cache.write_text(json.dumps({"key": key, "bounds": bounds, "unit": unit}))
+    return bounds, unit
+
+
+def interval_text(low: float, high: float, missing: int = 0) -> str:
+    text = f"[{low:.4g}, {high:.4g}]" if math.isfinite(low) else "n/a"
+    return text + (f" ({missing} trials without kept ranks)" if missing else "")
 
 
 def study_name(dataset: str, method: str, seed: int) -> str:
@@ -361,7 +364,8 @@ def report_dataset(dataset: str, methods: list[str], args, folds):
         rows.append({
             "dataset": dataset, "method": method, "trials": rep.n_complete, "front_size": len(rep.front),
             "hypervolume": rep.hypervolume,
-            "hypervolume_ci": intervals[method],
+            "hypervolume_ci": interval_text(*intervals[method]),
+            "hypervolume_ci_low": intervals[method][0], "hypervolume_ci_high": intervals[method][1],
             "hypervolume_shortfall": hypervolume_2d(df[["kendall_tau", "exposure_shortfall"]].to_numpy(float),
                                                     rep.directions, [r["kendall_tau"], r["exposure_disparity"]]),
             "max_tau": float(df["kendall_tau"].max()),
@@ -391,7 +395,13 @@ def where_deltr_is_not_best(table: pd.DataFrame) -> list[str]:
                 continue
             lead = vals.idxmax()
             if lead != "deltr" and not (vals[lead] == vals.get("deltr")):
-                lines.append(f"{ds}: {label}: {lead} {vals[lead]:.4g} vs DELTR {vals['deltr']:.4g}")
+                line = f"{ds}: {label}: {lead} {vals[lead]:.4g} vs DELTR {vals['deltr']:.4g}"
+                if col == "hypervolume" and "hypervolume_ci_low" in d:
+                    lo, hi = d["hypervolume_ci_low"], d["hypervolume_ci_high"]
+                    apart = lo[lead] > hi["deltr"]
+                    line += (f" (intervals {d.loc[lead, 'hypervolume_ci']} vs {d.loc['deltr', 'hypervolume_ci']}: "
+                             + ("disjoint" if apart else "they overlap") + ")")
+                lines.append(line)
     return lines
 
 
@@ -473,13 +483,40 @@ def main(argv: list[str] | None = None) -> None:
     table.to_csv(args.out / "pareto_table.csv", index=False)
     cols = ["dataset", "method", "trials", "front_size", "hypervolume", "hypervolume_ci", "hypervolume_shortfall",
             "max_tau", f"max_tau_at_disparity_le_{NEAR_PARITY}", "best_tradeoff", "trial_seconds", "reference"]
-    md = markdown_table(table[cols])
+    md = caption(table, args) + "\n\n" + markdown_table(table[cols])
     notes = where_deltr_is_not_best(table)
     md += "\n\nWhere DELTR is not best:\n\n" + ("\n".join(f"* {n}" for n in notes) if notes else "* nowhere") + "\n"
     (args.out / "pareto_table.md").write_text(md)
     if args.docs:
-        shutil.copy(args.out / "pareto_table.md", REPO / "docs" / "pareto_table.md")
+        (REPO / "docs" / "pareto_table.md").write_text(
+            "# One front for the field: every registered ranking sweep method\n\n" + md)
+        sweeps = REPO / "docs" / "sweeps.md"
+        text = sweeps.read_text()
+        start, end = "<!-- pareto-table:start -->\n", "<!-- pareto-table:end -->"
+        if start in text and end in text:
+            head, rest = text.split(start, 1)
+            sweeps.write_text(head + start + md + rest[rest.index(end):])
     print(md)
+
+
+def caption(table: pd.DataFrame, args) -> str:
+    """The table's caption: how it was made, with the trial counts as run."""
+    parts = []
+    for ds, g in table.groupby("dataset", sort=False):
+        n = sorted(set(g["trials"]))
+        counts = f"{n[0]}" if len(n) == 1 else f"{n[0]}-{n[-1]} (" + ", ".join(
+            f"{m} {t}" for m, t in zip(g["method"], g["trials"]) if t != n[-1]) + f"; the others {n[-1]})"
+        parts.append(f"{ds} {counts} ({g['ci_unit'].iloc[0]} resampled)")
+    return (f"Generated by `benchmarks/pareto_comparison.py` (see [sweeps.md](sweeps.md#one-front-for-the-field)): "
+            f"NSGA-II (population {POPULATION}), seed {args.seed}, objectives `kendall_tau` up and "
+            "`exposure_disparity` down on the test data, every table's rows permuted within queries "
+            f"(seed {TIE_SEED} + fold) before any method sees them, so score ties are not broken by the files' "
+            "judgment order. Complete trials per method: " + "; ".join(parts) + ". "
+            f"`hypervolume_ci`: {args.ci:.0%} percentile bootstrap interval of the front's hypervolume, "
+            f"B = {args.n_boot} resamples, seed {args.seed}, the same resamples for every method of a dataset "
+            "(SPEC 3b's unit: test queries from 30 up, else candidates within query x category), reference "
+            "point fixed. `reference`: the hypervolume reference point (`nadir`: observed nadir of all "
+            "methods' trials + 10%).")
 
 
 def markdown_table(df: pd.DataFrame) -> str:
