@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy import sparse
 
 from fairltr.errors import ConfigError
 from fairltr.metrics.resampling import bootstrap_candidates, bootstrap_queries, resolve_unit
@@ -165,9 +166,11 @@ def _weighted_tau_b(y: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarra
         above = acc.sum(-1, keepdims=True) - below - acc
         idx = np.broadcast_to(cb[None], wb.shape)
         s += (wb * (np.take_along_axis(above, idx, -1) - np.take_along_axis(below, idx, -1))).sum(-1)
-        onehot = np.zeros((q, stop - start, n_lv))
-        onehot[np.arange(q)[:, None], pos[None, :], cb] = 1.0
-        acc += np.einsum("bqn,qnl->bql", wb, onehot * mb[:, :, None], optimize=True)
+        # each slot adds its weight to its own (query, value) cell: a sparse one-hot product
+        cells = (np.arange(q)[:, None] * n_lv + cb).ravel()
+        onehot = sparse.csr_matrix((mb.ravel().astype(np.float64), (np.arange(cells.size), cells)),
+                                   shape=(cells.size, q * n_lv))
+        acc += (onehot.T @ wb.reshape(batch, -1).T).T.reshape(batch, q, n_lv)
     total = w.sum(-1)
     n0 = total * (total - 1) / 2
     n1 = (w * (w - 1) / 2).sum(-1)
