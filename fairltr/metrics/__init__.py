@@ -23,7 +23,7 @@ __all__ = [
     "AuditResult", "audit_ranking", "evaluate_ranking_audit", "paired_difference", "HEADLINE_METRICS",
     "headline_metrics", "AUDIT_METRICS", "CI_SUFFIXES", "CI_METADATA_KEYS", "ee_from_exposure",
     "expected_exposure", "expected_exposure_metrics", "group_exposure", "rbp_exposure", "target_exposure",
-    "key_part",
+    "key_part", "RankedFolds", "front_hypervolume_intervals", "hypervolume_2d_batch", "resampled_objectives",
 ]
 
 lazy_exports(__name__, {
@@ -38,6 +38,8 @@ lazy_exports(__name__, {
     **dict.fromkeys(['ee_from_exposure', 'expected_exposure', 'expected_exposure_metrics', 'group_exposure',
                      'rbp_exposure', 'target_exposure'],
                     'fairltr.metrics.expected_exposure'),
+    **dict.fromkeys(['RankedFolds', 'front_hypervolume_intervals', 'hypervolume_2d_batch', 'resampled_objectives'],
+                    'fairltr.metrics.front_bootstrap'),
     **dict.fromkeys(['exposure_per_query', 'position_bias'],
                     'fairltr.metrics.exposure'),
     **dict.fromkeys(['order_by', 'ranks_by', 'ranks_from_order'],

@@ -34,6 +34,9 @@ __all__ = ["RankingTrial", "DprTrial", "PLRankTrial", "RankingPlan", "RankingCon
            "run_sweep_job", "mean_over_folds", "RANKING_METHODS"]
 
 Fold = tuple[pd.DataFrame, pd.DataFrame]
+RankedHook = Callable[[Mapping[str, float], list[pd.DataFrame]], None]
+"""``on_ranked(values, ranked)`` of a ranking trial: the trial's values and each fold's ranked test
+table (``score``, 1-based ``rank``), e.g. to keep what a bootstrap over test queries needs."""
 
 
 def __getattr__(name: str):
@@ -74,6 +77,7 @@ class RankingTrial:
     context: RankingContext | None = None
     audit: Any = None  # fairltr.metrics.AuditConfig: trials also report SPEC 3b's audit figures
     audit_ks: tuple[int, ...] = ()  # further cut-offs of impact_ratio_at_<k> / ndkl_at_<k> objectives
+    on_ranked: RankedHook | None = None  # called with (values, the ranked test table of each fold)
     _base_models: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -93,7 +97,7 @@ class RankingTrial:
 
     def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
         spec = self.spec_for(values)
-        per_fold = []
+        per_fold, ranked = [], []
         for i, (train, test) in enumerate(self.folds):
             model = None
             if self.plan.reuse_base:  # one base ranking per fold, re-ranked per trial
@@ -101,9 +105,12 @@ class RankingTrial:
                     self._base_models[i] = train_and_evaluate(train, None, spec.with_(fair_post=None, geyik_post=None),
                                                               self.columns).model
                 model = self._base_models[i]
-            per_fold.append(train_and_evaluate(train, test, spec, self.columns, model=model, audit=self.audit,
-                                               extra_audit_ks=self.audit_ks,
-                                               audit_required=self.audit is not None).metrics)
+            outcome = train_and_evaluate(train, test, spec, self.columns, model=model, audit=self.audit,
+                                         extra_audit_ks=self.audit_ks, audit_required=self.audit is not None)
+            per_fold.append(outcome.metrics)
+            ranked.append(outcome.ranked)
+        if self.on_ranked is not None:
+            self.on_ranked(values, ranked)
         return mean_over_folds(per_fold)
 
 
@@ -176,13 +183,17 @@ class PLRankTrial:
     spec: Any
     columns: RankingColumns = DEFAULT_COLUMNS
     method: str = "plrank"
+    on_ranked: RankedHook | None = None  # as RankingTrial's
     study_loss = ""
 
     def __call__(self, values: Mapping[str, float]) -> dict[str, float]:
         from fairltr.workflows.train_plrank import plrank_outcome
 
         spec = self.spec.with_(lam=float(values[self.space.params[0].name]))
-        return mean_over_folds([plrank_outcome(train, test, spec, self.columns).metrics for train, test in self.folds])
+        outcomes = [plrank_outcome(train, test, spec, self.columns) for train, test in self.folds]
+        if self.on_ranked is not None:
+            self.on_ranked(values, [o.ranked for o in outcomes])
+        return mean_over_folds([o.metrics for o in outcomes])
 
 
 def plrank_trial_from(inputs: SweepInputs) -> PLRankTrial:
@@ -270,11 +281,13 @@ def dpr_trial_from(inputs: SweepInputs) -> DprTrial:
 
 
 def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[Fold] | None = None,
-                  columns: RankingColumns = DEFAULT_COLUMNS):
+                  columns: RankingColumns = DEFAULT_COLUMNS, on_ranked: RankedHook | None = None):
     """Build the trial of the registered method ``cfg.method`` (a :class:`tuning.sweep.SweepConfig`)
     and run the sweep on the method's default objectives unless ``cfg.objectives`` is given.
 
     ``folds`` replaces ``cfg.train``/``cfg.test`` for ranking methods (e.g. TREC's six folds).
+    ``on_ranked``: a ranking trial's hook (see :data:`RankedHook`; the comparison benchmark keeps
+    each trial's test ranks for its bootstrap).
     All inputs are read and validated before the study is created or joined."""
     from fairltr.tracking.runs.config import check_tracking_uri
     from fairltr.workflows.outputs import check_output_dir
@@ -293,6 +306,10 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
 
         folds = [(RankingSource(cfg.train, columns=columns).read(), RankingSource(cfg.test, columns=columns).read())]
     runner = method.trial(SweepInputs(cfg, list(folds) if method.data == "ranking" else None, columns))
+    if on_ranked is not None:
+        if not hasattr(runner, "on_ranked"):
+            raise ConfigError(f"on_ranked takes a ranking method; {cfg.method!r} is not one")
+        runner.on_ranked = on_ranked
     if cfg.register_best and not isinstance(runner, RankingTrial):
         raise ConfigError(f"--register-best takes a ranking method with a search over DELTR, LambdaMART or a "
                           f"re-ranker; {cfg.method!r} is not one")

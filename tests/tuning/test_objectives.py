@@ -91,6 +91,20 @@ def test_deltr_trial_equals_direct_training(small_rankings):
     assert got["exposure_gap"] == pytest.approx(want["exposure_gap"])
 
 
+def test_trial_hands_each_folds_ranked_test_table_to_on_ranked(small_rankings):
+    train, test = small_rankings
+    seen = []
+    runner = ranking_trial("fair-post", [(train, test), (train, test)], max_iter=20)
+    runner.on_ranked = lambda values, ranked: seen.append((dict(values), ranked))
+    values = {"fair_p": runner.space.params[0].bounds[1], "fair_alpha": 0.1}
+    got = runner(values)
+    assert len(seen) == 1 and seen[0][0] == values and len(seen[0][1]) == 2
+    for ranked in seen[0][1]:  # the re-ranked lists the metrics were computed on
+        m = evaluate_ranking(ranked, "score")
+        assert (m["kendall_tau"], m["exposure_disparity"]) == pytest.approx((got["kendall_tau"],
+                                                                             got["exposure_disparity"]))
+
+
 @pytest.mark.parametrize("method", ["fair-post", "fair-pre"])
 def test_fair_trials_move_exposure_towards_protected(method, small_rankings):
     train, test = small_rankings
