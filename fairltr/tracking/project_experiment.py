@@ -20,9 +20,18 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["MLprojectExperimentProvider", "entry_point_experiment", "mlflow_run_arguments", "PROJECT_NAME"]
+__all__ = ["MLprojectExperimentProvider", "entry_point_experiment", "mlflow_run_arguments", "PROJECT_NAME",
+           "COMMAND_EXPERIMENTS"]
 
 PROJECT_NAME = "fairltr"
+
+# the ``--experiment`` default of each fairltr command that has one (the tracking layer may not
+# import the CLI; tests/fairltr/tracking/test_mlproject_runs.py checks this against the commands)
+COMMAND_EXPERIMENTS = {
+    "quickstart": "fairltr-quickstart", "train deltr": "fairltr", "train lambdamart": "fairltr",
+    "train plrank": "fairltr", "train dpr": "fairltr-dpr", "reproduce deltr": "fairltr-reproduce",
+    "evaluate-model": "fairltr-evaluation", "promote": "fairltr-promotion", "sweep": "fairltr-sweep",
+}
 
 
 def mlflow_run_arguments(argv: list[str] | None = None) -> dict | None:
@@ -61,18 +70,14 @@ def entry_point_experiment(project_dir: str | Path, entry_point: str) -> str | N
     words = project._entry_points[entry_point].command.split()
     if not words or words[0] != "fairltr":
         return None
-    import click
-
-    from fairltr.cli import cli
     from fairltr.tracking.config import DEFAULT_EXPERIMENT
 
-    command: click.Command = cli
+    path: list[str] = []
     for word in words[1:]:
-        if word.startswith(("-", "{", "$")) or not isinstance(command, click.Group) or word not in command.commands:
+        if word.startswith(("-", "{", "$")):
             break
-        command = command.commands[word]
-    default = next((p.default for p in command.params if p.name == "experiment"), None)
-    return default if isinstance(default, str) and default else DEFAULT_EXPERIMENT
+        path.append(word)
+    return COMMAND_EXPERIMENTS.get(" ".join(path), DEFAULT_EXPERIMENT)
 
 
 class MLprojectExperimentProvider:

@@ -261,6 +261,18 @@ def test_each_entry_point_defaults_to_its_commands_experiment():
                    "train_plrank": "fairltr", "reproduce_deltr": "fairltr-reproduce", "train_dpr": "fairltr-dpr",
                    "evaluate": "fairltr", "evaluate_registered": "fairltr-evaluation",
                    "promote": "fairltr-promotion", "compare_runs": "fairltr", "sweep": "fairltr-sweep"}
+    # the table is each command's own --experiment default (read from the click commands here)
+    import click
+
+    from fairltr.cli import cli
+    from fairltr.tracking.project_experiment import COMMAND_EXPERIMENTS
+
+    for words, experiment in COMMAND_EXPERIMENTS.items():
+        command = cli
+        for word in words.split():
+            command = command.commands[word]
+        assert isinstance(command, click.Command)
+        assert next(p.default for p in command.params if p.name == "experiment") == experiment, words
     assert entry_point_experiment(REPO, "no_such_entry") is None
     assert entry_point_experiment(REPO / "docs", "train_deltr") is None  # not a project folder
     args = mlflow_run_arguments(["/v/bin/mlflow", "run", "-e", "train_dpr", ".", "-P", "steps=2", "--env-manager",
