@@ -54,7 +54,8 @@ class Progress:
         left = (self.total - self.done) / rate if rate > 0 else float("nan")
         pct = 100.0 * self.done / self.total if self.total else 100.0
         eta = "done" if self.done >= self.total else (f"{format_seconds(left)} left" if left == left else "? left")
-        return f"{self.label}: {self.done}/{self.total} ({pct:.0f}%), {rate:.1f}/s, {eta}"
+        speed = f"{rate:.1f}/s" if rate >= 1 or rate == 0 else f"{format_seconds(1 / rate)} each"  # slow steps: not 0.0/s
+        return f"{self.label}: {self.done}/{self.total} ({pct:.0f}%), {speed}, {eta}"
 
     def __call__(self, done: int, total: int | None = None) -> None:
         if total is not None:

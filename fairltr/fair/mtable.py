@@ -2,7 +2,10 @@
 multiple-testing adjustment of alpha.
 
 * ``m(i) = F^-1(alpha_c; i, p)`` (binomial quantile, ``scipy.stats.binom.ppf``): the fewest
-  protected items the top ``i`` must hold.
+  protected items the top ``i`` must hold. Computed with the two ufuncs ``scipy.stats.binom``
+  itself calls (``scipy.special._ufuncs._binom_ppf`` / ``_binom_cdf``, Boost), so the numbers are
+  scipy.stats' own without its 1.5 s import (``tests/fairltr/fair/test_mtable.py`` checks that they
+  agree); a scipy without them falls back to ``scipy.stats``, imported on first use.
 * fail probability of an mtable: P(some prefix i has fewer than m(i) protected items) when each
   position is protected independently with probability ``p`` — an exact dynamic programme over
   (position, protected count).
@@ -16,11 +19,47 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from scipy import stats
 
 from fairltr.errors import ConfigError
 
 __all__ = ["mtable", "cached_mtable", "fail_probability", "adjust_alpha", "is_fair", "check_params", "clear_caches"]
+
+
+# ---------------------------------------------------------------------------- the binomial distribution
+def _scipy_ufuncs():
+    try:  # what scipy.stats.binom._ppf / ._cdf call (scipy >= 1.9): scipy.special loads in ~0.3 s
+        from scipy.special._ufuncs import _binom_cdf, _binom_ppf
+    except ImportError:  # pragma: no cover - a scipy that moved them: the public (slow-import) path
+        from scipy import stats
+
+        return stats.binom.ppf, stats.binom.cdf
+    return _binom_ppf, _binom_cdf
+
+
+_ufuncs: tuple | None = None
+
+
+def _binom():
+    global _ufuncs
+    if _ufuncs is None:
+        _ufuncs = _scipy_ufuncs()
+    return _ufuncs
+
+
+def binom_ppf(q: float, n: np.ndarray, p: float) -> np.ndarray:
+    """``scipy.stats.binom.ppf(q, n, p)`` for 0 < q < 1, n >= 1, 0 < p < 1 (float array)."""
+    return np.asarray(_binom()[0](q, n, p), dtype=np.float64)
+
+
+def binom_cdf(j: np.ndarray, n: np.ndarray, p: float) -> np.ndarray:
+    """``scipy.stats.binom.cdf(j, n, p)`` for integer j, n >= 1, 0 < p < 1: 0 below 0, 1 from n on,
+    else the CDF clipped to [0, 1] (as rv_discrete.cdf does)."""
+    j, n = np.broadcast_arrays(np.asarray(j), np.asarray(n))
+    inside = (j >= 0) & (j < n)
+    out = np.where(j >= n, 1.0, 0.0)
+    if inside.any():
+        out[inside] = np.clip(_binom()[1](j[inside], n[inside], p), 0.0, 1.0)
+    return out
 
 
 # ---------------------------------------------------------------------------- parameter checks
@@ -57,12 +96,12 @@ def _table_at(k: int, p: float, alpha_c: float) -> np.ndarray:
     i = np.arange(1, k + 1)
     if alpha_c >= 1.0:
         return i
-    return np.maximum(stats.binom.ppf(alpha_c, i, p), 0).astype(np.int64)
+    return np.maximum(binom_ppf(alpha_c, i, p), 0).astype(np.int64)
 
 
 def _cdf(j: np.ndarray, i: np.ndarray, p: float) -> np.ndarray:
     """F(j; i, p) with F(-1) = 0 and F(j >= i) = 1."""
-    return np.where(j < 0, 0.0, stats.binom.cdf(np.maximum(j, 0), i, p))
+    return binom_cdf(j, i, p)
 
 
 def _exact_table(k: int, p: float, alpha_c: float) -> tuple[np.ndarray, float, float]:
@@ -165,7 +204,7 @@ def _breakpoints_between(k: int, p: float, lo: float, hi: float) -> np.ndarray:
     total = int(counts.sum())
     ii = np.repeat(i, counts)
     offs = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    vals = stats.binom.cdf(np.repeat(j_lo, counts) + offs, ii, p)
+    vals = binom_cdf(np.repeat(j_lo, counts) + offs, ii, p)
     return np.unique(vals[(vals > lo) & (vals <= hi)])
 
 

@@ -179,12 +179,17 @@ class CorpusEmbeddingCache:
     def tower_key(tower, corpus, *, pooling: str, normalize: bool, max_doc_length: int) -> str:
         """sha256 of the document tower's weights (every tensor's name, dtype, shape and bytes),
         the settings that change an embedding, and the corpus ids and texts. Any tower (a
-        checkpoint on disk, a fine-tuned module in memory) keys by what it computes with."""
+        checkpoint on disk, a fine-tuned module in memory) keys by what it computes with. The
+        Hugging Face pooler (``pooler.*``) is left out: fairltr pools the last hidden states itself,
+        and a tower saved without one gets a freshly *random* pooler on every load, which would
+        make a saved frozen tower (``OUT/encoder/doc``) miss the cache every time."""
         import torch
 
         h = hashlib.sha256()
         with torch.no_grad():
             for name, tensor in tower.state_dict().items():
+                if name.startswith("pooler.") or ".pooler." in name:
+                    continue
                 t = tensor.detach().to("cpu").contiguous()
                 h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
                 h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")

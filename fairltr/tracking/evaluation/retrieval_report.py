@@ -61,10 +61,11 @@ def retrieval_verdict(metrics: Mapping[str, Any], k: int = 100, mrc_k: int = 5) 
     weakest = ""
     per_lang = metrics.get("per_language")
     if isinstance(per_lang, Mapping) and isinstance(per_lang.get(f"mrr_at_{k}"), Mapping):
-        by_lang = {str(a): float(v) for a, v in per_lang[f"mrr_at_{k}"].items() if math.isfinite(float(v))}
+        by_lang = {str(a): float(v) for a, v in per_lang[f"mrr_at_{k}"].items()
+                   if str(a) != "all" and math.isfinite(float(v))}
         if by_lang:
             low = min(by_lang, key=by_lang.get)
-            weakest = f"; lowest for {low} ({by_lang[low]:.1f})"
+            weakest = f"; lowest language: {low} ({by_lang[low]:.1f})"  # "lowest for it" read as a pronoun
     lines.append(f"MRR@{k} = {_fmt(mrr)} (x100, relevance){weakest}")
     try:
         value = float(mrc)
@@ -132,7 +133,9 @@ def retrieval_report_html(title: str, metrics: Mapping[str, Any], k: int = 100, 
         parts.append("<h2>Per query language (x100)</h2><table><tr><th>language</th>"
                      + "".join(f"<th>{e(str(c))}</th>" for c in frame.columns) + "</tr>")
         for lang, row in frame.iterrows():
-            parts.append(f"<tr><th>{e(str(lang))}</th>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>")
+            parts.append(f"<tr><th>{e(str(lang))}</th>" + "".join(
+                f"<td>{int(v) if c == 'n_queries' and math.isfinite(float(v)) else _fmt(v)}</td>"  # a count: 50, not 50.0
+                for c, v in row.items()) + "</tr>")
         parts.append("</table>")
     matrix = _matrix(metrics)
     if matrix is not None:

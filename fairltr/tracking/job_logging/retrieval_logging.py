@@ -20,7 +20,7 @@ def _flat_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
         for metric, by_lang in per_lang.items():
             if isinstance(by_lang, Mapping):
                 for lang, value in by_lang.items():
-                    if isinstance(value, (int, float)):
+                    if isinstance(value, (int, float)) and lang != "all":  # "all" is the headline metric itself
                         out[f"{metric}/{lang}"] = float(value)
     return out
 

@@ -29,6 +29,26 @@ def breakpoints(k: int, p: float) -> np.ndarray:
     return np.unique(np.concatenate([stats.binom.cdf(np.arange(i), i, p) for i in range(1, k + 1)]))
 
 
+# ------------------------------------------------------------------ the binomial functions against scipy.stats
+@pytest.mark.parametrize("p", [0.02, 0.2, 0.5, 0.77, 0.98])
+def test_binom_ppf_and_cdf_are_scipy_stats_own(p):
+    """fairltr.fair.mtable computes the quantile and the CDF without importing scipy.stats (start-up
+    time); they must be scipy.stats.binom's numbers: the quantile exactly (integers), the CDF to
+    1e-15 relative, on every (j, n) with n <= 200, the edges j < 0 and j >= n included, and at
+    q = every CDF value and its neighbouring doubles (where a quantile is most fragile)."""
+    from fairltr.fair.mtable import binom_cdf, binom_ppf
+
+    n = np.repeat(np.arange(1, 201), np.arange(1, 201) + 3)
+    j = np.concatenate([np.arange(-1, i + 2) for i in range(1, 201)])
+    np.testing.assert_allclose(binom_cdf(j, n, p), stats.binom.cdf(j, n, p), rtol=1e-15, atol=0)
+    qs = np.unique(stats.binom.cdf(np.arange(0, 40), 40, p))
+    qs = np.concatenate([qs, np.nextafter(qs, 0), np.nextafter(qs, 1), [1e-9, 0.1, 0.5, 0.9]])
+    qs = qs[(qs > 0) & (qs < 1)]
+    for q in qs:
+        got = binom_ppf(q, np.arange(1, 201), p)
+        assert np.array_equal(got, stats.binom.ppf(q, np.arange(1, 201), p)), q
+
+
 # ------------------------------------------------------------------ docs/spec.md §4 reference values
 def test_reference_k10_p02():
     m = mtable(10, 0.2, 0.15, adjust=False)

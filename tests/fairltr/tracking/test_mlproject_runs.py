@@ -1,7 +1,9 @@
 """Every MLproject entry point, end to end: ``mlflow run . -e <entry> --env-manager local`` on
 small inputs against the session's MLflow server. Inside ``mlflow run`` each command logs into
 the run ``mlflow run`` created (a sweep: that run is the study's parent, trials are nested);
-nothing escapes into a second top-level run."""
+nothing escapes into a second top-level run. Without ``--experiment-name`` the run lands in the
+experiment of the entry point's ``fairltr`` command (``fairltr`` for the ranker trainings), so
+``-e compare_runs -P experiment=fairltr`` finds them."""
 
 from __future__ import annotations
 
@@ -18,15 +20,43 @@ ALL_ENTRY_POINTS = {"quickstart", "train_deltr", "train_lambdamart", "train_plra
                     "evaluate", "evaluate_registered", "promote", "compare_runs", "sweep"}
 
 
-def mlflow_run(entry: str, params: dict[str, object], experiment: str, cwd: Path, uri: str):
+def _declared_entry_points(group: str) -> dict[str, str]:
+    import tomllib
+
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"][group]
+
+
+@pytest.fixture(scope="session")
+def plugin_path(tmp_path_factory) -> str:
+    """A folder for PYTHONPATH that makes pyproject.toml's ``mlflow.default_experiment_provider``
+    entry point visible to ``mlflow run`` when the installed fairltr predates it (an editable
+    install reads its entry points from the metadata written at install time); "" otherwise."""
+    from importlib.metadata import entry_points
+
+    group = "mlflow.default_experiment_provider"
+    declared = _declared_entry_points(group)
+    if {ep.name: ep.value for ep in entry_points(group=group)}.items() >= declared.items():
+        return ""
+    info = tmp_path_factory.mktemp("plugin") / "fairltr_declared_plugins-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fairltr-declared-plugins\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in declared.items()))
+    return str(info.parent)
+
+
+def mlflow_run(entry: str, params: dict[str, object], experiment: str | None, cwd: Path, uri: str,
+               plugin_path: str = ""):
     env = dict(os.environ, MLFLOW_TRACKING_URI=uri)
+    if plugin_path:
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (plugin_path, env.get("PYTHONPATH", "")) if x)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     for leaked in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"):  # from earlier tests' runs
         env.pop(leaked, None)
     env.pop("MLFLOW_RUN_ID", None)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    cmd = [str(Path(sys.executable).with_name("mlflow")), "run", str(REPO), "-e", entry, "--env-manager", "local",
-           "--experiment-name", experiment]
+    cmd = [str(Path(sys.executable).with_name("mlflow")), "run", str(REPO), "-e", entry, "--env-manager", "local"]
+    if experiment is not None:
+        cmd += ["--experiment-name", experiment]
     for k, v in params.items():
         cmd += ["-P", f"{k}={v}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=cwd)
@@ -191,6 +221,65 @@ def test_sweep_uses_the_mlflow_run_as_parent(files, tmp_path, mlflow_tracking):
     assert run.data.tags["fairltr.sweep.role"] == "study"
     assert len(nested) == 3 and all(r.data.tags["fairltr.sweep.role"] == "trial" for r in nested)
     assert "hypervolume" in run.data.metrics
+
+
+def test_without_an_experiment_name_training_lands_in_fairltr_and_compare_runs_finds_it(files, tmp_path,
+                                                                                       plugin_path, monkeypatch):
+    """The commands of docs/mlflow.md, as written (no --experiment-name), on a fresh store: the
+    train_deltr run is in ``fairltr``, and ``compare_runs -P experiment=fairltr`` compares it."""
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    mlflow.set_tracking_uri(uri)
+    for gamma in (0, 10000):
+        mlflow_run("train_deltr", {"train": files / "train.csv", "test": files / "test.csv", "gamma": gamma,
+                                   "out": tmp_path / f"g{gamma}", "max-iter": 20}, None, tmp_path, uri, plugin_path)
+    client = mlflow.MlflowClient()
+    fairltr_exp = client.get_experiment_by_name("fairltr")
+    assert fairltr_exp is not None
+    trained = client.search_runs([fairltr_exp.experiment_id])
+    assert len(trained) == 2 and {r.data.tags["mlflow.project.entryPoint"] for r in trained} == {"train_deltr"}
+    assert all(r.info.status == "FINISHED" and "exposure_ratio" in r.data.metrics for r in trained)
+    assert not client.search_runs(["0"])  # nothing in Default
+    mlflow_run("compare_runs", {"experiment": "fairltr"}, None, tmp_path, uri, plugin_path)
+    runs = client.search_runs([fairltr_exp.experiment_id], order_by=["attributes.start_time DESC"])
+    assert len(runs) == 3 and runs[0].data.tags["mlflow.project.entryPoint"] == "compare_runs"
+    assert "relevance_vs_exposure.png" in {a.path for a in client.list_artifacts(runs[0].info.run_id)}
+    # a named experiment still wins
+    mlflow_run("train_deltr", {"train": files / "train.csv", "test": files / "test.csv", "out": tmp_path / "named",
+                               "max-iter": 20}, "named", tmp_path, uri, plugin_path)
+    assert len(client.search_runs([client.get_experiment_by_name("named").experiment_id])) == 1
+    assert len(client.search_runs([fairltr_exp.experiment_id])) == 3
+
+
+def test_each_entry_point_defaults_to_its_commands_experiment():
+    from fairltr.tracking.project_experiment import entry_point_experiment, mlflow_run_arguments
+
+    got = {e: entry_point_experiment(REPO, e) for e in sorted(ALL_ENTRY_POINTS)}
+    assert got == {"quickstart": "fairltr-quickstart", "train_deltr": "fairltr", "train_lambdamart": "fairltr",
+                   "train_plrank": "fairltr", "reproduce_deltr": "fairltr-reproduce", "train_dpr": "fairltr-dpr",
+                   "evaluate": "fairltr", "evaluate_registered": "fairltr-evaluation",
+                   "promote": "fairltr-promotion", "compare_runs": "fairltr", "sweep": "fairltr-sweep"}
+    # the table is each command's own --experiment default (read from the click commands here)
+    import click
+
+    from fairltr.cli import cli
+    from fairltr.tracking.project_experiment import COMMAND_EXPERIMENTS
+
+    for words, experiment in COMMAND_EXPERIMENTS.items():
+        command = cli
+        for word in words.split():
+            command = command.commands[word]
+        assert isinstance(command, click.Command)
+        assert next(p.default for p in command.params if p.name == "experiment") == experiment, words
+    assert entry_point_experiment(REPO, "no_such_entry") is None
+    assert entry_point_experiment(REPO / "docs", "train_deltr") is None  # not a project folder
+    args = mlflow_run_arguments(["/v/bin/mlflow", "run", "-e", "train_dpr", ".", "-P", "steps=2", "--env-manager",
+                                 "local"])
+    assert (args["uri"], args["entry_point"], args["experiment_name"]) == (".", "train_dpr", None)
+    assert mlflow_run_arguments(["/v/bin/mlflow", "server"]) is None
+    assert mlflow_run_arguments(["/v/bin/fairltr", "run", "."]) is None
 
 
 def test_every_entry_point_has_an_end_to_end_test():

@@ -39,7 +39,7 @@ def test_the_verdict_names_mrc_the_worst_pair_mrr_and_concludes():
     lines = retrieval_verdict(_metrics())
     assert lines[0].startswith("MRC@5 = -23.4")
     assert lines[1] == "least consistent language pair: de-fi (MRC@5 -41.5)"
-    assert lines[2] == "MRR@100 = 27.8 (x100, relevance); lowest for fi (12.5)"
+    assert lines[2] == "MRR@100 = 27.8 (x100, relevance); lowest language: fi (12.5)"
     assert lines[3].startswith("Conclusion: not consistent across languages")
     assert retrieval_verdict(_metrics(62.0))[-1].startswith("Conclusion: largely consistent")
     assert retrieval_verdict(_metrics(20.0))[-1].startswith("Conclusion: partly consistent")
@@ -59,3 +59,18 @@ def test_the_html_report_has_the_tables_axis_titles_scale_and_conclusion():
     for fragment in ("Per query language", "query language \\ parallel", "Colour scale", "least consistent",
                      "Conclusion: not consistent", "<td style='background:", "-41.5", "Training parameters"):
         assert fragment in page, fragment
+
+
+def test_the_report_shows_query_counts_as_integers_and_no_all_row_metric_is_logged():
+    from fairltr.tracking.retrieval_logging import _flat_metrics
+
+    metrics = _metrics()
+    per_language = pd.DataFrame({"mrr_at_100": [30.0, 41.0, 12.5, 27.8], "n_queries": [50.0, 50.0, 50.0, 150.0]},
+                                index=[*LANGS, "all"])
+    metrics["per_language"] = per_language.to_dict()
+    page = retrieval_report_html("DPR retriever", metrics)
+    assert "<td>150</td>" in page and "<td>50</td>" in page and "<td>50.0</td>" not in page
+    assert "<td>12.5</td>" in page  # the other columns keep their decimal
+    flat = _flat_metrics(metrics)
+    assert flat["mrr_at_100/fi"] == 12.5 and flat["n_queries/de"] == 50.0
+    assert not [key for key in flat if key.endswith("/all")]  # mrr_at_100/all would repeat mrr_at_100
