@@ -254,7 +254,7 @@ def test_without_an_experiment_name_training_lands_in_fairltr_and_compare_runs_f
 
 
 def test_each_entry_point_defaults_to_its_commands_experiment():
-    from fairltr.tracking.project_experiment import entry_point_experiment, mlflow_run_arguments
+    from fairltr.tracking.runs.project_experiment import entry_point_experiment, mlflow_run_arguments
 
     got = {e: entry_point_experiment(REPO, e) for e in sorted(ALL_ENTRY_POINTS)}
     assert got == {"quickstart": "fairltr-quickstart", "train_deltr": "fairltr", "train_lambdamart": "fairltr",
@@ -265,7 +265,7 @@ def test_each_entry_point_defaults_to_its_commands_experiment():
     import click
 
     from fairltr.cli import cli
-    from fairltr.tracking.project_experiment import COMMAND_EXPERIMENTS
+    from fairltr.tracking.runs.project_experiment import COMMAND_EXPERIMENTS
 
     for words, experiment in COMMAND_EXPERIMENTS.items():
         command = cli

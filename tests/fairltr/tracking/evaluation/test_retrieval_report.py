@@ -62,7 +62,7 @@ def test_the_html_report_has_the_tables_axis_titles_scale_and_conclusion():
 
 
 def test_the_report_shows_query_counts_as_integers_and_no_all_row_metric_is_logged():
-    from fairltr.tracking.retrieval_logging import _flat_metrics
+    from fairltr.tracking.job_logging.retrieval_logging import _flat_metrics
 
     metrics = _metrics()
     per_language = pd.DataFrame({"mrr_at_100": [30.0, 41.0, 12.5, 27.8], "n_queries": [50.0, 50.0, 50.0, 150.0]},

@@ -28,7 +28,7 @@ def registered(mlflow_tracking, retriever_package):
 
 def test_evaluate_model_and_promote_encode_the_queries_only(registered, retrieval_dir, monkeypatch):
     from fairltr.retrieval import read_parallel_data
-    from fairltr.tracking.retriever_encoder import RetrieverEncoder
+    from fairltr.tracking.models.retriever_encoder import RetrieverEncoder
     import fairltr.workflows.retriever as workflow
 
     encoded: list[str] = []

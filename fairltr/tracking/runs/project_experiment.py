@@ -8,7 +8,7 @@ entry point group ``mlflow.default_experiment_provider``) return, else in ``Defa
 local project whose MLproject is named ``fairltr`` it returns (creating it if needed) the
 experiment the entry point's ``fairltr`` command uses on its own — its ``--experiment`` default:
 ``fairltr`` for ``train deltr`` / ``lambdamart`` / ``plrank``, ``fairltr-dpr`` for ``train dpr``,
-``fairltr-sweep`` for ``sweep`` ... (:data:`~fairltr.tracking.config.DEFAULT_EXPERIMENT` for a
+``fairltr-sweep`` for ``sweep`` ... (:data:`~fairltr.tracking.runs.config.DEFAULT_EXPERIMENT` for a
 command without one). So ``-e compare_runs -P experiment=fairltr`` finds the training runs. An
 experiment the user names always wins (MLflow asks the providers only when none is named); any
 other process is out of its context.
@@ -70,7 +70,7 @@ def entry_point_experiment(project_dir: str | Path, entry_point: str) -> str | N
     words = project._entry_points[entry_point].command.split()
     if not words or words[0] != "fairltr":
         return None
-    from fairltr.tracking.config import DEFAULT_EXPERIMENT
+    from fairltr.tracking.runs.config import DEFAULT_EXPERIMENT
 
     path: list[str] = []
     for word in words[1:]:
