@@ -47,20 +47,38 @@ def _answers_ping(url: str) -> bool:
         return False
 
 
-def _stop(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
-    """SIGTERM to the server's process group, SIGKILL when it has not exited after ``grace_s``."""
+def _group_alive(pgid: int) -> bool:
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(pgid, 0)
     except ProcessLookupError:
-        return
+        return False
+    except PermissionError:  # a process of the group exists but is not ours to signal
+        return True
+    return True
+
+
+def _stop(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
+    """SIGTERM to the server's process group, SIGKILL to the group when any of its processes (the
+    server or a worker still draining its requests and holding the port) is alive after
+    ``grace_s``; returns once the main process is reaped and the whole group is gone."""
+    pgid = proc.pid  # start_new_session: the server leads its own group
     try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
         proc.wait()
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(pgid):
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    while _group_alive(pgid) and time.monotonic() < deadline + 5.0:  # SIGKILLed workers: reaped by init
+        time.sleep(0.05)
 
 
 @contextmanager
