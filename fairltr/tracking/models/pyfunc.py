@@ -243,7 +243,9 @@ def log_ranker_model(
                            FairltrRanker.from_model(model, policy=policy).predict(None, _with_group(input_example, group)))
             signature = _serving_signature(infer_signature(input_example, example_out), group)
         code = stage_package(tmp_path / "code")
-        with registry_prints_follow_log_level():
+        with registry_prints_follow_log_level(), warnings.catch_warnings():
+            # MLflow infers the example's schema again: the same hint on the int query id column
+            warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer", category=UserWarning)
             info = mlflow.pyfunc.log_model(
                 name=name,
                 python_model=str(MODEL_CODE),
