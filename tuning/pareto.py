@@ -51,27 +51,16 @@ def hypervolume_2d(values, directions: Sequence[str], reference: Sequence[float]
     coordinates; points not strictly better than the reference contribute nothing, and so do
     dominated points (the front and all trials give the same area).
 
-    Own code because Optuna's hypervolume is private (``optuna._hypervolume``); in 2-D it is one
-    sort and a sweep.
+    Optuna's hypervolume is private (``optuna._hypervolume``); this is the core's batched
+    :func:`fairltr.metrics.front_bootstrap.hypervolume_2d_batch` on one set (one implementation for
+    the report and its bootstrap intervals).
     """
-    loss = as_losses(values, directions)
-    if loss.shape[1] != 2:
-        raise ConfigError(f"hypervolume_2d needs 2 objectives, got {loss.shape[1]}")
-    ref = as_losses(np.asarray(reference, dtype=np.float64).reshape(1, 2), directions)[0]
-    if not np.all(np.isfinite(ref)):
-        raise ConfigError(f"the hypervolume reference point must be finite, got {list(reference)}")
-    pts = loss[np.all(np.isfinite(loss), axis=1)]
-    pts = pts[np.all(pts < ref, axis=1)]
-    if pts.size == 0:
-        return 0.0
-    pts = pts[np.lexsort((pts[:, 1], pts[:, 0]))]
-    area = 0.0
-    best_y = ref[1]
-    for x, y in pts:  # x increasing; each point adds the strip between its y and the best y so far
-        if y < best_y:
-            area += (ref[0] - x) * (best_y - y)
-            best_y = y
-    return float(area)
+    from fairltr.metrics.front_bootstrap import hypervolume_2d_batch
+
+    v = _check(values, directions)
+    if v.shape[1] != 2:
+        raise ConfigError(f"hypervolume_2d needs 2 objectives, got {v.shape[1]}")
+    return float(hypervolume_2d_batch(v[None], list(directions), reference)[0])
 
 
 def best_tradeoff_index(front_values, directions: Sequence[str]) -> int | None:
