@@ -17,7 +17,7 @@ from fairltr.cli import cli
 def registered(mlflow_tracking, retriever_package):
     import mlflow
 
-    from fairltr.tracking.retriever import log_retriever_model
+    from fairltr.tracking.models.retriever import log_retriever_model
 
     name = f"retriever-enc-{uuid.uuid4().hex[:8]}"
     mlflow.set_experiment("test-retriever-corpus-encoding")
