@@ -64,5 +64,12 @@ echo "== core and tracking tests at the lower bounds"
   --ignore=tests/fairltr/tracking/job_logging/test_sweep_runs.py \
   --deselect=tests/fairltr/tracking/test_mlproject_runs.py::test_train_dpr_registers_a_retriever \
   --deselect=tests/fairltr/tracking/test_mlproject_runs.py::test_sweep_uses_the_mlflow_run_as_parent \
-  --deselect=tests/fairltr/retrieval/test_parallel_data.py::test_bm25_and_evaluate_run "$@"
+  --deselect=tests/fairltr/retrieval/test_parallel_data.py::test_bm25_and_evaluate_run \
+  --deselect=tests/fairltr/tracking/evaluation/test_extras.py::test_retrieval_extra_metric_and_custom_artifact \
+  --deselect=tests/fairltr/tracking/test_mlproject_runs.py::test_train_lambdamart \
+  --deselect=tests/fairltr/tracking/models/test_serving.py::test_mlflow_models_serve_returns_fair_rankings_and_4xx_for_bad_payloads \
+  "$@"
+# deselected above: a retriever (tokenizers, [retrieval]), LambdaMART (LightGBM, [gbdt]), and
+# `mlflow models serve`: MLflow 3.10.1's scoring server calls FastAPI's removed `app.route` with
+# the FastAPI pip resolves today (not a fairltr dependency; the serving test runs on the pinned stack)
 echo "lower bounds total $(( $(date +%s) - start )) s"
