@@ -95,8 +95,9 @@ def test_losing_the_server_mid_run_fails_fast_and_the_run_is_ended_later(ranking
     import mlflow
     import mlflow_fixtures
 
-    from fairltr.tracking import config, runs
-    from fairltr.tracking import ranker_logging as tracking_logging
+    from fairltr.tracking.runs import config
+    from fairltr.tracking.runs import life_cycle as runs
+    from fairltr.tracking.job_logging import ranker_logging as tracking_logging
 
     work = tmp_path / "server"
     backend = f"sqlite:///{work / 'mlflow.db'}"
