@@ -32,9 +32,10 @@ DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k step
 a few numpy operations over all queries of a length bucket (:func:`fairltr.buckets.length_buckets`).
 DetConstSort's entry sequence (which candidate enters in which round, in which order) does not
 depend on the moves, so it is computed for every query at once by one sort; only the move-up is
-sequential: one step per entrant, vectorised over the queries (a step is skipped when no entrant
-can move), and on Python lists for a bucket of a single query, where numpy's per-call cost
-exceeds a step's work. The algorithms are sequential over positions; there is no per-query
+sequential: with the compiled kernels (numba, the ``[fast]`` extra: :mod:`fairltr.fair.move_up`)
+one loop over every query's entrants; without them one step per entrant, vectorised over the
+queries (a step is skipped when no entrant can move), and on Python lists for a bucket of a
+single query, where numpy's per-call cost exceeds a step's work. The algorithms are sequential over positions; there is no per-query
 Python loop.
 """
 
@@ -47,6 +48,7 @@ import pandas as pd
 
 from fairltr.buckets import bucket_rows, length_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
+from fairltr.compiled import compiled_enabled
 from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError
 from fairltr.fair.rerank import resolve_scores
@@ -120,12 +122,26 @@ def rerank_geyik(
     start = np.cumsum(sizes) - sizes
     final = np.empty(n, dtype=np.int64)
     final[start[codes] + rank - 1] = np.arange(n)
-    out = df.iloc[final].copy(deep=False)  # iloc already copied the rows; no second deep copy
-    out["score"] = s[final]
-    out["rank"] = rank[final]
-    out["fair_feasible"] = feasible[codes[final]]
+    return _ranked_frame(df, final, {"score": s[final], "rank": rank[final], "fair_feasible": feasible[codes[final]]})
+
+
+def _ranked_frame(df: pd.DataFrame, order: np.ndarray, added: dict[str, np.ndarray]) -> pd.DataFrame:
+    """``df``'s rows in ``order`` (a fresh RangeIndex) with the ``added`` columns set (replacing
+    columns of the same name, appended otherwise) and ``df.attrs`` but the origin. Built as one
+    frame from the taken column arrays (each ``__setitem__`` of a new column costs more than the
+    take); a frame whose column labels are not unique plain labels goes through ``iloc``."""
+    if df.columns.is_unique and not isinstance(df.columns, pd.MultiIndex):
+        columns = {name: df[name].array.take(order) for name in df.columns}
+        columns.update(added)
+        out = pd.DataFrame(columns)
+        out.attrs = dict(df.attrs)
+    else:
+        out = df.iloc[order].copy(deep=False)  # iloc already copied the rows; no second deep copy
+        for name, values in added.items():
+            out[name] = values
+        out = out.reset_index(drop=True)
     out.attrs.pop(ORIGIN_KEY, None)
-    return out.reset_index(drop=True)
+    return out
 
 
 def prefix_feasible(rank: np.ndarray, codes: np.ndarray, gcodes: np.ndarray, kq: np.ndarray,
@@ -324,7 +340,11 @@ def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray
     slack = 0 if strict else 1  # literal reading: a passed candidate may sit one below its max index
     # an entrant can only move when it outscores the entrant before it, or when that one moved
     # (then someone else sits above it): other steps are skipped without numpy work
-    if n_q == 1:  # one long list: numpy's per-call cost exceeds a step's work, so the steps run on lists
+    if compiled_enabled():  # one compiled loop over every query's steps (fairltr.fair.move_up)
+        from fairltr.fair.move_up import move_up_columns
+
+        move_up_columns(lrow, lsc, lmax, slack)
+    elif n_q == 1:  # one long list: numpy's per-call cost exceeds a step's work, so the steps run on lists
         lrow[:, 0], lsc[:, 0], lmax[:, 0] = _move_up_one(lrow[:, 0].tolist(), lsc[:, 0].tolist(),
                                                          lmax[:, 0].tolist(), slack)
     else:

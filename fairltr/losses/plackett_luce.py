@@ -48,7 +48,7 @@ from fairltr.losses.exposure import V1, check_group_ids
 __all__ = [
     "DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "sample_rankings", "dcg_weights", "ranks_of",
     "sampled_exposure", "expected_dcg", "group_means", "policy_disparity", "plrank_gradient",
-    "reinforce_surrogate", "pl_policy_objective", "dcg_gains",
+    "reinforce_surrogate", "pl_policy_objective", "dcg_gains", "plrank_sample_gradient",
 ]
 
 DISPARITIES = ("squared", "hinge")
@@ -72,12 +72,20 @@ def sample_rankings(scores: torch.Tensor, mask: torch.Tensor, n_samples: int,
 
     Gumbel trick in its exponential-race form: the order of s_i + G_i (G_i = -log E_i, E_i ~ Exp(1))
     is the increasing order of E_i * exp(-s_i), so one log per draw (E = -log U, U uniform on
-    (0, 1)) instead of two. Uniforms come from ``generator`` (CPU) for reproducibility across
-    devices. On CPU the keys are sorted as integers carrying their item index (:func:`_argsort_rows`,
-    about 3x faster than numpy's argsort, 10x torch's); on other devices torch's argsort."""
+    (0, 1)) instead of two. On CPU with the compiled kernels (:mod:`fairltr.losses.pl_kernels`,
+    numba, the ``[fast]`` extra) the uniforms are numpy's doubles (SFC64, seeded by one draw of
+    ``generator``) and the keys are sorted as integers carrying their item index, in blocks that
+    stay in cache. Without them (and on other devices) the uniforms are ``generator``'s doubles
+    (drawn on CPU, for reproducibility across devices); on CPU the keys are sorted as in
+    :func:`_argsort_rows`, on other devices by torch's argsort. A seed gives the same rankings on
+    one code path (not across the two)."""
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise ConfigError(f"samples must be an integer >= 1, got {n_samples!r}")
     s = scores.detach()
+    kernels = _kernels() if s.device.type == "cpu" else None
+    if kernels is not None:  # compiled: the random bits, the keys and the sort in cache, one pass each
+        inputs = kernels.prepare(_numpy64(s), mask.numpy())
+        return torch.from_numpy(kernels.sample(inputs, n_samples, _kernel_seed(generator)))
     # exp(-s) with the top real score at 0; capped so that E * rate stays finite for real items
     # (E <= -log(tiny) < 1e4), which therefore always sort before padding (+inf)
     rate = torch.exp(-_shifted(s, mask)).clamp_(max=torch.finfo(s.dtype).max / 1e4).masked_fill(~mask, float("inf"))
@@ -99,6 +107,25 @@ def sample_rankings(scores: torch.Tensor, mask: torch.Tensor, n_samples: int,
         np.multiply(keys, neg_rate, out=out[start:start + len(keys)])             # E * exp(-s) (padding: +inf)
         _argsort_rows(out[start:start + len(keys)])
     return torch.from_numpy(out.view(np.int64))
+
+
+def _kernels():
+    """The compiled CPU kernels (:mod:`fairltr.losses.pl_kernels`), or None without numba (the
+    ``[fast]`` extra) or with ``FAIRLTR_COMPILED=0`` (:mod:`fairltr.compiled`): then the tensor
+    code runs."""
+    from fairltr.compiled import compiled_enabled
+
+    if not compiled_enabled():
+        return None
+    from fairltr.losses import pl_kernels
+
+    return pl_kernels
+
+
+def _kernel_seed(generator: torch.Generator | None) -> int:
+    """The seed of the kernels' numpy bit generator: one draw from ``generator`` (torch's default
+    generator when None, so ``torch.manual_seed`` fixes the rankings)."""
+    return int(torch.randint(0, 2 ** 62, (1,), generator=generator).item())
 
 
 # index bits packed into a key's low mantissa bits: ties within 2^-(52 - b) relative are broken by
@@ -235,6 +262,11 @@ def plrank_gradient(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch
     cumulative sums give the sums over k <= r_d, and the per-sample values are added back to the
     items (one index_add per block of samples: all queries and candidates of ~2^17 elements)."""
     S, Q, N = rankings.shape
+    kernels = _kernels() if scores.device.type == "cpu" else None
+    if kernels is not None:  # compiled: one loop per pass over each sampled row, no (S, Q, N) temporaries
+        inputs = kernels.prepare(_numpy64(scores), mask.numpy(), _numpy64(rewards))
+        grad = kernels.gradient_of_rankings(inputs, rankings.numpy())
+        return torch.from_numpy(grad).to(scores.dtype).div_(S).masked_fill(~mask, 0.0)
     s = _shifted(scores.detach(), mask)                                           # max real score 0
     dtype = s.dtype
     e = torch.exp(s).view(-1)                                                     # 0 on padding
@@ -247,6 +279,29 @@ def plrank_gradient(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch
     for start in range(0, S, step):
         _plrank_block(rankings[start:start + step], offsets, e, rho, theta, valid, grad)
     return grad.div_(S).view(Q, N).masked_fill(~mask, 0.0)
+
+
+def _numpy64(values: torch.Tensor) -> "np.ndarray":
+    """A float64 numpy copy (or view) of a CPU tensor, detached."""
+    return values.detach().to(torch.float64).numpy()
+
+
+def plrank_sample_gradient(scores: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, n_samples: int,
+                           generator: torch.Generator | None = None) -> torch.Tensor:
+    """``plrank_gradient(scores, sample_rankings(scores, mask, n_samples, generator), rewards, mask)``
+    without the (S, Q, N) rankings: on CPU with the compiled kernels every block of samples goes
+    from the random bits to the gradient in cache (the same rankings, hence the same gradient, as
+    the two calls with the same seed); elsewhere the two calls. One iteration of PL-Rank for fixed
+    rewards (relevance, or a fairness reward that does not depend on these samples)."""
+    s = scores.detach()
+    kernels = _kernels() if s.device.type == "cpu" else None
+    if kernels is None:
+        return plrank_gradient(scores, sample_rankings(scores, mask, n_samples, generator), rewards, mask)
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise ConfigError(f"samples must be an integer >= 1, got {n_samples!r}")
+    inputs = kernels.prepare(_numpy64(s), mask.numpy(), _numpy64(rewards))
+    grad = kernels.sample_gradient(inputs, n_samples, _kernel_seed(generator))
+    return torch.from_numpy(grad).to(s.dtype).div_(n_samples).masked_fill(~mask, 0.0)
 
 
 def _plrank_block(rankings: torch.Tensor, offsets: torch.Tensor, e: torch.Tensor, rho: torch.Tensor,

@@ -38,7 +38,10 @@ def _policy_figures(model: PLRank, df: pd.DataFrame, samples: int = 4000):
 @pytest.fixture(scope="module")
 def fitted(tables):
     train, _ = tables
-    kw = dict(samples=16, max_iter=80, device="cpu")
+    # 64 rankings per query per step: the fitted policies hardly depend on the random stream (over
+    # seeds 0-4 and both samplers, the compiled kernels and the tensor code: plain D 0.71-0.77,
+    # lambda = 60: D 0.33-0.36); with 16 the plain policy's D ranged 0.48-0.78 by stream
+    kw = dict(samples=64, max_iter=80, device="cpu")
     return PLRank(lam=0.0, **kw).fit(train), PLRank(lam=60.0, **kw).fit(train)
 
 
@@ -49,7 +52,7 @@ def test_training_raises_expected_dcg_and_lambda_cuts_the_disparity(tables, fitt
     dcg0, _ = _policy_figures(untrained, train)
     dcg_plain, d_plain = _policy_figures(plain, train)
     dcg_fair, d_fair = _policy_figures(fair, train)
-    # measured (seeded): dcg0 138.4, plain 192.5 / D 0.622, lambda=60: 190.5 / D 0.366
+    # measured (seed 0): dcg0 138.4, plain 192.9 / D 0.711, lambda=60: 189.6 / D 0.343
     assert dcg_plain > 1.25 * dcg0                     # the policy learned to rank (random order: dcg0)
     assert d_fair < 0.7 * d_plain and d_plain > 0      # the fairness weight cut the disparity
     assert dcg_fair > 1.25 * dcg0                      # ... and the policy still ranks

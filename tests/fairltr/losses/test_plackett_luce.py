@@ -208,10 +208,12 @@ def test_integer_row_sort_is_argsort_with_padding_last(monkeypatch):
 
 
 def test_blocks_give_the_same_rankings_and_gradient_as_one_block(monkeypatch):
-    """Sampling and the gradient in blocks of samples (CPU) = one block: the same rankings for a
-    seed (the uniforms are drawn in the same order) and the gradient to 1e-12 (summation order)."""
+    """The tensor code's blocks of samples (CPU) = one block: the same rankings for a seed (the
+    uniforms are drawn in the same order) and the gradient to 1e-12 (summation order). The
+    compiled kernels' blocks: tests/fairltr/losses/test_pl_kernels.py."""
     from fairltr.losses import plackett_luce as pl
 
+    monkeypatch.setenv("FAIRLTR_COMPILED", "0")
     s, y, g, m = _pad(ROWS)
     s = s * 3.0
     rho = torch.randn(s.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(4))

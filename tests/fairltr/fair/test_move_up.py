@@ -1,0 +1,62 @@
+"""DetConstSort's compiled move-up (fairltr.fair.move_up, numba) against the numpy steps and the
+list loop it replaces: the same arrays after the moves, and the same re-ranked tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairltr.columns import RankingColumns
+from fairltr.fair import rerank_geyik
+from fairltr.fair.geyik import _move_up, _move_up_one
+
+pytest.importorskip("numba", reason="the compiled move-up needs numba (the [fast] extra)")
+from fairltr.fair.move_up import move_up_columns  # noqa: E402
+
+COLS = RankingColumns(group="race", judgment=None)
+
+
+def _entries(rng: np.random.Generator, t: int, q: int):
+    """Random entry arrays (T, Q): rows, scores (ties included), max indices that grow with the
+    place (as rounds do), and unused places (score -inf) at the end of some columns."""
+    rows = rng.permutation(t * q).reshape(t, q).astype(np.int64)
+    scores = rng.integers(0, 6, size=(t, q)).astype(np.float64) + rng.random((t, q)) * (rng.random() < 0.5)
+    maxi = np.sort(rng.integers(1, t + 1, size=(t, q)), axis=0).astype(np.int64)
+    used = rng.integers(1, t + 1, size=q)
+    unused = np.arange(t)[:, None] >= used[None, :]
+    rows[unused], scores[unused], maxi[unused] = -1, -np.inf, 0
+    return rows, scores, maxi
+
+
+@pytest.mark.parametrize("slack", [0, 1])
+def test_compiled_move_up_equals_the_numpy_steps_and_the_list_loop(slack):
+    rng = np.random.default_rng(slack)
+    for _ in range(40):
+        t, q = int(rng.integers(1, 40)), int(rng.integers(1, 6))
+        rows, scores, maxi = _entries(rng, t, q)
+        got = [a.copy() for a in (rows, scores, maxi)]
+        move_up_columns(*got, slack)
+        state = np.stack([rows.astype(np.float64), scores, (maxi + slack).astype(np.float64)])
+        places = np.arange(2, t + 2, dtype=np.float64)[:, None]
+        for step in range(1, t):
+            _move_up(state, step, places)
+        assert np.array_equal(got[0], state[0].astype(np.int64))
+        assert np.array_equal(got[1], state[1])
+        for col in range(q):
+            lists = _move_up_one(rows[:, col].tolist(), scores[:, col].tolist(), maxi[:, col].tolist(), slack)
+            assert got[0][:, col].tolist() == lists[0] and got[2][:, col].tolist() == lists[2]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("n_q,n", [(1, 400), (30, 25)])
+def test_rerank_geyik_is_the_same_table_with_and_without_the_compiled_move_up(monkeypatch, strict, n_q, n):
+    rng = np.random.default_rng(n_q)
+    df = pd.DataFrame({"query_id": np.repeat(np.arange(n_q), n), "race": rng.choice(["a", "b", "c"], n_q * n,
+                                                                                  p=[0.6, 0.3, 0.1]),
+                       "s": np.round(rng.random(n_q * n), 2)})  # rounded: tied scores too
+    kw = dict(method="detconstsort", k=n // 2, columns=COLS, strict=strict)
+    monkeypatch.setenv("FAIRLTR_COMPILED", "1")
+    compiled = rerank_geyik(df, "s", **kw)
+    monkeypatch.setenv("FAIRLTR_COMPILED", "0")
+    pd.testing.assert_frame_equal(compiled, rerank_geyik(df, "s", **kw))
