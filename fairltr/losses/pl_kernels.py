@@ -5,8 +5,9 @@ only fuse the per-element passes that the tensor version makes one by one. One b
 (``BLOCK_ELEMENTS`` samples x queries x candidates) stays in cache from the random bits to the
 gradient:
 
-1. numpy's uniform doubles (53 bits, ``Generator(SFC64)``, seeded by one draw of the caller's torch
-   generator), written into the block's own buffer;
+1. numpy's SFC64 uniform doubles (53 bits; the generator seeded by numpy from one draw of the
+   caller's torch generator, stepped in a compiled loop: the same doubles as
+   ``Generator(SFC64(seed)).random()``), written into the block's own buffer;
 2. numpy's SIMD ``log``; key = -log(u) exp(-s) (the exponential race: its increasing order is a
    PL draw); the key's bits with the item index in the low ``bit_length(n - 1)`` bits (a
    non-negative double's bits order as the double; :func:`plackett_luce._argsort_rows`).
@@ -38,24 +39,62 @@ _MAX_INT64 = np.iinfo(np.int64).max
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _pack_keys(log_u, neg_rate, low, keys):  # pragma: no cover - compiled
-    """keys[b, q, k] = bits(log_u[b, q, k] * neg_rate[q, k]) with the low bits replaced by k
-    (neg_rate = -exp(-s), -inf on padding: the key is +inf there and sorts last; a real item's key
-    is at most the largest double, even for u = 0). Columns of ``keys`` past N (the run padding of
-    wide rows) get int64 max. ``keys`` may be ``log_u``'s own memory (read before written)."""
+def _sfc64_uniforms(state, out):  # pragma: no cover - compiled
+    """Fills ``out`` (1-D) with the next doubles of numpy's SFC64 whose 4-word ``state`` is given
+    (updated in place): bit for bit ``numpy.random.Generator(SFC64).random()`` (the generator's
+    step, then the top 53 bits times 2^-53), in one loop without numpy's per-draw indirect call
+    (about half its cost; tests/fairltr/losses/test_pl_kernels.py checks the identity)."""
+    s0 = state[0]
+    s1 = state[1]
+    s2 = state[2]
+    s3 = state[3]
+    scale = 1.0 / 9007199254740992.0
+    for i in range(out.size):
+        tmp = s0 + s1 + s3
+        s3 += np.uint64(1)
+        s0 = s1 ^ (s1 >> np.uint64(11))
+        s1 = s2 + (s2 << np.uint64(3))
+        s2 = ((s2 << np.uint64(24)) | (s2 >> np.uint64(40))) + tmp
+        out[i] = np.float64(tmp >> np.uint64(11)) * scale
+    state[0] = s0
+    state[1] = s1
+    state[2] = s2
+    state[3] = s3
+
+
+def sfc64_state(seed: int) -> np.ndarray:
+    """The 4-word state of ``numpy.random.SFC64(seed)`` (numpy's seeding: SeedSequence), uint64."""
+    return np.array(np.random.SFC64(seed).state["state"]["state"], dtype=np.uint64)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _pack_keys(log_u, neg_rate, cap, low, keys):  # pragma: no cover - compiled
+    """keys[b, q, k] = bits(min(log_u[b, q, k] * neg_rate[q, k], cap[q, k])) with the low bits
+    replaced by k. neg_rate = -exp(-s) is -inf on padding (key +inf: it sorts last); ``cap`` is
+    the largest double for real items (so a real item's key stays below padding even for u = 0)
+    and +inf on padding. Columns of ``keys`` past N (the run padding of wide rows) get int64 max.
+    ``keys`` may be ``log_u``'s own memory (each element is read before it is written). Flat
+    unsigned offsets, no branch: the inner loop vectorises."""
     B, Q, N = log_u.shape
     width = keys.shape[2]
+    flat_u = log_u.reshape(-1)
+    flat_rate = neg_rate.reshape(-1)
+    flat_cap = cap.reshape(-1)
+    flat_keys = keys.reshape(-1)
     high = ~low
+    n = np.uint64(N)
     for b in range(B):
         for q in range(Q):
+            row = np.uint64(b) * np.uint64(Q) + np.uint64(q)
+            src = row * n
+            dst = row * np.uint64(width)
+            base = np.uint64(q) * n
             for k in range(N):
-                x = log_u[b, q, k] * neg_rate[q, k]
-                if x > 1.7976931348623157e308 and neg_rate[q, k] > -np.inf:
-                    x = 1.7976931348623157e308
-                v = np.float64(x)
-                keys[b, q, k] = (v.view(np.int64) & high) | k
+                j = np.uint64(k)
+                x = np.float64(min(flat_u[src + j] * flat_rate[base + j], flat_cap[base + j]))
+                flat_keys[dst + j] = (x.view(np.int64) & high) | k
             for k in range(N, width):
-                keys[b, q, k] = 9223372036854775807
+                flat_keys[dst + np.uint64(k)] = 9223372036854775807
 
 
 _BIG = np.iinfo(np.int64).max
@@ -66,55 +105,60 @@ _SMALL = np.iinfo(np.int64).min
 def _merge_runs(keys, run, length, scratch):  # pragma: no cover - compiled
     """Bottom-up merge of the first ``length`` columns of every row of ``keys`` (R, W), whose
     runs of ``run`` are each sorted, into one sorted prefix (columns past ``length`` are left as
-    they are; ``scratch``: (W,) int64). Each merge runs from both ends at once (the smallest
-    outputs from the front, the largest from the back: two independent chains), branch-free."""
+    they are; ``scratch``: at least W + 4 int64). Each merge copies its two runs into ``scratch``
+    between sentinels (int64 min and max) and writes them back merged from both ends at once (the
+    smallest outputs from the front, the largest from the back: two independent chains), with no
+    bound test and no branch."""
     R, W = keys.shape
+    flat = keys.reshape(-1)
     for r in range(R):
-        src = keys[r]
-        dst = scratch
+        base = np.uint64(r) * np.uint64(W)
         width = run
-        flipped = False
         while width < length:
-            for lo in range(0, length, 2 * width):
-                mid = min(lo + width, length)
+            for lo in range(0, length - width, 2 * width):
+                mid = lo + width
                 hi = min(lo + 2 * width, length)
-                if mid >= hi:
-                    for o in range(lo, hi):
-                        dst[o] = src[o]
-                    continue
-                i = lo
-                j = mid
-                i_back = mid - 1
-                j_back = hi - 1
-                half = (hi - lo) // 2
+                la = mid - lo
+                lb = hi - mid
+                scratch[0] = _SMALL
+                for x in range(la):
+                    scratch[1 + x] = flat[base + np.uint64(lo + x)]
+                scratch[1 + la] = _BIG
+                second = la + 2
+                scratch[second] = _SMALL
+                for x in range(lb):
+                    scratch[second + 1 + x] = flat[base + np.uint64(mid + x)]
+                scratch[second + 1 + lb] = _BIG
+                i = 1
+                j = second + 1
+                i_back = la
+                j_back = second + lb
+                total = hi - lo
+                half = total // 2
                 for t in range(half):
-                    a = src[min(i, mid - 1)] if i < mid else _BIG
-                    b = src[min(j, hi - 1)] if j < hi else _BIG
+                    a = scratch[i]
+                    b = scratch[j]
                     take_b = b < a
-                    dst[lo + t] = b if take_b else a
+                    flat[base + np.uint64(lo + t)] = b if take_b else a
                     j += take_b
                     i += 1 - take_b
-                    a = src[max(i_back, lo)] if i_back >= lo else _SMALL
-                    b = src[max(j_back, mid)] if j_back >= mid else _SMALL
+                    a = scratch[i_back]
+                    b = scratch[j_back]
                     take_a = a > b
-                    dst[hi - 1 - t] = a if take_a else b
+                    flat[base + np.uint64(hi - 1 - t)] = a if take_a else b
                     i_back -= take_a
                     j_back -= 1 - take_a
-                if (hi - lo) % 2:
-                    a = src[min(i, mid - 1)] if i < mid else _BIG
-                    b = src[min(j, hi - 1)] if j < hi else _BIG
-                    dst[lo + half] = b if b < a else a
-            src, dst = dst, src
-            flipped = not flipped
+                if total % 2:
+                    a = scratch[i]
+                    b = scratch[j]
+                    flat[base + np.uint64(lo + half)] = b if b < a else a
             width *= 2
-        if flipped:
-            for o in range(length):
-                keys[r, o] = src[o]
 
 
 def sort_rows(keys: np.ndarray, length: int, scratch: np.ndarray) -> None:
-    """Sort every row of the int64 ``keys`` (..., W) in place: W <= RUN, or W a multiple of RUN
-    whose columns past ``length`` hold int64 max (they stay last)."""
+    """Sort every row of the non-negative int64 ``keys`` (..., W) in place: W <= RUN, or W a
+    multiple of RUN whose columns past ``length`` hold int64 max (they stay last); ``scratch``
+    holds at least W + 4 int64."""
     width = keys.shape[-1]
     if width <= RUN:
         keys.sort(axis=-1)
@@ -129,20 +173,20 @@ def key_width(n: int) -> int:
     return n if n <= RUN else -(-n // RUN) * RUN
 
 
-def sample_key_blocks(neg_rate: np.ndarray, n_samples: int, seed: int, block_elements: int | None = None
+def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_elements: int | None = None
                       ) -> Iterator[tuple[int, np.ndarray, int]]:
     """Yields (first sample, sorted packed keys (B, Q, W) int64, low mask) for consecutive blocks
-    of the ``n_samples`` PL draws of every query (item = key & low); ``neg_rate`` (Q, N) =
-    -exp(-s) (-inf on padding). The random bits (one SFC64 stream seeded by ``seed``) are consumed
+    of the ``n_samples`` PL draws of every query (item = key & low), from :func:`prepare`'s
+    ``inputs``. The random bits (one SFC64 stream seeded by ``seed``) are consumed
     in the order of one (S, Q, N) draw whatever the block size, so a seed gives the same rankings
     for every block size. The yielded array is reused by the next block."""
-    neg_rate = np.ascontiguousarray(neg_rate, dtype=np.float64)
+    neg_rate, cap = inputs.neg_rate, inputs.cap
     Q, N = neg_rate.shape
     low = np.int64((1 << max(1, (N - 1).bit_length())) - 1)
     per_sample = Q * N
     step = max(1, (BLOCK_ELEMENTS if block_elements is None else block_elements) // max(1, per_sample))
     count = min(step, n_samples)
-    generator = np.random.Generator(np.random.SFC64(seed))
+    state = sfc64_state(seed)
     width = key_width(N)
     keys = np.empty((count, Q, width), dtype=np.int64)
     # the uniforms and their logs live in the keys' own memory unless the rows are padded for the merge
@@ -151,10 +195,10 @@ def sample_key_blocks(neg_rate: np.ndarray, n_samples: int, seed: int, block_ele
     for start in range(0, n_samples, step):
         count = min(step, n_samples - start)
         u = log_u[:count]
-        generator.random(out=u)                      # numpy's doubles: 53 bits, in [0, 1)
+        _sfc64_uniforms(state, u.reshape(-1))        # numpy's SFC64 doubles: 53 bits, in [0, 1)
         np.log(u, out=u)
         k = keys[:count]
-        _pack_keys(u, neg_rate, low, k)
+        _pack_keys(u, neg_rate, cap, low, k)
         sort_rows(k, N, merge)
         yield start, k, int(low)
 
@@ -166,45 +210,52 @@ def plrank_rows(keys, low, e_rho, theta, n_real, floor, grad):  # pragma: no cov
     R_k = sum_{x>=k} theta_x rho_{y_x}:  g_d = R_{k+1} + e_d (rho_d a_k - b_k),
     a_k = sum_{j<=k} theta_j / Z_j, b_k = sum_{j<=k} R_j / Z_j (Z floored at ``floor``).
     ``e_rho`` (Q, N, 2) holds (e_d, rho_d) side by side (one cache line for both). Only the first
-    ``n_real[q]`` positions of a row (the real items) are visited."""
+    ``n_real[q]`` positions of a row (the real items) are visited. All arrays C-contiguous; the
+    loops index them flat with unsigned offsets (no negative-index fix-ups, no stride products:
+    a third fewer instructions than 2-D indexing)."""
     B, Q, W = keys.shape
     N = e_rho.shape[1]
+    flat_keys = keys.reshape(-1)
+    flat_er = e_rho.reshape(-1)
+    flat_grad = grad.reshape(-1)
     items = np.empty(N, dtype=np.uint64)
     e_at = np.empty(N)
     rho_at = np.empty(N)
     inv_z = np.empty(N)
     mask = np.uint64(low)
+    one = np.uint64(1)
     for q in range(Q):  # a query's e, rho and gradient rows stay in L1 across its samples
         n = n_real[q]
-        er_q = e_rho[q]
-        g_q = grad[q]
+        er_base = np.uint64(q) * np.uint64(N)
         for b in range(B):
-            row = keys[b, q]
+            row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(W)
             z = 0.0
             total = 0.0
-            for j in range(n):
-                k = n - 1 - j
-                d = np.uint64(row[k]) & mask
+            k = np.uint64(n)
+            while k > 0:  # from the last position: Z_k and R_k are suffix sums
+                k -= one
+                d = np.uint64(flat_keys[row + k]) & mask
                 items[k] = d
-                x = er_q[d, 0]
-                y = er_q[d, 1]
+                at = (er_base + d) * np.uint64(2)
+                x = flat_er[at]
+                y = flat_er[at + one]
                 e_at[k] = x
                 rho_at[k] = y
                 z += x
                 inv_z[k] = z
                 total += theta[k] * y
-            for k in range(n):
-                inv_z[k] = 1.0 / max(inv_z[k], floor)
+            for j in range(n):
+                inv_z[j] = 1.0 / max(inv_z[j], floor)
             placed = 0.0
             a = 0.0
             c = 0.0
-            for k in range(n):
-                iz = inv_z[k]
-                th = theta[k]
+            for j in range(n):
+                iz = inv_z[j]
+                th = theta[j]
                 c += (total - placed) * iz
-                placed += th * rho_at[k]
+                placed += th * rho_at[j]
                 a += th * iz
-                g_q[items[k]] += (total - placed) + e_at[k] * (rho_at[k] * a - c)
+                flat_grad[er_base + items[j]] += (total - placed) + e_at[j] * (rho_at[j] * a - c)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -221,39 +272,72 @@ class Inputs(NamedTuple):
     """What the kernels read of one batch (float64 numpy): see :func:`prepare`."""
 
     neg_rate: np.ndarray  # (Q, N): -exp(-(s - max)), capped; -inf on padding
+    cap: np.ndarray       # (Q, N): the largest double for real items, +inf on padding (a key's cap)
     e_rho: np.ndarray     # (Q, N, 2): exp(s - max) (0 on padding) and the reward rho (0 on padding)
     theta: np.ndarray     # (N,): 1 / log2(1 + k)
     n_real: np.ndarray    # (Q,) int64: real items per query
     floor: float          # Z_k is floored here (as the tensor code does)
 
 
+_RATE_CAP = np.finfo(np.float64).max / 1e4
+_LARGEST = np.finfo(np.float64).max
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _shift_rows(scores, mask, shifted, n_real):  # pragma: no cover - compiled
+    """shifted = s - (the query's best real score) on real items, -inf on padding; n_real."""
+    Q, N = scores.shape
+    for q in range(Q):
+        top = -np.inf
+        count = 0
+        for k in range(N):
+            if mask[q, k]:
+                count += 1
+                top = max(top, scores[q, k])
+        n_real[q] = count
+        for k in range(N):
+            shifted[q, k] = scores[q, k] - top if mask[q, k] else -np.inf
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho):  # pragma: no cover - compiled
+    """From e = exp(shifted) (0 on padding): e_rho = (e, reward), neg_rate = -min(1 / e, cap)
+    and cap = the largest double on real items; padding: (0, 0), -inf and +inf."""
+    Q, N = e.shape
+    for q in range(Q):
+        for k in range(N):
+            real = mask[q, k]
+            x = e[q, k]
+            e_rho[q, k, 0] = x
+            e_rho[q, k, 1] = rewards[q, k] if real else 0.0
+            neg_rate[q, k] = -min(1.0 / x, _RATE_CAP) if real else -np.inf
+            cap[q, k] = _LARGEST if real else np.inf
+
+
 def prepare(scores: np.ndarray, mask: np.ndarray, rewards: np.ndarray | None = None) -> Inputs:
     """The kernels' inputs from scores (Q, N), the real-item mask and the per-item rewards
     (None: zeros, for sampling alone). The scores are shifted so that each query's best real
-    score is 0 (PL is shift-invariant); exp(-s) is capped at float64 max / 1e4 so that a real
-    item's key (E * rate, E <= 37 for numpy's doubles) stays finite and sorts before padding."""
-    scores = np.asarray(scores, dtype=np.float64)
-    mask = np.asarray(mask, dtype=bool)
-    filled = np.where(mask, scores, -np.inf)
-    top = filled.max(axis=-1, keepdims=True)
-    shifted = filled - np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(over="ignore"):
-        rate = np.minimum(np.exp(-shifted), np.finfo(np.float64).max / 1e4)
-    neg_rate = np.where(mask, -rate, -np.inf)
-    e_rho = np.zeros((*scores.shape, 2))
-    e_rho[..., 0] = np.exp(shifted)
-    if rewards is not None:
-        e_rho[..., 1] = np.where(mask, np.asarray(rewards, dtype=np.float64), 0.0)
-    n = scores.shape[-1]
+    score is 0 (PL is shift-invariant); the rate exp(-s) = 1 / exp(s) is capped at float64 max / 1e4
+    so that a real item's key (E * rate, E <= 37 for numpy's doubles) stays finite and sorts
+    before padding. Two compiled passes and numpy's SIMD exp (scalar exp costs more than the rest)."""
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    mask = np.ascontiguousarray(mask, dtype=np.bool_)
+    rewards = np.zeros(scores.shape) if rewards is None else np.ascontiguousarray(rewards, dtype=np.float64)
+    q, n = scores.shape
+    shifted, n_real = np.empty((q, n)), np.empty(q, dtype=np.int64)
+    _shift_rows(scores, mask, shifted, n_real)
+    e = np.exp(shifted, out=shifted)
+    neg_rate, cap, e_rho = np.empty((q, n)), np.empty((q, n)), np.empty((q, n, 2))
+    _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho)
     theta = 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
-    return Inputs(neg_rate, e_rho, theta, mask.sum(axis=-1).astype(np.int64), np.finfo(np.float64).max ** -0.5)
+    return Inputs(neg_rate, cap, e_rho, theta, n_real, np.finfo(np.float64).max ** -0.5)
 
 
 def sample(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
     """(S, Q, N) int64 rankings: item indices in ranked order (real items first)."""
     Q, N = inputs.neg_rate.shape
     out = np.empty((n_samples, Q, N), dtype=np.int64)
-    for start, keys, low in sample_key_blocks(inputs.neg_rate, n_samples, seed):
+    for start, keys, low in sample_key_blocks(inputs, n_samples, seed):
         unpack_rows(keys, np.int64(low), out[start:start + len(keys)])
     return out
 
@@ -270,6 +354,6 @@ def sample_gradient(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
     """:func:`gradient_of_rankings` of :func:`sample`'s rankings for the same seed, block by block
     (the rankings are never stored)."""
     grad = np.zeros(inputs.neg_rate.shape)
-    for _, keys, low in sample_key_blocks(inputs.neg_rate, n_samples, seed):
+    for _, keys, low in sample_key_blocks(inputs, n_samples, seed):
         plrank_rows(keys, np.int64(low), inputs.e_rho, inputs.theta, inputs.n_real, inputs.floor, grad)
     return grad

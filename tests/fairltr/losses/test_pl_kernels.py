@@ -151,7 +151,7 @@ def test_fused_gradient_converges_to_the_exact_gradient():
     assert bool(((mean - exact).abs() <= 5 * se + 1e-9).all()), (mean, exact, se)
 
 
-@pytest.mark.parametrize("n", [257, 300, 512, 1000, 1500])
+@pytest.mark.parametrize("n", [257, 300, 512, 700, 1000, 1500, 2049])
 def test_wide_rows_sort_in_runs_and_merge_like_numpy(n):
     """Rows wider than one run (256) are sorted in runs and merged: numpy's sort of the same keys,
     with the run padding (int64 max) left at the end."""
@@ -162,7 +162,7 @@ def test_wide_rows_sort_in_runs_and_merge_like_numpy(n):
     keys[:, :n] = rng.integers(0, 2 ** 62, size=(6, n))
     keys[0, : n // 2] = keys[0, n // 2: 2 * (n // 2)]  # repeated keys
     want = np.sort(keys, axis=-1)
-    pl_kernels.sort_rows(keys, n, np.empty(width, dtype=np.int64))
+    pl_kernels.sort_rows(keys, n, np.empty(width + 4, dtype=np.int64))
     assert np.array_equal(keys, want)
 
 
@@ -172,7 +172,18 @@ def test_a_zero_uniform_keeps_a_real_item_before_padding():
     with np.errstate(divide="ignore"):
         log_u = np.log(np.array([[[0.0, 0.5, 0.25]]]))
     neg_rate = np.array([[-1.0, -np.inf, -2.0]])  # item 1 is padding
+    cap = np.where(neg_rate > -np.inf, np.finfo(np.float64).max, np.inf)
     keys = np.empty((1, 1, 3), dtype=np.int64)
-    pl_kernels._pack_keys(log_u, neg_rate, np.int64(3), keys)
+    pl_kernels._pack_keys(log_u, neg_rate, cap, np.int64(3), keys)
     keys.sort(axis=-1)
     assert (keys[0, 0] & 3).tolist() == [2, 0, 1]
+
+
+def test_the_compiled_sfc64_loop_draws_numpys_sfc64_doubles():
+    """Bit for bit numpy's Generator(SFC64(seed)).random(), across consecutive fills."""
+    state = pl_kernels.sfc64_state(2026)
+    numpy_generator = np.random.Generator(np.random.SFC64(2026))
+    for size in (1, 1000, 70_001):
+        out = np.empty(size)
+        pl_kernels._sfc64_uniforms(state, out)
+        assert np.array_equal(out, numpy_generator.random(size))
