@@ -105,10 +105,11 @@ _SMALL = np.iinfo(np.int64).min
 def _merge_runs(keys, run, length, scratch):  # pragma: no cover - compiled
     """Bottom-up merge of the first ``length`` columns of every row of ``keys`` (R, W), whose
     runs of ``run`` are each sorted, into one sorted prefix (columns past ``length`` are left as
-    they are; ``scratch``: at least W + 4 int64). Each merge copies its two runs into ``scratch``
-    between sentinels (int64 min and max) and writes them back merged from both ends at once (the
-    smallest outputs from the front, the largest from the back: two independent chains), with no
-    bound test and no branch."""
+    they are; ``scratch``: at least W + 4 int64; keys distinct, as packed keys are). Each merge
+    copies its two runs A, B into ``scratch`` between sentinels (int64 min and max), finds by
+    binary search how many of the smaller half of the outputs come from A (the merge path), and
+    writes the two halves back merged from both of their ends: four independent branch-free
+    chains with no bound test."""
     R, W = keys.shape
     flat = keys.reshape(-1)
     for r in range(R):
@@ -124,34 +125,60 @@ def _merge_runs(keys, run, length, scratch):  # pragma: no cover - compiled
                 for x in range(la):
                     scratch[1 + x] = flat[base + np.uint64(lo + x)]
                 scratch[1 + la] = _BIG
-                second = la + 2
-                scratch[second] = _SMALL
+                sb = la + 2  # B's sentinel; B[x] at sb + 1 + x
+                scratch[sb] = _SMALL
                 for x in range(lb):
-                    scratch[second + 1 + x] = flat[base + np.uint64(mid + x)]
-                scratch[second + 1 + lb] = _BIG
-                i = 1
-                j = second + 1
-                i_back = la
-                j_back = second + lb
-                total = hi - lo
-                half = total // 2
-                for t in range(half):
-                    a = scratch[i]
-                    b = scratch[j]
-                    take_b = b < a
-                    flat[base + np.uint64(lo + t)] = b if take_b else a
-                    j += take_b
-                    i += 1 - take_b
-                    a = scratch[i_back]
-                    b = scratch[j_back]
-                    take_a = a > b
-                    flat[base + np.uint64(hi - 1 - t)] = a if take_a else b
-                    i_back -= take_a
-                    j_back -= 1 - take_a
-                if total % 2:
-                    a = scratch[i]
-                    b = scratch[j]
-                    flat[base + np.uint64(lo + half)] = b if b < a else a
+                    scratch[sb + 1 + x] = flat[base + np.uint64(mid + x)]
+                scratch[sb + 1 + lb] = _BIG
+                h1 = (la + lb) // 2  # outputs of the first half; the second half has the rest
+                h2 = la + lb - h1
+                low_i = max(0, h1 - lb)
+                high_i = min(h1, la)
+                while low_i < high_i:  # the first half takes A[:i] and B[:h1 - i]
+                    i = (low_i + high_i) // 2
+                    if scratch[1 + i] < scratch[sb + h1 - i]:
+                        low_i = i + 1
+                    else:
+                        high_i = i
+                cut_a = low_i
+                cut_b = h1 - low_i
+                front1_a, front1_b = 1, sb + 1                         # half 1 from its smallest
+                back1_a, back1_b = cut_a, sb + cut_b                   # half 1 from its largest
+                front2_a, front2_b = 1 + cut_a, sb + 1 + cut_b         # half 2 from its smallest
+                back2_a, back2_b = la, sb + lb                         # half 2 from its largest
+                n1f = h1 // 2
+                n1b = h1 - n1f
+                n2f = h2 // 2
+                n2b = h2 - n2f
+                for t in range(max(n1b, n2b)):
+                    if t < n1f:
+                        a = scratch[front1_a]
+                        b = scratch[front1_b]
+                        take_b = b < a
+                        flat[base + np.uint64(lo + t)] = b if take_b else a
+                        front1_b += take_b
+                        front1_a += 1 - take_b
+                    if t < n1b:
+                        a = scratch[back1_a]
+                        b = scratch[back1_b]
+                        take_a = a > b
+                        flat[base + np.uint64(lo + h1 - 1 - t)] = a if take_a else b
+                        back1_a -= take_a
+                        back1_b -= 1 - take_a
+                    if t < n2f:
+                        a = scratch[front2_a]
+                        b = scratch[front2_b]
+                        take_b = b < a
+                        flat[base + np.uint64(lo + h1 + t)] = b if take_b else a
+                        front2_b += take_b
+                        front2_a += 1 - take_b
+                    if t < n2b:
+                        a = scratch[back2_a]
+                        b = scratch[back2_b]
+                        take_a = a > b
+                        flat[base + np.uint64(hi - 1 - t)] = a if take_a else b
+                        back2_a -= take_a
+                        back2_b -= 1 - take_a
             width *= 2
 
 

@@ -153,14 +153,15 @@ def test_fused_gradient_converges_to_the_exact_gradient():
 
 @pytest.mark.parametrize("n", [257, 300, 512, 700, 1000, 1500, 2049])
 def test_wide_rows_sort_in_runs_and_merge_like_numpy(n):
-    """Rows wider than one run (256) are sorted in runs and merged: numpy's sort of the same keys,
-    with the run padding (int64 max) left at the end."""
+    """Rows wider than one run (256) are sorted in runs and merged: numpy's sort of the same
+    (distinct, as packed keys are) keys, with the run padding (int64 max) left at the end."""
     rng = np.random.default_rng(n)
     width = pl_kernels.key_width(n)
     assert width % pl_kernels.RUN == 0 and width >= n
     keys = np.full((6, width), np.iinfo(np.int64).max, dtype=np.int64)
-    keys[:, :n] = rng.integers(0, 2 ** 62, size=(6, n))
-    keys[0, : n // 2] = keys[0, n // 2: 2 * (n // 2)]  # repeated keys
+    keys[:, :n] = rng.permuted(np.tile(np.arange(n, dtype=np.int64) * 7919 + 3, (6, 1)), axis=1)  # distinct
+    keys[1, :n] = np.arange(n)[::-1]             # reversed
+    keys[2, :n] = np.arange(n)                   # already sorted
     want = np.sort(keys, axis=-1)
     pl_kernels.sort_rows(keys, n, np.empty(width + 4, dtype=np.int64))
     assert np.array_equal(keys, want)
