@@ -1,6 +1,6 @@
 """Whether fairltr's compiled CPU kernels run.
 
-The kernels (:mod:`fairltr.losses.pl_kernels`, :mod:`fairltr.fair.move_up`) are numba loops, the
+The kernels (:mod:`fairltr.losses.pl_kernels`, :mod:`fairltr.fair.geyik_kernels`, :mod:`fairltr.row_sort`) are numba loops, the
 ``[fast]`` extra (in ``[all]``). They run when numba imports and ``FAIRLTR_COMPILED`` is not
 ``0``; otherwise the same results come from the tensor / numpy code (slower). A kernel compiles on
 its first call and numba caches it on disk.

@@ -32,7 +32,7 @@ DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k step
 a few numpy operations over all queries of a length bucket (:func:`fairltr.buckets.length_buckets`).
 DetConstSort's entry sequence (which candidate enters in which round, in which order) does not
 depend on the moves, so it is computed for every query at once by one sort; only the move-up is
-sequential: with the compiled kernels (numba, the ``[fast]`` extra: :mod:`fairltr.fair.move_up`)
+sequential: with the compiled kernels (numba, the ``[fast]`` extra: :mod:`fairltr.fair.geyik_kernels`)
 one loop over every query's entrants; without them one step per entrant, vectorised over the
 queries (a step is skipped when no entrant can move), and on Python lists for a bucket of a
 single query, where numpy's per-call cost exceeds a step's work. The algorithms are sequential over positions; there is no per-query
@@ -218,6 +218,11 @@ def _rerank_bucket(
         _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
     # the others follow in score order (after k_q, or fewer when DetConstSort ran out of entrants:
     # every category with a positive share exhausted)
+    if compiled_enabled():
+        from fairltr.fair.geyik_kernels import rank_the_rest
+
+        rank_the_rest(rows_sorted, rank)
+        return
     ranked = rank[np.maximum(rows_sorted, 0)] > 0
     rest = valid & ~ranked
     n_ranked = (valid & ranked).sum(axis=1)
@@ -227,8 +232,14 @@ def _rerank_bucket(
 
 def _stable_row_argsort(keys: np.ndarray) -> np.ndarray:
     """``np.argsort(keys, axis=1, kind="stable")`` for the finite keys of each row (+inf padding
-    in any order): numpy's (AVX-512) quicksort, and the stable sort only when some row holds equal
-    finite keys (where the two may order them differently)."""
+    in any order): rows wider than 256 with the compiled kernels, :func:`fairltr.row_sort.stable_argsort_rows`
+    (exactly the stable argsort; numpy's wide sort is slow on some CPUs); otherwise numpy's
+    (AVX-512) quicksort, and the stable sort only when some row holds equal finite keys (where
+    the two may order them differently)."""
+    if keys.shape[1] > 256 and compiled_enabled():
+        from fairltr.row_sort import stable_argsort_rows
+
+        return stable_argsort_rows(keys)
     order = np.argsort(keys, axis=1)
     ordered = np.take_along_axis(keys, order, axis=1)
     if keys.shape[1] > 1 and bool(((ordered[:, 1:] == ordered[:, :-1]) & np.isfinite(ordered[:, 1:])).any()):
@@ -340,8 +351,8 @@ def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray
     slack = 0 if strict else 1  # literal reading: a passed candidate may sit one below its max index
     # an entrant can only move when it outscores the entrant before it, or when that one moved
     # (then someone else sits above it): other steps are skipped without numpy work
-    if compiled_enabled():  # one compiled loop over every query's steps (fairltr.fair.move_up)
-        from fairltr.fair.move_up import move_up_columns
+    if compiled_enabled():  # one compiled loop over every query's steps (fairltr.fair.geyik_kernels)
+        from fairltr.fair.geyik_kernels import move_up_columns
 
         move_up_columns(lrow, lsc, lmax, slack)
     elif n_q == 1:  # one long list: numpy's per-call cost exceeds a step's work, so the steps run on lists

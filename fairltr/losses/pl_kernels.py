@@ -11,8 +11,8 @@ gradient:
 2. numpy's SIMD ``log``; key = -log(u) exp(-s) (the exponential race: its increasing order is a
    PL draw); the key's bits with the item index in the low ``bit_length(n - 1)`` bits (a
    non-negative double's bits order as the double; :func:`plackett_luce._argsort_rows`).
-3. numpy's integer sort of every row (rows <= 256 wide: its sorting network; wider rows are sorted
-   in runs of 256 and merged here, since the wide sort's partition step is slow on some CPUs).
+3. the integer sort of every row (:func:`fairltr.row_sort.sort_rows`: numpy's sorting network for
+   rows <= 256 wide; wider rows in runs of 256, merged by a compiled loop).
 4. the PL-Rank-3 pass per sampled row: gathers, the reverse sum Z_k, 1/Z_k, the three forward
    sums and the scatter into the gradient, in one loop each (no (S, Q, N) temporaries).
 
@@ -28,13 +28,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK_ELEMENTS", "RUN", "Inputs", "prepare", "sample", "gradient_of_rankings", "sample_gradient",
-           "sample_key_blocks", "plrank_rows", "unpack_rows", "key_width", "sort_rows"]
+from fairltr.row_sort import key_width, sort_rows
+
+__all__ = ["BLOCK_ELEMENTS", "Inputs", "prepare", "sample", "gradient_of_rankings", "sample_gradient",
+           "sample_key_blocks", "plrank_rows", "unpack_rows", "sfc64_state"]
 
 # elements per block: the keys (8 bytes each) and the row scratch stay in the core's L2 cache
 BLOCK_ELEMENTS = 1 << 17
-# rows wider than this are sorted in runs of RUN and merged (numpy's network sorts <= 256 wide)
-RUN = 256
 _MAX_INT64 = np.iinfo(np.int64).max
 
 
@@ -95,109 +95,6 @@ def _pack_keys(log_u, neg_rate, cap, low, keys):  # pragma: no cover - compiled
                 flat_keys[dst + j] = (x.view(np.int64) & high) | k
             for k in range(N, width):
                 flat_keys[dst + np.uint64(k)] = 9223372036854775807
-
-
-_BIG = np.iinfo(np.int64).max
-_SMALL = np.iinfo(np.int64).min
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _merge_runs(keys, run, length, scratch):  # pragma: no cover - compiled
-    """Bottom-up merge of the first ``length`` columns of every row of ``keys`` (R, W), whose
-    runs of ``run`` are each sorted, into one sorted prefix (columns past ``length`` are left as
-    they are; ``scratch``: at least W + 4 int64; keys distinct, as packed keys are). Each merge
-    copies its two runs A, B into ``scratch`` between sentinels (int64 min and max), finds by
-    binary search how many of the smaller half of the outputs come from A (the merge path), and
-    writes the two halves back merged from both of their ends: four independent branch-free
-    chains with no bound test."""
-    R, W = keys.shape
-    flat = keys.reshape(-1)
-    for r in range(R):
-        base = np.uint64(r) * np.uint64(W)
-        width = run
-        while width < length:
-            for lo in range(0, length - width, 2 * width):
-                mid = lo + width
-                hi = min(lo + 2 * width, length)
-                la = mid - lo
-                lb = hi - mid
-                scratch[0] = _SMALL
-                for x in range(la):
-                    scratch[1 + x] = flat[base + np.uint64(lo + x)]
-                scratch[1 + la] = _BIG
-                sb = la + 2  # B's sentinel; B[x] at sb + 1 + x
-                scratch[sb] = _SMALL
-                for x in range(lb):
-                    scratch[sb + 1 + x] = flat[base + np.uint64(mid + x)]
-                scratch[sb + 1 + lb] = _BIG
-                h1 = (la + lb) // 2  # outputs of the first half; the second half has the rest
-                h2 = la + lb - h1
-                low_i = max(0, h1 - lb)
-                high_i = min(h1, la)
-                while low_i < high_i:  # the first half takes A[:i] and B[:h1 - i]
-                    i = (low_i + high_i) // 2
-                    if scratch[1 + i] < scratch[sb + h1 - i]:
-                        low_i = i + 1
-                    else:
-                        high_i = i
-                cut_a = low_i
-                cut_b = h1 - low_i
-                front1_a, front1_b = 1, sb + 1                         # half 1 from its smallest
-                back1_a, back1_b = cut_a, sb + cut_b                   # half 1 from its largest
-                front2_a, front2_b = 1 + cut_a, sb + 1 + cut_b         # half 2 from its smallest
-                back2_a, back2_b = la, sb + lb                         # half 2 from its largest
-                n1f = h1 // 2
-                n1b = h1 - n1f
-                n2f = h2 // 2
-                n2b = h2 - n2f
-                for t in range(max(n1b, n2b)):
-                    if t < n1f:
-                        a = scratch[front1_a]
-                        b = scratch[front1_b]
-                        take_b = b < a
-                        flat[base + np.uint64(lo + t)] = b if take_b else a
-                        front1_b += take_b
-                        front1_a += 1 - take_b
-                    if t < n1b:
-                        a = scratch[back1_a]
-                        b = scratch[back1_b]
-                        take_a = a > b
-                        flat[base + np.uint64(lo + h1 - 1 - t)] = a if take_a else b
-                        back1_a -= take_a
-                        back1_b -= 1 - take_a
-                    if t < n2f:
-                        a = scratch[front2_a]
-                        b = scratch[front2_b]
-                        take_b = b < a
-                        flat[base + np.uint64(lo + h1 + t)] = b if take_b else a
-                        front2_b += take_b
-                        front2_a += 1 - take_b
-                    if t < n2b:
-                        a = scratch[back2_a]
-                        b = scratch[back2_b]
-                        take_a = a > b
-                        flat[base + np.uint64(hi - 1 - t)] = a if take_a else b
-                        back2_a -= take_a
-                        back2_b -= 1 - take_a
-            width *= 2
-
-
-def sort_rows(keys: np.ndarray, length: int, scratch: np.ndarray) -> None:
-    """Sort every row of the non-negative int64 ``keys`` (..., W) in place: W <= RUN, or W a
-    multiple of RUN whose columns past ``length`` hold int64 max (they stay last); ``scratch``
-    holds at least W + 4 int64."""
-    width = keys.shape[-1]
-    if width <= RUN:
-        keys.sort(axis=-1)
-        return
-    rows = keys.reshape(-1, width)
-    rows.reshape(-1, RUN).sort(axis=-1)
-    _merge_runs(rows, RUN, length, scratch)
-
-
-def key_width(n: int) -> int:
-    """The stored row width for rows of n candidates: n, or n rounded up to a multiple of RUN."""
-    return n if n <= RUN else -(-n // RUN) * RUN
 
 
 def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_elements: int | None = None

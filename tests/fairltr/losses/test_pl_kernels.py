@@ -1,6 +1,6 @@
 """The compiled Plackett-Luce kernels (fairltr.losses.pl_kernels, numba) against the tensor code,
-numpy's sort and exact enumeration: the same gradient for the same rankings, the PL law, real
-items first, block-size independence, the wide-row merge."""
+exact enumeration: the same gradient for the same rankings, the PL law, real items first,
+block-size independence, numpy's SFC64 stream (the wide-row sort: tests/fairltr/test_row_sort.py)."""
 
 from __future__ import annotations
 
@@ -149,22 +149,6 @@ def test_fused_gradient_converges_to_the_exact_gradient():
                         for i in range(20)])
     mean, se = runs.mean(0), runs.std(0) / math.sqrt(20)
     assert bool(((mean - exact).abs() <= 5 * se + 1e-9).all()), (mean, exact, se)
-
-
-@pytest.mark.parametrize("n", [257, 300, 512, 700, 1000, 1500, 2049])
-def test_wide_rows_sort_in_runs_and_merge_like_numpy(n):
-    """Rows wider than one run (256) are sorted in runs and merged: numpy's sort of the same
-    (distinct, as packed keys are) keys, with the run padding (int64 max) left at the end."""
-    rng = np.random.default_rng(n)
-    width = pl_kernels.key_width(n)
-    assert width % pl_kernels.RUN == 0 and width >= n
-    keys = np.full((6, width), np.iinfo(np.int64).max, dtype=np.int64)
-    keys[:, :n] = rng.permuted(np.tile(np.arange(n, dtype=np.int64) * 7919 + 3, (6, 1)), axis=1)  # distinct
-    keys[1, :n] = np.arange(n)[::-1]             # reversed
-    keys[2, :n] = np.arange(n)                   # already sorted
-    want = np.sort(keys, axis=-1)
-    pl_kernels.sort_rows(keys, n, np.empty(width + 4, dtype=np.int64))
-    assert np.array_equal(keys, want)
 
 
 def test_a_zero_uniform_keeps_a_real_item_before_padding():

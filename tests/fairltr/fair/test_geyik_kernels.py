@@ -1,5 +1,6 @@
-"""DetConstSort's compiled move-up (fairltr.fair.move_up, numba) against the numpy steps and the
-list loop it replaces: the same arrays after the moves, and the same re-ranked tables."""
+"""The Geyik re-rankers' compiled loops (fairltr.fair.geyik_kernels, numba) against the numpy code
+they replace: DetConstSort's move-up (the numpy steps and the list loop), the unranked rows' ranks,
+and the same re-ranked tables for every method with and without them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from fairltr.fair import rerank_geyik
 from fairltr.fair.geyik import _move_up, _move_up_one
 
 pytest.importorskip("numba", reason="the compiled move-up needs numba (the [fast] extra)")
-from fairltr.fair.move_up import move_up_columns  # noqa: E402
+from fairltr.fair.geyik_kernels import move_up_columns  # noqa: E402
 
 COLS = RankingColumns(group="race", judgment=None)
 
@@ -48,14 +49,18 @@ def test_compiled_move_up_equals_the_numpy_steps_and_the_list_loop(slack):
             assert got[0][:, col].tolist() == lists[0] and got[2][:, col].tolist() == lists[2]
 
 
-@pytest.mark.parametrize("strict", [True, False])
-@pytest.mark.parametrize("n_q,n", [(1, 400), (30, 25)])
-def test_rerank_geyik_is_the_same_table_with_and_without_the_compiled_move_up(monkeypatch, strict, n_q, n):
+@pytest.mark.parametrize("method,strict", [("detconstsort", True), ("detconstsort", False), ("detgreedy", True),
+                                           ("detcons", True), ("detrelaxed", True)])
+@pytest.mark.parametrize("n_q,n", [(1, 400), (30, 25), (3, 600)])
+def test_rerank_geyik_is_the_same_table_with_and_without_the_compiled_loops(monkeypatch, method, strict, n_q, n):
+    """Rows wider than 256 also take the compiled stable argsort (fairltr.row_sort); uneven query
+    lengths; tied scores; k below the list length (the rest ranked after the walk)."""
     rng = np.random.default_rng(n_q)
-    df = pd.DataFrame({"query_id": np.repeat(np.arange(n_q), n), "race": rng.choice(["a", "b", "c"], n_q * n,
-                                                                                  p=[0.6, 0.3, 0.1]),
-                       "s": np.round(rng.random(n_q * n), 2)})  # rounded: tied scores too
-    kw = dict(method="detconstsort", k=n // 2, columns=COLS, strict=strict)
+    sizes = rng.integers(n // 2, n + 1, n_q)
+    df = pd.DataFrame({"query_id": np.repeat(np.arange(n_q), sizes),
+                       "race": rng.choice(["a", "b", "c"], sizes.sum(), p=[0.6, 0.3, 0.1]),
+                       "s": np.round(rng.random(sizes.sum()), 2)})  # rounded: tied scores too
+    kw = dict(method=method, k=n // 2, columns=COLS, strict=strict)
     monkeypatch.setenv("FAIRLTR_COMPILED", "1")
     compiled = rerank_geyik(df, "s", **kw)
     monkeypatch.setenv("FAIRLTR_COMPILED", "0")
