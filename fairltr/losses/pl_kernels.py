@@ -31,7 +31,7 @@ from numba import njit
 from fairltr.row_sort import key_width, sort_rows
 
 __all__ = ["BLOCK_ELEMENTS", "Inputs", "prepare", "sample", "gradient_of_rankings", "sample_gradient",
-           "sample_key_blocks", "plrank_rows", "unpack_rows", "sfc64_state"]
+           "sample_key_blocks", "plrank_rows", "unpack_rows", "sfc64_state", "exposure_and_dcg"]
 
 # elements per block: the keys (8 bytes each) and the row scratch stay in the core's L2 cache
 BLOCK_ELEMENTS = 1 << 17
@@ -267,11 +267,57 @@ def sample(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
 
 
 def gradient_of_rankings(inputs: Inputs, rankings: np.ndarray) -> np.ndarray:
-    """Sum over the rankings (S, Q, N) of the PL-Rank-3 terms, (Q, N) (divide by S for the estimate)."""
+    """Sum over the rankings (S, Q, N) of the PL-Rank-3 terms, (Q, N) (divide by S for the
+    estimate); in blocks of samples of about BLOCK_ELEMENTS, so that a query's rows of a block
+    are read from cache (the kernel visits each query's samples in turn)."""
+    rankings = np.ascontiguousarray(rankings, dtype=np.int64)
+    S, Q, N = rankings.shape
     grad = np.zeros(inputs.neg_rate.shape)
-    plrank_rows(np.ascontiguousarray(rankings, dtype=np.int64), np.int64(-1), inputs.e_rho, inputs.theta,
-                inputs.n_real, inputs.floor, grad)
+    step = max(1, BLOCK_ELEMENTS // max(1, Q * N))
+    for start in range(0, S, step):
+        plrank_rows(rankings[start:start + step], np.int64(-1), inputs.e_rho, inputs.theta, inputs.n_real,
+                    inputs.floor, grad)
     return grad
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _exposure_dcg_rows(rankings, gains, theta, inv_ln, n_real, exposure, dcg):  # pragma: no cover - compiled
+    """Adds, for the rankings (B, Q, N) (real items first), v_k = 1 / ln(2 + k) to the exposure of
+    the item at 0-based position k and theta_k * gain to its query's DCG."""
+    B, Q, N = rankings.shape
+    flat = rankings.reshape(-1)
+    flat_exposure = exposure.reshape(-1)
+    flat_gains = gains.reshape(-1)
+    for q in range(Q):
+        n = n_real[q]
+        base = np.uint64(q) * np.uint64(N)
+        total = 0.0
+        for b in range(B):
+            row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(N)
+            for k in range(n):
+                d = np.uint64(flat[row + np.uint64(k)])
+                flat_exposure[base + d] += inv_ln[k]
+                total += theta[k] * flat_gains[base + d]
+        dcg[q] += total
+
+
+def exposure_and_dcg(rankings: np.ndarray, gains: np.ndarray, n_real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Monte-Carlo expected exposure (Q, N) (mean over the S rankings of 1 / ln(1 + rank), 0 on
+    padding) and E[DCG] per query (Q,) with the given gains (Q, N), in blocks of samples (as
+    :func:`fairltr.losses.plackett_luce.sampled_exposure` and ``expected_dcg``)."""
+    rankings = np.ascontiguousarray(rankings, dtype=np.int64)
+    S, Q, N = rankings.shape
+    positions = np.arange(N, dtype=np.float64)
+    theta = 1.0 / np.log2(positions + 2.0)
+    inv_ln = 1.0 / np.log(positions + 2.0)
+    exposure = np.zeros((Q, N))
+    dcg = np.zeros(Q)
+    gains = np.ascontiguousarray(gains, dtype=np.float64)
+    n_real = np.ascontiguousarray(n_real, dtype=np.int64)
+    step = max(1, BLOCK_ELEMENTS // max(1, Q * N))
+    for start in range(0, S, step):
+        _exposure_dcg_rows(rankings[start:start + step], gains, theta, inv_ln, n_real, exposure, dcg)
+    return exposure / S, dcg / S
 
 
 def sample_gradient(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:

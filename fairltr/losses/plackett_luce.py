@@ -389,8 +389,15 @@ def pl_policy_objective(
     if rankings is None:
         rankings = sample_rankings(scores, mask, n_samples, generator)
     y = judgments.to(scores.dtype)
-    dcg = expected_dcg(rankings, y, mask).sum()
-    exposure = sampled_exposure(rankings, mask, scores.dtype).requires_grad_(True)
+    kernels = _kernels() if scores.device.type == "cpu" and rankings.device.type == "cpu" else None
+    if kernels is not None:  # one compiled pass over the samples for both estimates
+        exposure_np, dcg_np = kernels.exposure_and_dcg(rankings.numpy(), _numpy64(dcg_gains(y, mask)),
+                                                       mask.sum(dim=-1).numpy())
+        dcg = torch.from_numpy(dcg_np).to(scores.dtype).sum()
+        exposure = torch.from_numpy(exposure_np).to(scores.dtype).requires_grad_(True)
+    else:
+        dcg = expected_dcg(rankings, y, mask).sum()
+        exposure = sampled_exposure(rankings, mask, scores.dtype).requires_grad_(True)
     with torch.enable_grad():
         d = policy_disparity(exposure, groups, mask, judgments=y, disparity=disparity, merit=merit,
                              reduce=reduce, n_groups=n_groups).sum()
