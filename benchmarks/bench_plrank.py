@@ -8,12 +8,14 @@ scores of every query:
 
 * reference: ``algorithms.PLRank.PL_rank_3`` (their fastest estimator; it samples with
   ``utils.plackettluce.gumbel_sample_rankings``) called once per query, as their ``run.py`` does;
-* fairltr: :func:`fairltr.losses.sample_rankings` + :func:`fairltr.losses.plrank_gradient` on
-  the padded (Q, N) batch: every query at once, the samples in blocks of ~2^17 elements on CPU.
+* fairltr: :func:`fairltr.losses.plackett_luce.plrank_sample_gradient` on the padded (Q, N)
+  batch: every query at once; with the compiled kernels (numba, the ``[fast]`` extra) each block
+  of ~2^17 elements goes from the random bits to the gradient in cache (``FAIRLTR_COMPILED=0``:
+  the tensor code, ``sample_rankings`` + ``plrank_gradient``).
 
-Where fairltr's time goes is printed too (CPU time, same rounds): the sampling alone, the
-gradient alone, and the uniform draws alone (``torch.rand`` of (S, Q, N) doubles, the random
-numbers both sides must draw).
+Where fairltr's time goes is printed too (CPU time, same rounds): ``sample_rankings`` alone (it
+writes the (S, Q, N) rankings), ``plrank_gradient`` alone on stored rankings, and the random
+doubles alone (the numbers both sides must draw).
 
 The reference is read from a folder (a checkout or ``git archive`` export of the repository) given
 by ``--reference PATH``; it is imported from there and never copied into this repository. Both
