@@ -64,6 +64,7 @@ def _text(dom: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.mark.slow  # about 60 s: the quickstart job, then Chromium on the report and the MLflow UI
 def test_quickstart_report_and_run_page_in_a_browser(mlflow_server, mlflow_tracking, tmp_path):
     import mlflow
 

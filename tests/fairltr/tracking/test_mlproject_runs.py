@@ -223,6 +223,7 @@ def test_sweep_uses_the_mlflow_run_as_parent(files, tmp_path, mlflow_tracking):
     assert "hypervolume" in run.data.metrics
 
 
+@pytest.mark.slow  # about 50 s: two `mlflow run` subprocesses and compare-runs
 def test_without_an_experiment_name_training_lands_in_fairltr_and_compare_runs_finds_it(files, tmp_path,
                                                                                        plugin_path, monkeypatch):
     """The commands of docs/mlflow.md, as written (no --experiment-name), on a fresh store: the

@@ -203,6 +203,7 @@ def test_separate_towers_and_given_doc_embeddings(tiny_bert, data, tmp_path):
     assert torch.equal(read_retriever_index(pkg2)[0], cache)
 
 
+@pytest.mark.slow  # about 25 s: a retriever package through the registry and a standalone load
 def test_registry_round_trip_and_standalone_load(mlflow_tracking, retriever_package, biencoder, data, tmp_path,
                                                  tiny_rankings):
     import mlflow

@@ -152,6 +152,7 @@ def test_code_appended_to_the_stored_model_never_runs(mlflow_server, model_name,
     assert decision_record(_tags(model_name, "1"))["digest"] is None
 
 
+@pytest.mark.slow  # about 30 s: two registered versions evaluated on a live server
 def test_corrupt_champion_does_not_block_its_replacement(mlflow_server, model_name, tiny_rankings, test_csv):
     _register(model_name, tiny_rankings)
     assert _promote("--model", model_name, "--version", "1", "--gate", "exposure_ratio>=0").exit_code == 0
@@ -172,6 +173,7 @@ def test_corrupt_champion_does_not_block_its_replacement(mlflow_server, model_na
     assert _alias(model_name) == "2"
 
 
+@pytest.mark.slow  # about 30 s: waits out a lock lease
 def test_lock_is_taken_over_after_its_lease_and_a_held_lock_is_contention(mlflow_tracking, model_name, tiny_rankings):
     import mlflow
 
