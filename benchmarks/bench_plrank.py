@@ -102,8 +102,10 @@ def main(argv: list[str] | None = None) -> dict:
         return plrank_gradient(s_t, fixed, r_t, m_t)
 
     def uniforms() -> "object":
-        if kernels is not None:  # the kernels' random bits: 32 per item from numpy's SFC64
-            return np.random.SFC64(0).random_raw((S * Q * N + 1) // 2)
+        if kernels is not None:  # the kernels' random doubles: numpy's SFC64 stepped in their loop
+            out = np.empty(S * Q * N)
+            kernels._sfc64_uniforms(kernels.sfc64_state(0), out)
+            return out
         return torch.rand((S, Q, N), generator=gen, dtype=s_t.dtype)
 
     kernels = _kernels() if dev.type == "cpu" else None

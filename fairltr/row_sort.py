@@ -6,8 +6,8 @@ longer rows go to its quicksort, whose partition step is slow on some CPUs (AMD 
 per element at 500, 60 ns at 10^5). :func:`sort_rows` sorts runs of :data:`RUN` with the network
 and merges them (about 1.7 ns per element per merge level). :func:`stable_argsort_rows` orders
 float rows by packing each element's index into the low bits of an order-preserving int64 image
-of the value, sorting those, and checking every adjacent pair against the exact values (rows that
-fail, where two values agree in all but their lowest bits, fall back to numpy's stable argsort):
+of the value, sorting those, and checking the adjacent pairs whose images agree in all but the
+index bits against the exact values (rows that fail fall back to numpy's stable argsort):
 the result is exactly ``np.argsort(values, axis=-1, kind="stable")``.
 """
 
@@ -107,17 +107,17 @@ def _merge_runs(keys, run, length, scratch):  # pragma: no cover - compiled
             width *= 2
 
 
-def sort_rows(keys: np.ndarray, length: int, scratch: np.ndarray) -> None:
-    """Sort every row of the non-negative int64 ``keys`` (..., W) in place: W <= RUN, or W a
-    multiple of RUN whose columns past ``length`` hold int64 max (they stay last); ``scratch``
-    holds at least W + 4 int64."""
+def sort_rows(keys: np.ndarray, length: int) -> None:
+    """Sort every row of the int64 ``keys`` (..., W) in place (keys strictly between int64 min and
+    max, distinct within a row): W <= RUN, or W a multiple of RUN whose columns past ``length``
+    hold int64 max (they stay last)."""
     width = keys.shape[-1]
     if width <= RUN:
         keys.sort(axis=-1)
         return
     rows = keys.reshape(-1, width)
     rows.reshape(-1, RUN).sort(axis=-1)
-    _merge_runs(rows, RUN, length, scratch)
+    _merge_runs(rows, RUN, length, np.empty(width + 4, dtype=np.int64))  # the merge's sentinel scratch
 
 
 def key_width(n: int) -> int:
@@ -136,7 +136,7 @@ def stable_argsort_rows(values: np.ndarray) -> np.ndarray:
     width = key_width(n)
     keys = np.empty((q, width), dtype=np.int64)
     _order_keys(values, np.int64((1 << bits) - 1), keys)
-    sort_rows(keys, n, np.empty(width + 4, dtype=np.int64))
+    sort_rows(keys, n)
     order = np.empty((q, n), dtype=np.int64)
     bad = np.zeros(q, dtype=np.bool_)
     _unpack_and_check(keys, np.int64((1 << bits) - 1), values, order, bad)

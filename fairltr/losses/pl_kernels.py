@@ -16,8 +16,9 @@ gradient:
 4. the PL-Rank-3 pass per sampled row: gathers, the reverse sum Z_k, 1/Z_k, the three forward
    sums and the scatter into the gradient, in one loop each (no (S, Q, N) temporaries).
 
-Importing this module imports numba (about 0.3-1 s; :func:`available` is cheap and lazy); the
-first call of each kernel compiles it (cached on disk by numba afterwards).
+Importing this module imports numba (about 0.3-1 s; :func:`fairltr.compiled.compiled_enabled`
+says whether to, without importing it); the first call of each kernel compiles it (cached on disk
+by numba afterwards).
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ __all__ = ["BLOCK_ELEMENTS", "Inputs", "prepare", "sample", "gradient_of_ranking
 
 # elements per block: the keys (8 bytes each) and the row scratch stay in the core's L2 cache
 BLOCK_ELEMENTS = 1 << 17
-_MAX_INT64 = np.iinfo(np.int64).max
+
+
+def _samples_per_block(per_sample: int, block_elements: int | None = None) -> int:
+    """Samples per block: about ``block_elements`` (default BLOCK_ELEMENTS) elements, at least one."""
+    return max(1, (BLOCK_ELEMENTS if block_elements is None else block_elements) // max(1, per_sample))
+
+
+def _discounts(n: int) -> np.ndarray:
+    """theta_k = 1 / log2(2 + k) for 0-based positions k < n (the DCG discount)."""
+    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -108,14 +118,13 @@ def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_element
     Q, N = neg_rate.shape
     low = np.int64((1 << max(1, (N - 1).bit_length())) - 1)
     per_sample = Q * N
-    step = max(1, (BLOCK_ELEMENTS if block_elements is None else block_elements) // max(1, per_sample))
+    step = _samples_per_block(per_sample, block_elements)
     count = min(step, n_samples)
     state = sfc64_state(seed)
     width = key_width(N)
     keys = np.empty((count, Q, width), dtype=np.int64)
     # the uniforms and their logs live in the keys' own memory unless the rows are padded for the merge
     log_u = keys.view(np.float64) if width == N else np.empty((count, Q, N))
-    merge = np.empty(width, dtype=np.int64)
     for start in range(0, n_samples, step):
         count = min(step, n_samples - start)
         u = log_u[:count]
@@ -123,7 +132,7 @@ def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_element
         np.log(u, out=u)
         k = keys[:count]
         _pack_keys(u, neg_rate, cap, low, k)
-        sort_rows(k, N, merge)
+        sort_rows(k, N)
         yield start, k, int(low)
 
 
@@ -253,8 +262,7 @@ def prepare(scores: np.ndarray, mask: np.ndarray, rewards: np.ndarray | None = N
     e = np.exp(shifted, out=shifted)
     neg_rate, cap, e_rho = np.empty((q, n)), np.empty((q, n)), np.empty((q, n, 2))
     _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho)
-    theta = 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
-    return Inputs(neg_rate, cap, e_rho, theta, n_real, np.finfo(np.float64).max ** -0.5)
+    return Inputs(neg_rate, cap, e_rho, _discounts(n), n_real, np.finfo(np.float64).max ** -0.5)
 
 
 def sample(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
@@ -273,7 +281,7 @@ def gradient_of_rankings(inputs: Inputs, rankings: np.ndarray) -> np.ndarray:
     rankings = np.ascontiguousarray(rankings, dtype=np.int64)
     S, Q, N = rankings.shape
     grad = np.zeros(inputs.neg_rate.shape)
-    step = max(1, BLOCK_ELEMENTS // max(1, Q * N))
+    step = _samples_per_block(Q * N)
     for start in range(0, S, step):
         plrank_rows(rankings[start:start + step], np.int64(-1), inputs.e_rho, inputs.theta, inputs.n_real,
                     inputs.floor, grad)
@@ -307,14 +315,13 @@ def exposure_and_dcg(rankings: np.ndarray, gains: np.ndarray, n_real: np.ndarray
     :func:`fairltr.losses.plackett_luce.sampled_exposure` and ``expected_dcg``)."""
     rankings = np.ascontiguousarray(rankings, dtype=np.int64)
     S, Q, N = rankings.shape
-    positions = np.arange(N, dtype=np.float64)
-    theta = 1.0 / np.log2(positions + 2.0)
-    inv_ln = 1.0 / np.log(positions + 2.0)
+    theta = _discounts(N)
+    inv_ln = 1.0 / np.log(np.arange(2, N + 2, dtype=np.float64))  # v_k = V1 theta_k
     exposure = np.zeros((Q, N))
     dcg = np.zeros(Q)
     gains = np.ascontiguousarray(gains, dtype=np.float64)
     n_real = np.ascontiguousarray(n_real, dtype=np.int64)
-    step = max(1, BLOCK_ELEMENTS // max(1, Q * N))
+    step = _samples_per_block(Q * N)
     for start in range(0, S, step):
         _exposure_dcg_rows(rankings[start:start + step], gains, theta, inv_ln, n_real, exposure, dcg)
     return exposure / S, dcg / S

@@ -23,7 +23,7 @@ def test_wide_rows_sort_in_runs_and_merge_like_numpy(n):
     keys[1, :n] = np.arange(n)[::-1]             # reversed
     keys[2, :n] = np.arange(n)                   # already sorted
     want = np.sort(keys, axis=-1)
-    row_sort.sort_rows(keys, n, np.empty(width + 4, dtype=np.int64))
+    row_sort.sort_rows(keys, n)
     assert np.array_equal(keys, want)
 
 
