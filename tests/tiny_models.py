@@ -1,5 +1,6 @@
 """Tiny offline models and data for tests: a random BERT (hidden 32, 2 layers) with a WordPiece
-tokenizer trained on the fly and saved with ``save_pretrained`` (``AutoModel``/``AutoTokenizer``
+tokenizer over a fixed, sorted vocabulary (the same token ids in every process: a trained
+tokenizer breaks frequency ties in hash order, which differs per process) and saved with ``save_pretrained`` (``AutoModel``/``AutoTokenizer``
 load it from disk; nothing is downloaded), and a parallel-query folder in the ddtp-mlir layout.
 Importable from any test (tests/conftest.py puts tests/ on ``sys.path``)."""
 
@@ -18,15 +19,16 @@ WORDS = {
 
 
 def build_tiny_bert(folder: Path) -> Path:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    words = sorted({w for ws in WORDS.values() for w in ws})
+    chars = sorted({c for w in words for c in w})
+    tokens = specials + words + chars + [f"##{c}" for c in chars]
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    corpus = [" ".join(ws) for ws in WORDS.values()] * 5
-    tok.train_from_iterator(corpus, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials))
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
         special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
