@@ -32,8 +32,10 @@ DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k step
 a few numpy operations over all queries of a length bucket (:func:`fairltr.buckets.length_buckets`).
 DetConstSort's entry sequence (which candidate enters in which round, in which order) does not
 depend on the moves, so it is computed for every query at once by one sort; only the move-up is
-sequential: with the compiled kernels (numba, the ``[fast]`` extra: :mod:`fairltr.fair.geyik_kernels`)
-one loop over every query's entrants; without them one step per entrant, vectorised over the
+sequential. With the compiled kernels (numba, the ``[fast]`` extra: :mod:`fairltr.fair.geyik_kernels`)
+everything after the score sort is one compiled pass per bucket (category split, a merge of the
+categories' entry streams, the move-up, the ranks: the same result, tested against this numpy
+path); without them one step per entrant, vectorised over the
 queries (a step is skipped when no entrant can move), and on Python lists for a bucket of a
 single query, where numpy's per-call cost exceeds a step's work. The algorithms are sequential over positions; there is no per-query
 Python loop.
@@ -41,6 +43,7 @@ Python loop.
 
 from __future__ import annotations
 
+import copy
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -127,13 +130,20 @@ def rerank_geyik(
 
 def _ranked_frame(df: pd.DataFrame, order: np.ndarray, added: dict[str, np.ndarray]) -> pd.DataFrame:
     """``df``'s rows in ``order`` (a fresh RangeIndex) with the ``added`` columns set (replacing
-    columns of the same name, appended otherwise) and ``df.attrs`` but the origin. One block-wise
-    take (a frame built from per-column arrays costs 8x more at 10^5 rows)."""
-    out = df.take(order)
-    out.index = pd.RangeIndex(len(order))
-    for name, values in added.items():
-        out[name] = values
-    out.attrs.pop(ORIGIN_KEY, None)
+    columns of the same name in place, appended otherwise) and ``df.attrs`` but the origin. Each
+    column's array (numpy or extension, so dtypes are kept) is taken once and the frame is built
+    from them: 2-2.5x faster than a take plus three column assignments at 10^4-10^5 rows. Frames
+    whose labels are not unique or are a MultiIndex take the block-wise path."""
+    if df.columns.is_unique and not isinstance(df.columns, pd.MultiIndex):
+        data = {name: added[name] if name in added else df[name].array.take(order) for name in df.columns}
+        data.update((name, values) for name, values in added.items() if name not in data)
+        out = pd.DataFrame(data)
+    else:
+        out = df.take(order)
+        out.index = pd.RangeIndex(len(order))
+        for name, values in added.items():
+            out[name] = values
+    out.attrs = copy.deepcopy({key: value for key, value in df.attrs.items() if key != ORIGIN_KEY})  # as pandas does
     return out
 
 
@@ -172,6 +182,11 @@ def _rerank_bucket(
     padded = padded.reshape(n_q, width)
     rows_sorted = np.take_along_axis(rows, _stable_row_argsort(padded), axis=1)
     del rows, padded
+    if method == "detconstsort" and compiled_enabled():  # the rest of the bucket in one compiled pass
+        from fairltr.fair.geyik_kernels import constsort_bucket
+
+        constsort_bucket(rows_sorted, gcodes, s, p, kq, rank, strict)
+        return
     valid = rows_sorted >= 0
     # per query and category the candidates in score order: a stable sort of the categories
     # (small integers: numpy's radix sort), padding (code n_g) last; only the first

@@ -5,6 +5,12 @@
   entrants in entry order; each one moves up past the candidates above it that score lower while
   each one passed can move down one place and stay within its max index (+ slack).
 * :func:`rank_the_rest`: after a walk, the rows it left unranked follow in score order.
+* :func:`constsort_bucket`: DetConstSort for every query of a length bucket from its rows in
+  score order: per query one pass splits the candidates by category, a merge of the categories'
+  entry streams by (insertion round, score place) gives the entry sequence
+  (:func:`fairltr.fair.geyik._insertion_rounds`' arithmetic, the order of
+  :func:`fairltr.fair.geyik._entry_order`), then the move-up and the ranks: the numpy path's
+  result without its ~40 array operations per bucket (their fixed cost dominates one long list).
 
 Importing this module imports numba.
 """
@@ -14,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["move_up_columns", "rank_the_rest"]
+__all__ = ["move_up_columns", "rank_the_rest", "constsort_bucket"]
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -57,3 +63,111 @@ def rank_the_rest(rows_sorted: np.ndarray, rank: np.ndarray) -> None:
     """In place: per query row of ``rows_sorted`` (Q, W) (row ids in score order, -1 padding),
     the rows with ``rank`` 0 get the ranks after the query's ranked ones, in score order."""
     _rank_the_rest(np.ascontiguousarray(rows_sorted, dtype=np.int64), rank)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _insertion_round(c, p):  # pragma: no cover - compiled
+    """The least r >= 1 with floor(r p) >= c (``c`` a 1-based count as a double, p > 0), in the
+    floating point of :func:`fairltr.fair.geyik._insertion_rounds` (inf where c / p is not finite)."""
+    r = np.ceil(c / p)
+    if not np.isfinite(r):
+        return np.inf
+    r = max(r, 1.0)
+    for _ in range(3):  # the same fix-ups of the division's rounding, both ways
+        if r > 1.0 and np.floor((r - 1.0) * p) >= c:
+            r -= 1.0
+        if np.floor(r * p) < c:
+            r += 1.0
+    return r
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _constsort_entries(rows_sorted, gcodes, s, p, kq, n_g, strict, lrow, lsc, lmax, n_in):  # pragma: no cover
+    """Per query q: its entrants in entry order in column q of ``lrow`` / ``lsc`` / ``lmax`` (row,
+    score, max index = insertion round) and their count in ``n_in[q]`` (-1 if the arrays were
+    too short). Category g's c-th candidate (c <= k_q + G + 1) enters in round
+    min{r : floor(r p_g) >= c}; a round's entrants by score place; strict: the first k_q
+    entrants, else whole rounds that start with at most k_q placed."""
+    Q, W = rows_sorted.shape
+    T = lrow.shape[0]
+    cap = 0
+    for q in range(Q):
+        cap = max(cap, kq[q] + n_g + 1)
+    lists = np.empty((n_g, cap), dtype=np.int64)
+    places = np.empty((n_g, cap), dtype=np.int64)
+    cnt = np.zeros(n_g, dtype=np.int64)
+    ptr = np.zeros(n_g, dtype=np.int64)
+    upcoming = np.empty(n_g)
+    for q in range(Q):
+        cap_q = kq[q] + n_g + 1
+        for g in range(n_g):
+            cnt[g] = 0
+            ptr[g] = 0
+        for w in range(W):
+            row = rows_sorted[q, w]
+            if row < 0:
+                continue
+            g = gcodes[row]
+            c = cnt[g]
+            if c < cap_q:
+                lists[g, c] = row
+                places[g, c] = w
+                cnt[g] = c + 1
+        for g in range(n_g):
+            upcoming[g] = _insertion_round(1.0, p[q, g]) if cnt[g] > 0 and p[q, g] > 0 else np.inf
+        t = 0
+        round_now = -1.0
+        round_start = 0
+        limit = kq[q]
+        while True:
+            best = -1
+            for g in range(n_g):
+                if upcoming[g] < np.inf and (best < 0 or upcoming[g] < upcoming[best] or (
+                        upcoming[g] == upcoming[best] and places[g, ptr[g]] < places[best, ptr[best]])):
+                    best = g
+            if best < 0:
+                break
+            rnd = upcoming[best]
+            if rnd != round_now:
+                round_now = rnd
+                round_start = t
+            if (t >= limit) if strict else (round_start > limit):
+                break
+            if t == T:
+                t = -1
+                break
+            row = lists[best, ptr[best]]
+            lrow[t, q] = row
+            lsc[t, q] = s[row]
+            lmax[t, q] = np.int64(rnd)
+            t += 1
+            ptr[best] += 1
+            upcoming[best] = _insertion_round(np.float64(ptr[best] + 1), p[q, best]) if ptr[best] < cnt[best] else np.inf
+        n_in[q] = t
+
+
+def constsort_bucket(rows_sorted: np.ndarray, gcodes: np.ndarray, s: np.ndarray, p: np.ndarray, kq: np.ndarray,
+                     rank: np.ndarray, strict: bool) -> None:
+    """DetConstSort of every query row of ``rows_sorted`` (Q, W) (row ids in score order, ties by
+    earlier row; -1 padding), ``gcodes`` and scores ``s`` per row, shares ``p`` (Q, G), top
+    ``kq`` (Q,): writes the 1-based ``rank`` of every row of the bucket in place (the entrants
+    placed first, the rest after in score order), as :func:`fairltr.fair.geyik._constsort` and
+    the walk's remainder do."""
+    rows_sorted = np.ascontiguousarray(rows_sorted, dtype=np.int64)
+    p = np.ascontiguousarray(p, dtype=np.float64)
+    kq = np.ascontiguousarray(kq, dtype=np.int64)
+    n_q, n_g = p.shape
+    room = (int(kq.max()) if n_q else 0) + n_g + 2  # strict: <= k; else <= k + one entrant per category
+    lrow = np.full((room, n_q), -1, dtype=np.int64)
+    lsc = np.full((room, n_q), -np.inf)
+    lmax = np.zeros((room, n_q), dtype=np.int64)
+    n_in = np.zeros(n_q, dtype=np.int64)
+    _constsort_entries(rows_sorted, gcodes, s, p, kq, np.int64(n_g), bool(strict), lrow, lsc, lmax, n_in)
+    if (n_in < 0).any():  # a share above 1 could enter two of a category in one round
+        raise RuntimeError("DetConstSort: more entrants than the entry arrays hold (shares must be <= 1)")
+    big_t = int(n_in.max()) if n_q else 0
+    lrow, lsc, lmax = lrow[:big_t], lsc[:big_t], lmax[:big_t]
+    _move_up(lrow, lsc, lmax, np.int64(0 if strict else 1))
+    pi, qi = np.nonzero(np.arange(big_t)[:, None] < np.minimum(n_in, kq)[None, :])
+    rank[lrow[pi, qi]] = pi + 1
+    _rank_the_rest(rows_sorted, rank)
