@@ -135,6 +135,7 @@ def test_train_deltr(files, registered, mlflow_tracking):
     assert len(mlflow.pyfunc.load_model(f"models:/{name}/1").predict(test)) == len(test)
 
 
+@pytest.mark.slow  # about 27 s: the quickstart's three trainings inside mlflow run
 def test_quickstart(mlflow_tracking, tmp_path):
     exp = exp_name("quickstart")
     mlflow_run("quickstart", {"queries": 6, "candidates": 5, "out": tmp_path / "qs"}, exp, tmp_path, mlflow_tracking)
@@ -169,6 +170,7 @@ def test_reproduce_metric_keys_are_distinct_and_valid(deltr_data):
     assert all(re.fullmatch(r"[a-z0-9_]+", k) for k in keys)
 
 
+@pytest.mark.slow  # about 22 s: a bi-encoder fit, its corpus index and a registered retriever inside mlflow run
 def test_train_dpr_registers_a_retriever(mlflow_tracking, tiny_bert, parallel_dir, tmp_path):
     import mlflow
     import pandas as pd

@@ -147,6 +147,7 @@ def _post(url: str, payload: dict, timeout: float = 30.0) -> tuple[int, dict]:
         return err.code, json.loads(err.read() or b"{}")
 
 
+@pytest.mark.slow  # about 15 s: starts `mlflow models serve` and waits for it
 def test_mlflow_models_serve_returns_fair_rankings_and_4xx_for_bad_payloads(mlflow_tracking, ranker_and_test, tmp_path):
     """``mlflow models serve`` on a registered version: dataframe_split payloads with and without
     params; malformed payloads get a 4xx with a one-line message, never a 500 or a traceback."""

@@ -125,6 +125,7 @@ def test_truncated_weights_are_rejected_without_data(mlflow_server, model_name, 
     assert _alias(model_name) is None
 
 
+@pytest.mark.slow  # about 19 s: three promotions and two evaluations of a tampered version
 def test_code_appended_to_the_stored_model_never_runs(mlflow_server, model_name, tiny_rankings, test_csv, tmp_path):
     marker = tmp_path / "pwned"
     _register(model_name, tiny_rankings, gammas=(0.0,))
