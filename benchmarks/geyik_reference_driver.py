@@ -68,17 +68,26 @@ def main(src: str, dst: str) -> None:
     import FairRankTune  # noqa: F401
     results: dict[str, list] = {}
     seconds: dict[str, float] = {}
+    repeat, budget = int(spec.get("repeat", 1)), float(spec.get("repeat_budget_s", 0.0))
     for run in spec["runs"]:
         lib, _, kind = run.partition(":")
-        out = []
-        start = time.perf_counter()
-        for query in spec["queries"]:
-            try:
-                order = run_aif360(query, kind) if lib == "aif360" else run_fairranktune(query)
-                out.append({"order": order, "error": None})
-            except Exception as exc:  # a reference crash is a finding, recorded per query
-                out.append({"order": None, "error": f"{type(exc).__name__}: {exc}"[:200]})
-        seconds[run] = time.perf_counter() - start
+        out: list = []
+        best, spent, passes = float("inf"), 0.0, 0
+        # best of `repeat` passes while the passes so far took under `budget` seconds (fairltr's
+        # side is a best of --repeat too); the orders come from the first pass
+        while passes == 0 or (passes < repeat and spent < budget):
+            start = time.perf_counter()
+            this = []
+            for query in spec["queries"]:
+                try:
+                    order = run_aif360(query, kind) if lib == "aif360" else run_fairranktune(query)
+                    this.append({"order": order, "error": None})
+                except Exception as exc:  # a reference crash is a finding, recorded per query
+                    this.append({"order": None, "error": f"{type(exc).__name__}: {exc}"[:200]})
+            took = time.perf_counter() - start
+            best, spent, passes = min(best, took), spent + took, passes + 1
+            out = out or this
+        seconds[run] = best
         results[run] = out
     with open(dst, "w", encoding="utf-8") as fh:
         json.dump({"results": results, "seconds": seconds}, fh)
