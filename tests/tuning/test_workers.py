@@ -64,6 +64,7 @@ def wait_for_trials(proc, log: Path, storage: str, study_name: str, ready, timeo
     pytest.fail("the worker did not get going: " + log.read_text())
 
 
+@pytest.mark.slow  # about 14 s: a worker killed mid-trial, the study resumed by a second
 def test_resume_after_killed_worker(ranking_files, tmp_path, mlflow_sqlite):
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     n = 7

@@ -145,6 +145,7 @@ def test_quickstart(mlflow_tracking, tmp_path):
     assert (tmp_path / "qs" / "comparison.json").is_file()
 
 
+@pytest.mark.slow  # about 12 s: one paper setting inside mlflow run
 def test_reproduce_deltr(mlflow_tracking, deltr_data, tmp_path):
     exp = exp_name("reproduce")
     mlflow_run("reproduce_deltr", {"data": deltr_data, "datasets": "law-race", "fair": "false",
@@ -186,6 +187,7 @@ def test_train_dpr_registers_a_retriever(mlflow_tracking, tiny_bert, parallel_di
     assert list(out["rank"]) == [1, 2, 3]
 
 
+@pytest.mark.slow  # about 14 s: a LightGBM training inside mlflow run
 def test_train_lambdamart(files, tmp_path, mlflow_tracking):
     exp = exp_name("train-lambdamart")
     mlflow_run("train_lambdamart", {"train": files / "train.csv", "test": files / "test.csv", "n_estimators": 20,
@@ -242,6 +244,7 @@ def test_compare_runs(tmp_path, registered, mlflow_tracking):
     assert "relevance_vs_exposure.png" in {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
 
 
+@pytest.mark.slow  # about 16 s: a 3-trial sweep inside mlflow run
 def test_sweep_uses_the_mlflow_run_as_parent(files, tmp_path, mlflow_tracking):
     exp = exp_name("sweep")
     mlflow_run("sweep", {"train": files / "train.csv", "test": files / "test.csv", "trials": 3,

@@ -126,6 +126,7 @@ def test_confidence_rejects_a_point_pass_whose_interval_does_not_and_accepts_a_c
     assert gate["passed"] and gate["value"] == pytest.approx(1.0) and gate["interval"] == pytest.approx([1.0, 1.0])
 
 
+@pytest.mark.slow  # about 15 s: two evaluations with paired bootstrap intervals on a live server
 def test_champion_relative_gates_use_the_paired_interval(mlflow_tracking, candidates):
     """Against champion v2 (ratio 1 on every resample), v1's difference is -0.145: inside
     champion-0.3 on the point estimate, but its paired 95% interval reaches below -0.3."""

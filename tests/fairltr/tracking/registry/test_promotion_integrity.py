@@ -103,7 +103,8 @@ def test_digest_is_recorded_in_the_tracking_store(mlflow_server, model_name, tin
     assert mlflow.MlflowClient().get_logged_model(mv.source.split("/")[-1]).tags["fairltr.digest"] == expected
 
 
-@pytest.mark.parametrize("cut", ["empty", "half", "minus40"])
+@pytest.mark.parametrize("cut", ["empty", pytest.param("half", marks=pytest.mark.slow),  # 11 s each: the other
+                                 pytest.param("minus40", marks=pytest.mark.slow)])  # two cuts run in the slow set
 def test_truncated_weights_are_rejected_without_data(mlflow_server, model_name, tiny_rankings, cut):
     """The audit's fail-open case: without --data the model used to be promoted unopened."""
     _register(model_name, tiny_rankings, gammas=(0.0,))
