@@ -1,7 +1,8 @@
 """Tiny offline models and data for tests: a random BERT (hidden 32, 2 layers) with a WordPiece
 tokenizer over a fixed, sorted vocabulary (the same token ids in every process: a trained
-tokenizer breaks frequency ties in hash order, which differs per process) and saved with ``save_pretrained`` (``AutoModel``/``AutoTokenizer``
-load it from disk; nothing is downloaded), and a parallel-query folder in the ddtp-mlir layout.
+tokenizer breaks frequency ties in hash order, which differs per process) and saved with
+``save_pretrained`` (``AutoModel``/``AutoTokenizer`` load it from disk; nothing is downloaded),
+and a parallel-query folder in the ddtp-mlir layout.
 Importable from any test (tests/conftest.py puts tests/ on ``sys.path``)."""
 
 from __future__ import annotations

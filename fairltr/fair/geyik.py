@@ -359,11 +359,8 @@ def _constsort(lists: np.ndarray, cnt: np.ndarray, p: np.ndarray, kq: np.ndarray
     slack = 0 if strict else 1  # literal reading: a passed candidate may sit one below its max index
     # an entrant can only move when it outscores the entrant before it, or when that one moved
     # (then someone else sits above it): other steps are skipped without numpy work
-    if compiled_enabled():  # one compiled loop over every query's steps (fairltr.fair.geyik_kernels)
-        from fairltr.fair.geyik_kernels import move_up_columns
-
-        move_up_columns(lrow, lsc, lmax, slack)
-    elif n_q == 1:  # one long list: numpy's per-call cost exceeds a step's work, so the steps run on lists
+    # (with the compiled kernels this function is not called: geyik_kernels.constsort_bucket)
+    if n_q == 1:  # one long list: numpy's per-call cost exceeds a step's work, so the steps run on lists
         lrow[:, 0], lsc[:, 0], lmax[:, 0] = _move_up_one(lrow[:, 0].tolist(), lsc[:, 0].tolist(),
                                                          lmax[:, 0].tolist(), slack)
     else:

@@ -167,7 +167,7 @@ def constsort_bucket(rows_sorted: np.ndarray, gcodes: np.ndarray, s: np.ndarray,
         raise RuntimeError("DetConstSort: more entrants than the entry arrays hold (shares must be <= 1)")
     big_t = int(n_in.max()) if n_q else 0
     lrow, lsc, lmax = lrow[:big_t], lsc[:big_t], lmax[:big_t]
-    _move_up(lrow, lsc, lmax, np.int64(0 if strict else 1))
+    move_up_columns(lrow, lsc, lmax, 0 if strict else 1)
     pi, qi = np.nonzero(np.arange(big_t)[:, None] < np.minimum(n_in, kq)[None, :])
     rank[lrow[pi, qi]] = pi + 1
-    _rank_the_rest(rows_sorted, rank)
+    rank_the_rest(rows_sorted, rank)
