@@ -31,11 +31,11 @@ from scipy.special import rel_entr
 
 from fairltr.columns import RankingColumns
 from fairltr.data import (
-    category_codes, check_table, is_string_categories, numeric_column, query_codes, rank_within_query,
-    show_value,
+    category_codes, check_table, is_string_categories, numeric_column, show_value,
 )
 from fairltr.errors import ConfigError, DataError
-from fairltr.metrics.resampling import bootstrap_candidates, bootstrap_queries, resolve_unit
+from fairltr.metrics.ordering import expected_discount, expected_in_top, tied_ranks_of_rows
+from fairltr.metrics.resampling import bootstrap_candidates, bootstrap_queries, canonical_row_order, resolve_unit
 
 __all__ = ["AuditConfig", "AuditResult", "AuditPlan", "audit_ranking", "prepare_audit", "TABLE_COLUMNS",
            "CI_TABLE_COLUMNS", "INTERSECTION_SEP", "CATEGORY_SEP", "PerQueryValues", "resampled_figures",
@@ -152,6 +152,23 @@ def _judgments(df: pd.DataFrame, c: RankingColumns) -> tuple[np.ndarray, bool]:
     return y, bool((y >= 0).all())
 
 
+def sorted_query_codes(df: pd.DataFrame, query: str) -> tuple[np.ndarray, list]:
+    """Integer code per row with the queries numbered in sorted order of their ids (numbers
+    numerically, text as text; mixed ids by their text), and the ids in that order: a bootstrap
+    over these codes draws the same queries whatever the table's row order."""
+    values = df[query]
+    try:
+        codes, uniques = pd.factorize(values, sort=True)
+        return codes.astype(np.int64), list(uniques)
+    except TypeError:  # ids of mixed types do not sort together: sort by (type, text)
+        key = values.map(lambda v: f"{type(v).__name__}\x1f{v}")
+        codes, _ = pd.factorize(key, sort=True)
+        codes = codes.astype(np.int64)
+        first = np.full(int(codes.max()) + 1, len(codes), dtype=np.int64)
+        np.minimum.at(first, codes, np.arange(len(codes)))
+        return codes, [values.iloc[i] for i in first]
+
+
 def finite_scores(df: pd.DataFrame, scores: Any, c: RankingColumns) -> np.ndarray:
     """``scores`` (one per row of ``df``, or a column name) as a finite float array; a missing
     column, a wrong length or a non-finite score is a :class:`DataError` naming the row and query.
@@ -189,6 +206,8 @@ class AuditPlan:
     n_queries_per_category: np.ndarray  # (C,)
     attributes: tuple[str, ...] = field(default_factory=tuple)
     merit_defined: bool = True  # False with a negative judgment: merit figures are NaN
+    query_ids: list = field(default_factory=list)  # the queries in the plan's (sorted) order
+    row_order: np.ndarray | None = None  # the candidate bootstrap's canonical row order (by stratum, score, judgment)
 
     @property
     def n_categories(self) -> int:
@@ -295,26 +314,37 @@ class AuditPlan:
             for j, label in enumerate(b.labels):
                 c = b.offset + j
                 rows.append({"attribute": b.name, "category": label, "n_candidates": int(totals[c, 0]),
-                             "n_queries": int(self.n_queries_per_category[c]), "selected_at_k": int(totals[c, 1]),
+                             "n_queries": int(self.n_queries_per_category[c]), "selected_at_k": float(totals[c, 1]),
                              **{col: float(cells[col][0, c]) for col in cells},
                              "excluded": bool(self.excluded[c])})
         table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+        selected = table["selected_at_k"].to_numpy(dtype=np.float64)
+        if len(selected) and np.all(np.abs(selected - np.round(selected)) < 1e-9):  # no tie straddles a cut-off
+            table["selected_at_k"] = np.round(selected).astype(np.int64)
         ordered = sorted(metrics, key=lambda key: "." in key)  # the worst cases first, then per attribute
         return table, {key: float(metrics[key][0]) for key in ordered}
 
 
-def _ndkl_per_query(qcodes: np.ndarray, ranks: np.ndarray, sizes: np.ndarray, codes: np.ndarray,
+def _ndkl_per_query(qcodes: np.ndarray, first: np.ndarray, size: np.ndarray, sizes: np.ndarray, codes: np.ndarray,
                     n_cat: int, k: int) -> np.ndarray:
     """Per-query NDKL at k of one attribute, (Q,): (1/Z) sum_{i<=min(k, n_q)} KL(D_i || D) / log2(i + 1),
-    Z = sum_{i<=min(k, n_q)} 1 / log2(i + 1); D_i the category mix of the top i, D the query's."""
+    Z = sum_{i<=min(k, n_q)} 1 / log2(i + 1); D_i the category mix of the top i, D the query's. With
+    tied scores D_i is the expected mix over the orders of the ties (a row of a tie group of size m
+    starting at f counts 1/m at each position f .. f + m - 1): docs/spec.md section 3, "Ties"."""
     q = len(sizes)
     kk = int(min(k, sizes.max())) if q else 0
-    top = ranks <= kk
-    counts = np.bincount((qcodes[top] * kk + (ranks[top] - 1)) * n_cat + codes[top],
-                         minlength=q * kk * n_cat).reshape(q, kk, n_cat).astype(np.float64)
-    prefix = np.cumsum(counts, axis=1)
+    last = first + size - 1
+    w = 1.0 / size
+    on = first <= kk
+    off = on & (last < kk)
+    width = kk + 1
+    flat = np.concatenate([(qcodes[on] * width + (first[on] - 1)) * n_cat + codes[on],
+                           (qcodes[off] * width + last[off]) * n_cat + codes[off]])
+    weights = np.concatenate([w[on], -w[off]])
+    diff = np.bincount(flat, weights=weights, minlength=q * width * n_cat).reshape(q, width, n_cat)[:, :kk]
+    prefix = np.cumsum(np.cumsum(diff, axis=1), axis=1)  # expected count of each category in the top i
     i = np.arange(1, kk + 1, dtype=np.float64)
-    d_i = prefix / i[None, :, None]
+    d_i = np.clip(prefix, 0.0, None) / i[None, :, None]
     pool = np.bincount(qcodes * n_cat + codes, minlength=q * n_cat).reshape(q, 1, n_cat) / sizes[:, None, None]
     kl = rel_entr(d_i, pool).sum(axis=-1)  # (Q, kk); 0 * log 0 = 0
     valid = i[None, :] <= sizes[:, None]
@@ -351,14 +381,16 @@ def _category_blocks(df: pd.DataFrame, c: RankingColumns) -> list[_Block]:
     return blocks
 
 
-def _stat_matrices(blocks: Sequence[_Block], qcodes: np.ndarray, n_q: int, ranks: np.ndarray, y: np.ndarray,
-                   k: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+def _stat_matrices(blocks: Sequence[_Block], qcodes: np.ndarray, n_q: int, first: np.ndarray, size: np.ndarray,
+                   y: np.ndarray, k: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
     """Per row (R, Q * C * 4) and per query (Q, C * 4) sparse statistics (count, selected at k,
-    exposure 1 / log2(1 + rank), judgment) of every category C of every block: every row
-    contributes to one category of each block, columns (q * C + c) * 4 + stat."""
+    exposure 1 / ln(1 + rank), judgment) of every category C of every block: every row
+    contributes to one category of each block, columns (q * C + c) * 4 + stat. Tied scores are
+    unordered: "selected" is P(rank <= k) and the exposure the mean of v over the tie group's
+    positions (the expectation over the orders of the ties, docs/spec.md section 3)."""
     n_rows, n_cat = len(qcodes), sum(b.size for b in blocks)
-    selected = (ranks <= k).astype(np.float64)
-    exposure = 1.0 / np.log1p(ranks.astype(np.float64))
+    selected = expected_in_top(first, size, k)
+    exposure = expected_discount(first, size, lambda r: 1.0 / np.log1p(r))
     values = np.stack([np.ones(n_rows), selected, exposure, y], axis=1)  # (R, 4)
     rows_idx, cols_idx, vals = [], [], []
     for b in blocks:
@@ -381,22 +413,23 @@ def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, con
     check_table(df, c)
     s = finite_scores(df, scores, c)
     y, merit_defined = _judgments(df, c)
-    qcodes, qids = query_codes(df, c.query)
+    qcodes, qids = sorted_query_codes(df, c.query)  # sorted ids: resamples independent of the row order
     n_q, n_rows = len(qids), len(df)
     sizes = np.bincount(qcodes, minlength=n_q)
-    ranks = rank_within_query(qcodes, s)
+    first, size = tied_ranks_of_rows(qcodes, s)
     blocks = _category_blocks(df, c)
-    row_stats, query_stats = _stat_matrices(blocks, qcodes, n_q, ranks, y, config.k)
+    row_stats, query_stats = _stat_matrices(blocks, qcodes, n_q, first, size, y, config.k)
     counts = np.asarray(query_stats[:, 0::4].todense())
     n_queries_per_category = (counts > 0).sum(axis=0)
     share = counts.sum(axis=0) / n_rows
     excluded = share < config.min_category_share
     excluded[blocks[-1].slice] = False
     visible = [b for b in blocks if b.visible]
-    ndkl = np.stack([_ndkl_per_query(qcodes, ranks, sizes, b.codes, b.size, config.k) for b in visible], axis=1)
+    ndkl = np.stack([_ndkl_per_query(qcodes, first, size, sizes, b.codes, b.size, config.k) for b in visible], axis=1)
     finest = visible[-1]
     strata = qcodes * finest.size + finest.codes
     return AuditPlan(config=config, blocks=blocks, n_queries=n_q, n_rows=n_rows, query_of_row=qcodes,
+                     query_ids=qids, row_order=canonical_row_order(strata, -s, y),
                      row_stats=row_stats, query_stats=query_stats, ndkl=ndkl, excluded=excluded, strata=strata,
                      n_queries_per_category=n_queries_per_category, attributes=tuple(c.groups),
                      merit_defined=merit_defined)
@@ -449,7 +482,8 @@ def run_bootstrap(plan: AuditPlan, statistic, unit: str) -> tuple[np.ndarray, np
     if unit == "queries":
         return bootstrap_queries(statistic, plan.n_queries, level=cfg.ci, n_boot=cfg.n_boot, seed=cfg.seed,
                                  method=cfg.method)
-    return bootstrap_candidates(statistic, plan.strata, level=cfg.ci, n_boot=cfg.n_boot, seed=cfg.seed)
+    return bootstrap_candidates(statistic, plan.strata, level=cfg.ci, n_boot=cfg.n_boot, seed=cfg.seed,
+                                order=plan.row_order)
 
 
 def interval_bounds(plan: AuditPlan, extra: PerQueryValues | None = None

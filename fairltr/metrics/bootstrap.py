@@ -13,27 +13,31 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 
 from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
 from fairltr.metrics.audit import AuditConfig, prepare_audit, resampled_figures, run_bootstrap
 from fairltr.metrics.evaluate import (
-    DEFAULT_K, _metric_columns, aggregate, per_query_extra, per_query_metrics, score_buckets,
+    DEFAULT_K, _metric_columns, aggregate, per_query_extra, per_query_metrics, plan_order, score_buckets,
 )
 from fairltr.metrics.registry import metric_info
-from fairltr.metrics.resampling import query_weights, resolve_unit  # noqa: F401  (re-exported)
+from fairltr.data import numeric_column
+from fairltr.metrics.audit import finite_scores
+from fairltr.metrics.resampling import canonical_row_order, query_weights, resolve_unit  # noqa: F401  (re-exported)
 
 __all__ = ["paired_difference", "query_weights"]
 
 
 def _side(df: pd.DataFrame, scores: Any, c: RankingColumns, config: AuditConfig, k: tuple[int, ...]):
-    """The audit plan, per-query metrics and point figures of one ranking."""
+    """The audit plan, per-query metrics (in the plan's query order), point figures and scores of one ranking."""
     plan = prepare_audit(df, scores, columns=c, config=config)
     buckets, s = score_buckets(df, scores, columns=c)
     per_q = per_query_metrics(s, buckets, k=k)
     point = aggregate(per_q)
     point.update(plan.point()[1])
-    return plan, per_q, point
+    order = plan_order(buckets, plan)
+    return plan, {key: v[torch.as_tensor(order)] for key, v in per_q.items()}, point, finite_scores(df, scores, c)
 
 
 def paired_difference(
@@ -62,8 +66,10 @@ def paired_difference(
         raise ConfigError(str(exc).strip("'\"")) from None
     c = _metric_columns(columns)
     k = tuple(sorted(set(DEFAULT_K) | {config.k}))
-    plan_a, per_a, point_a = _side(df, scores_a, c, config, k)
-    plan_b, per_b, point_b = _side(df, scores_b, c, config, k)
+    plan_a, per_a, point_a, s_a = _side(df, scores_a, c, config, k)
+    plan_b, per_b, point_b, s_b = _side(df, scores_b, c, config, k)
+    # rows interchangeable for both rankings: same stratum, both scores and the judgment equal
+    plan_a.row_order = canonical_row_order(plan_a.strata, -s_a, -s_b, numeric_column(df, c.judgment, query=c.query))
     if metric not in point_a:
         raise ConfigError(f"metric {metric!r} is not computed here; known: {sorted(point_a)[:40]}...")
     unit = resolve_unit(config.unit, plan_a.n_queries)

@@ -16,27 +16,40 @@ import torch
 from fairltr.buckets import BucketedBatch, to_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import RankingBatch
-from fairltr.errors import DataError
+from fairltr.errors import ConfigError, DataError
 from fairltr.metrics.audit import (
     AuditConfig, AuditPlan, AuditResult, PerQueryValues, attach_table_bounds, finite_scores, interval_bounds,
     prepare_audit,
 )
 from fairltr.metrics.exposure import exposure_per_query
-from fairltr.metrics.ordering import ranks_by
+from fairltr.metrics.ordering import TiedRanks, ranks_by, tied_ranks
 from fairltr.metrics.parity import (
     RATIO_DERIVED, derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k,
 )
 from fairltr.metrics.registry import CI_SUFFIXES, headline_metrics
 from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
-__all__ = ["per_query_metrics", "aggregate", "evaluate_batch", "evaluate_ranking", "per_query_table", "score_buckets",
-           "evaluate_with_table", "evaluate_ranking_audit", "CI_METADATA_KEYS", "per_query_extra"]
+__all__ = ["per_query_metrics", "tied_score_share", "aggregate", "evaluate_batch", "evaluate_ranking", "per_query_table", "score_buckets",
+           "evaluate_with_table", "evaluate_ranking_audit", "CI_METADATA_KEYS", "per_query_extra", "TIE_POLICIES",
+           "plan_order"]
 
 CI_METADATA_KEYS = ("ci_level", "ci_n_boot", "ci_seed", "ci_unit", "ci_method")
 """Keys of the interval metadata in an evaluation dictionary (values: level, resamples, seed,
 unit ``"queries"`` / ``"candidates"``, method)."""
 
 DEFAULT_K = (1, 5, 10, 20, 100)
+
+TIE_POLICIES = ("expected", "input-order")
+"""How a metric treats tied scores (docs/spec.md section 3, "Ties"): ``"expected"`` (the default:
+the exact expectation over every order of the ties) or ``"input-order"`` (ties keep the table's row
+order: how the DELTR paper's own evaluation scored its runs, used by ``fairltr reproduce deltr``
+only, to compare with the paper's numbers)."""
+
+
+def check_ties(ties: str) -> str:
+    if ties not in TIE_POLICIES:
+        raise ConfigError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
+    return ties
 
 
 def per_query_metrics(
@@ -45,8 +58,9 @@ def per_query_metrics(
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
+    ties: str = "expected",
 ) -> dict[str, torch.Tensor]:
-    """Per-query metric tensors (Q,), NaN where undefined.
+    """Per-query metric tensors (Q,), NaN where undefined; ``ties``: :data:`TIE_POLICIES`.
 
     ``batch`` is one padded batch with ``scores`` (Q, N), or length buckets with ``scores`` one
     (Q_b, N_b) tensor per bucket; either way the result is in table query order.
@@ -57,14 +71,16 @@ def per_query_metrics(
         if isinstance(scores, torch.Tensor) or len(scores) != len(batch.batches):
             raise ValueError(f"per_query_metrics: give one score tensor per bucket ({len(batch.batches)})")
         k = tuple(k)
-        per = [per_query_metrics(s, b, k=k, exposure_k=exposure_k, retrieval=retrieval)
+        per = [per_query_metrics(s, b, k=k, exposure_k=exposure_k, retrieval=retrieval, ties=ties)
                for s, b in zip(scores, batch.batches)]
         return {name: batch.per_query([p[name] for p in per]) for name in per[0]}
     mask = batch.mask.to(scores.device)
     judg = batch.judgments.to(scores.device)
     groups = batch.groups.to(scores.device)
-    pred = ranks_by(scores, mask)
-    true = ranks_by(judg, mask)
+    if check_ties(ties) == "expected":  # tied scores are unordered: every metric is its expectation over their orders
+        pred, true = tied_ranks(scores, mask), tied_ranks(judg, mask)
+    else:
+        pred, true = ranks_by(scores, mask), ranks_by(judg, mask)
     out: dict[str, torch.Tensor] = {}
     for kk in k:
         out[f"ndcg_at_{kk}"] = ndcg_at_k(pred, judg, mask, kk)
@@ -74,10 +90,19 @@ def per_query_metrics(
             out[f"mrr_at_{kk}"] = mrr_at_k(pred, judg, mask, kk)
             out[f"recall_at_{kk}"] = recall_at_k(pred, judg, mask, kk)
     out["kendall_tau"] = kendall_tau(pred, judg, mask)
+    out["tied_score_share"] = tied_score_share(tied_ranks(scores, mask) if ties != "expected" else pred, mask)
     out.update(exposure_per_query(pred, groups, mask, exposure_k))
     out["exposure_disparity"] = exposure_disparity(out["exposure_ratio"])
     out["exposure_shortfall"] = exposure_shortfall(out["exposure_ratio"])
     return out
+
+
+def tied_score_share(pred: TiedRanks, mask: torch.Tensor) -> torch.Tensor:
+    """Per query (Q,): the share of its candidates whose score equals another candidate's of the
+    query (1.0 = every score tied, a constant model: its ranking is arbitrary); NaN with < 2 candidates."""
+    n = mask.sum(-1).to(torch.float64)
+    tied = (pred.tied & mask).sum(-1).to(torch.float64)
+    return torch.where(n >= 2, tied / n.clamp(min=1), float("nan"))
 
 
 def aggregate(per_query: dict[str, torch.Tensor]) -> dict[str, float]:
@@ -145,6 +170,7 @@ def evaluate_ranking(
     exposure_k: int | None = None,
     retrieval: bool = False,
     audit: AuditConfig | None = None,
+    ties: str = "expected",
 ) -> dict[str, float]:
     """Metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries;
     ``columns`` names the query, group and judgment columns (default
@@ -162,25 +188,42 @@ def evaluate_ranking(
     ``audit.ci > 0``, ``<metric>_ci_low`` / ``<metric>_ci_high`` for them and for every headline
     metric (:func:`~fairltr.metrics.registry.headline_metrics` at ``audit.k``) plus the interval
     metadata :data:`CI_METADATA_KEYS`. Today's keys keep their values (``audit.k`` is added to ``k``).
+
+    ``ties`` (:data:`TIE_POLICIES`): tied scores are unordered by default (every metric is its
+    expectation over the orders of the ties); ``"input-order"`` only reproduces evaluations that
+    broke ties by row order (the DELTR paper's), and cannot be combined with ``audit``.
     """
     c = _metric_columns(resolve_columns(columns, query=query, group=group, judgment=judgment, item=None))
     if audit is not None:
+        if check_ties(ties) != "expected":
+            raise ConfigError("the audit treats tied scores as unordered; ties='input-order' is for reproducing "
+                              "the DELTR paper's evaluation only")
         return evaluate_ranking_audit(df, scores, columns=c, k=k, exposure_k=exposure_k, retrieval=retrieval,
                                       audit=audit)[0]
     buckets, s = score_buckets(df, scores, columns=c)
-    return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+    return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval, ties=ties)
 
 
-def per_query_extra(per_q: dict[str, torch.Tensor], keys: Iterable[str]) -> PerQueryValues | None:
+def plan_order(buckets: BucketedBatch, plan: AuditPlan) -> np.ndarray:
+    """Positions in the buckets' query order (first appearance) of the plan's queries (sorted ids)."""
+    where = {qid: i for i, qid in enumerate(buckets.query_ids)}
+    return np.asarray([where[qid] for qid in plan.query_ids], dtype=np.int64)
+
+
+def per_query_extra(per_q: dict[str, torch.Tensor], keys: Iterable[str],
+                    order: np.ndarray | None = None) -> PerQueryValues | None:
     """The per-query values of ``keys`` (those :func:`per_query_metrics` computed) for the
-    bootstrap; ``exposure_disparity`` / ``exposure_shortfall`` are re-derived from the
-    resampled average ``exposure_ratio``, as :func:`aggregate` derives them."""
+    bootstrap, in the audit plan's query order (``order``: :func:`plan_order`);
+    ``exposure_disparity`` / ``exposure_shortfall`` are re-derived from the resampled average
+    ``exposure_ratio``, as :func:`aggregate` derives them."""
     wanted = [key for key in keys if key in per_q and key not in RATIO_DERIVED]
     if any(key in RATIO_DERIVED for key in keys) and "exposure_ratio" in per_q and "exposure_ratio" not in wanted:
         wanted.append("exposure_ratio")
     if not wanted:
         return None
     values = np.stack([per_q[key].detach().cpu().to(torch.float64).numpy() for key in wanted], axis=1)
+    if order is not None:
+        values = values[order]
 
     def derive(means: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if "exposure_ratio" not in means:
@@ -207,7 +250,7 @@ def _audited(
     interval = audit.interval(plan.n_queries)
     if interval is not None:
         headline = [key for key in headline_metrics(audit.k) if key in metrics]
-        extra = per_query_extra(per_q, headline) if interval["unit"] == "queries" else None
+        extra = per_query_extra(per_q, headline, plan_order(buckets, plan)) if interval["unit"] == "queries" else None
         bounds, lows, highs = interval_bounds(plan, extra)
         if interval["unit"] == "candidates" and exposure_k is not None:  # the plan's exposure has no cut-off
             bounds = {key: b for key, b in bounds.items() if not key.startswith("exposure_")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["position_bias", "exposure_per_query"]
+from fairltr.metrics.ordering import TiedRanks
+
+__all__ = ["position_bias", "expected_position_bias", "exposure_per_query"]
 
 
 def position_bias(ranks: torch.Tensor, k: int | None = None) -> torch.Tensor:
@@ -21,11 +23,24 @@ def position_bias(ranks: torch.Tensor, k: int | None = None) -> torch.Tensor:
     return v
 
 
+def expected_position_bias(ranks: torch.Tensor | TiedRanks, k: int | None = None) -> torch.Tensor:
+    """E[v(rank)] per slot: :func:`position_bias` of plain ranks, or its mean over the positions
+    of each slot's tie group (:class:`~fairltr.metrics.ordering.TiedRanks`)."""
+    if not isinstance(ranks, TiedRanks):
+        return position_bias(ranks, k)
+
+    def v(r: torch.Tensor) -> torch.Tensor:
+        out = 1.0 / torch.log1p(r)
+        return out if k is None else torch.where(r <= k, out, 0.0)
+    return ranks.expected(v)
+
+
 def exposure_per_query(
-    ranks: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor, k: int | None = None
+    ranks: torch.Tensor | TiedRanks, groups: torch.Tensor, mask: torch.Tensor, k: int | None = None
 ) -> dict[str, torch.Tensor]:
-    """Per-query ``exposure_protected``, ``exposure_nonprotected``, ``exposure_ratio``, ``exposure_gap``."""
-    v = position_bias(ranks, k).masked_fill(~mask, 0.0)
+    """Per-query ``exposure_protected``, ``exposure_nonprotected``, ``exposure_ratio``, ``exposure_gap``
+    (with tie groups: of the expected exposure over the orders of the ties)."""
+    v = expected_position_bias(ranks, k).masked_fill(~mask, 0.0)
     prot = (groups >= 1) & mask
     nprot = (groups == 0) & mask
     n_p = prot.sum(-1).to(torch.float64)

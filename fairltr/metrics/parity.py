@@ -19,6 +19,8 @@ from typing import Callable
 
 import torch
 
+from fairltr.metrics.ordering import TiedRanks
+
 __all__ = ["exposure_disparity", "exposure_shortfall", "selection_ratio_at_k", "RATIO_DERIVED", "derive_from_ratio"]
 
 
@@ -67,16 +69,18 @@ def derive_from_ratio(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def selection_ratio_at_k(
-    pred_ranks: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor, k: int
+    pred_ranks: torch.Tensor | TiedRanks, groups: torch.Tensor, mask: torch.Tensor, k: int
 ) -> torch.Tensor:
-    """Per-query selection-rate ratio (Q,) of the protected vs the non-protected group in the top k."""
-    top = (pred_ranks <= k) & mask
+    """Per-query selection-rate ratio (Q,) of the protected vs the non-protected group in the top k
+    (with tie groups, of the expected selections: P(rank <= k) summed per group)."""
+    top = (pred_ranks.in_top(k) if isinstance(pred_ranks, TiedRanks)
+           else (pred_ranks <= k).to(torch.float64)).masked_fill(~mask, 0.0)
     prot = (groups >= 1) & mask
     nprot = (groups == 0) & mask
     n_p = prot.sum(-1).to(torch.float64)
     n_n = nprot.sum(-1).to(torch.float64)
-    rate_p = (top & prot).sum(-1).to(torch.float64) / n_p.clamp(min=1.0)
-    rate_n = (top & nprot).sum(-1).to(torch.float64) / n_n.clamp(min=1.0)
+    rate_p = (top * prot).sum(-1) / n_p.clamp(min=1.0)
+    rate_n = (top * nprot).sum(-1) / n_n.clamp(min=1.0)
     ok = (n_p > 0) & (n_n > 0) & (rate_n > 0)
     ratio = rate_p / torch.where(ok, rate_n, torch.ones_like(rate_n))
     return torch.where(ok, ratio, torch.full_like(ratio, math.nan))

@@ -95,6 +95,9 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("mrr", "higher", "query left out when it has no item with judgment > 0", True),
     MetricInfo("recall", "higher", "query left out when it has no item with judgment > 0", True),
     MetricInfo("kendall_tau", "higher", "query left out with < 2 items or all-equal judgments"),
+    # how much of the ranking is decided by ties (docs/spec.md section 3: tied scores are unordered);
+    # 1.0 = every query's scores all tied (a constant model): every relevance gate fails on it
+    MetricInfo("tied_score_share", "lower", "query left out with < 2 items", ideal=0.0),
     MetricInfo("exposure_protected", "none", "query left out without a protected item", kind="fairness"),
     MetricInfo("exposure_nonprotected", "none", "query left out without a non-protected item", kind="fairness"),
     MetricInfo("exposure_ratio", "target", "query left out unless both groups are present", kind="fairness",

@@ -12,39 +12,83 @@ from __future__ import annotations
 
 import torch
 
-from fairltr.metrics.ordering import order_by, ranks_from_order
+from typing import Union
 
-__all__ = ["precision_at_k", "kendall_tau", "ndcg_at_k", "mrr_at_k", "recall_at_k"]
+from fairltr.metrics.ordering import TiedRanks, order_by, ranks_from_order
+
+__all__ = ["precision_at_k", "kendall_tau", "kendall_pair_counts", "ndcg_at_k", "mrr_at_k", "recall_at_k", "Ranks"]
 
 _NAN = float("nan")
 
 
-def precision_at_k(pred_ranks: torch.Tensor, true_ranks: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
-    both = (pred_ranks <= k) & (true_ranks <= k) & mask
+Ranks = Union[torch.Tensor, TiedRanks]
+"""A predicted ranking: 1-based ranks (one order, no ties) or :class:`TiedRanks` (tied scores
+unordered: every metric is then its expectation over the orders of the ties)."""
+
+
+def _in_top(ranks: Ranks, k: int) -> torch.Tensor:
+    """P(rank <= k) per slot (0/1 for plain ranks). (Q, N) float64."""
+    if isinstance(ranks, TiedRanks):
+        return ranks.in_top(k)
+    return (ranks <= k).to(torch.float64)
+
+
+def _expected(ranks: Ranks, g) -> torch.Tensor:
+    """E[g(rank)] per slot (g(rank) for plain ranks). (Q, N) float64."""
+    if isinstance(ranks, TiedRanks):
+        return ranks.expected(g)
+    return g(ranks.to(torch.float64))
+
+
+def precision_at_k(pred_ranks: Ranks, true_ranks: Ranks, mask: torch.Tensor, k: int) -> torch.Tensor:
+    """|top-k(pred) ∩ top-k(truth)| / k; with tie groups on either side, its expectation over
+    independent random orders of the ties: sum_i P(i in pred top k) P(i in true top k) / k."""
+    both = (_in_top(pred_ranks, k) * _in_top(true_ranks, k)).masked_fill(~mask, 0.0)
     n = mask.sum(-1)
-    return torch.where(n > 0, both.sum(-1).to(torch.float64) / k, _NAN)
+    return torch.where(n > 0, both.sum(-1) / k, _NAN)
 
 
 def kendall_tau(
-    pred_ranks: torch.Tensor, judgments: torch.Tensor, mask: torch.Tensor, block: int | None = None
+    pred_ranks: Ranks, judgments: torch.Tensor, mask: torch.Tensor, block: int | None = None
 ) -> torch.Tensor:
     """Kendall's tau-b per query in O(n log n) (Knight's algorithm), vectorised over queries. (Q,) float64.
 
     tau_b = (n0 - n1 - n2 + n3 - 2 n_d) / sqrt((n0 - n1) (n0 - n2)) with n0 = n (n - 1) / 2, n1 / n2 the
     pairs tied in x = -pred_ranks / in y = judgments, n3 the pairs tied in both and n_d the discordant
-    pairs: the strict inversions of y once the items are sorted by (x, y), counted bit by bit of y's
-    dense rank (the variable with fewer distinct values plays y). NaN where the denominator is
-    0 (n_q < 2, all-equal judgments or all-equal ranks). ``block`` is accepted and unused (the pairwise
-    version's memory bound; this one holds O(Q N))."""
+    pairs. With :class:`TiedRanks` (tied scores), the expectation of tau-b over the random orders of
+    the ties: a pair tied in score is concordant or discordant with probability 1/2 each, and the
+    ranking it becomes has no ties, so E[tau] = (n0 - n1 - n2 + n3 - 2 n_d) / sqrt(n0 (n0 - n2)).
+    A constant model scores 0, as the mean over random rankings does. NaN where the denominator is
+    0 (n_q < 2, all-equal judgments, or all-equal plain ranks). ``block`` is accepted and unused."""
     del block
+    tied = isinstance(pred_ranks, TiedRanks)
+    x = -(pred_ranks.first if tied else pred_ranks).to(torch.float64)
+    n0, n1, n2, n3, n_d = kendall_pair_counts(x, judgments.to(torch.float64), mask)
+    denom = torch.sqrt(n0 * (n0 - n2)) if tied else torch.sqrt((n0 - n1) * (n0 - n2))
+    tau = torch.where(denom > 0, (n0 - n1 - n2 + n3 - 2 * n_d) / denom.clamp(min=1e-300), _NAN)
+    # today's NaN policy: a NaN among a query's real ranks or judgments makes its tau NaN
+    bad = ((x.isnan() | judgments.to(torch.float64).isnan()) & mask).any(-1)
+    return tau.masked_fill(bad, _NAN)
+
+
+def kendall_pair_counts(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per query (Q,) float64: n0 = n (n - 1) / 2, n1 / n2 the pairs tied in ``x`` / in ``y``, n3
+    the pairs tied in both, n_d the discordant pairs (x and y ordered oppositely): the strict
+    inversions of y once the items are sorted by (x, y), counted bit by bit of y's dense rank (the
+    variable with fewer distinct values plays y). Padded slots are left out."""
     q, n = mask.shape
     device = mask.device
     if n == 0:
-        return torch.full((q,), _NAN, dtype=torch.float64, device=device)
-    x_rank, x_pad = _dense_ranks((-pred_ranks).to(torch.float64), mask)
-    y_rank, y_pad = _dense_ranks(judgments.to(torch.float64), mask)
-    if x_pad < y_pad:  # tau is symmetric: count inversions in the variable with fewer distinct values
+        zero = torch.zeros(q, dtype=torch.float64, device=device)
+        return zero, zero, zero, zero, zero
+    x_rank, x_pad = _dense_ranks(x, mask)
+    y_rank, y_pad = _dense_ranks(y, mask)
+    if x_pad < y_pad:  # the counts are symmetric: count inversions in the variable with fewer distinct values
         x_rank, x_pad, y_rank, y_pad = y_rank, y_pad, x_rank, x_pad
+        swapped = True
+    else:
+        swapped = False
     # sort by (x, y); padded slots carry the largest rank in both, so they sort last and add no inversion
     width = y_pad + 1
     joint = x_rank * width + y_rank
@@ -56,11 +100,9 @@ def kendall_tau(
     n2 = _tied_pairs_by_count(y_rank, y_pad)
     n3 = _tied_pairs(joint.gather(-1, order), x_pad * width + y_pad)
     n_d = _strict_inversions(y_sorted, y_pad)
-    denom = torch.sqrt((n0 - n1) * (n0 - n2))
-    tau = torch.where(denom > 0, (n0 - n1 - n2 + n3 - 2 * n_d) / denom.clamp(min=1e-300), _NAN)
-    # today's NaN policy: a NaN among a query's real ranks or judgments makes its tau NaN
-    bad = ((pred_ranks.to(torch.float64).isnan() | judgments.to(torch.float64).isnan()) & mask).any(-1)
-    return tau.masked_fill(bad, _NAN)
+    if swapped:
+        n1, n2 = n2, n1
+    return n0, n1, n2, n3, n_d
 
 
 def _dense_ranks(values: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -164,27 +206,49 @@ def _gains(judgments: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (torch.pow(2.0, rel - shift) - 1.0).masked_fill(~mask, 0.0)
 
 
-def ndcg_at_k(pred_ranks: torch.Tensor, judgments: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
+def ndcg_at_k(pred_ranks: Ranks, judgments: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
+    """DCG@k / ideal DCG@k, gains 2^rel - 1, discount 1 / log2(1 + r); with tie groups, the
+    expected DCG (each item's gain times the mean discount over its group's positions, cut at k)."""
     gains = _gains(judgments, mask)
-    disc = 1.0 / torch.log2(1.0 + pred_ranks.to(torch.float64))
-    dcg = (gains * disc * ((pred_ranks <= k) & mask)).sum(-1)
+    dcg = (gains * _expected(pred_ranks, lambda r: torch.where(r <= k, 1.0 / torch.log2(1.0 + r), 0.0))
+           ).masked_fill(~mask, 0.0).sum(-1)
     ideal_ranks = ranks_from_order(order_by(gains, mask))
     idisc = 1.0 / torch.log2(1.0 + ideal_ranks.to(torch.float64))
     idcg = (gains * idisc * ((ideal_ranks <= k) & mask)).sum(-1)
     return torch.where(idcg > 0, dcg / idcg.clamp(min=1e-300), _NAN)
 
 
-def mrr_at_k(pred_ranks: torch.Tensor, judgments: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
+def mrr_at_k(pred_ranks: Ranks, judgments: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
+    """1 / (rank of the first relevant item) if it is within k, else 0; NaN without a relevant item.
+    With tie groups, the exact expectation: the first group holding a relevant item (r relevant
+    of its m members, starting at position f) puts its first relevant member at f - 1 + j with
+    probability C(m - j, r - 1) / C(m, r), j = 1 .. m - r + 1."""
     rel = (judgments > 0) & mask
-    hit = rel & (pred_ranks <= k)
-    big = pred_ranks.max() + 1 if pred_ranks.numel() else 1
-    first = torch.where(hit, pred_ranks, torch.full_like(pred_ranks, big)).min(-1).values
-    rr = torch.where(first <= k, 1.0 / first.to(torch.float64), torch.zeros_like(first, dtype=torch.float64))
+    if not isinstance(pred_ranks, TiedRanks):
+        hit = rel & (pred_ranks <= k)
+        big = pred_ranks.max() + 1 if pred_ranks.numel() else 1
+        first = torch.where(hit, pred_ranks, torch.full_like(pred_ranks, big)).min(-1).values
+        rr = torch.where(first <= k, 1.0 / first.to(torch.float64), torch.zeros_like(first, dtype=torch.float64))
+        return torch.where(rel.any(-1), rr, _NAN)
+    n = mask.shape[-1]
+    big = n + 2
+    f = torch.where(rel, pred_ranks.first, torch.full_like(pred_ranks.first, big)).min(-1, keepdim=True).values
+    in_group = (pred_ranks.first == f) & mask  # the members of that first group
+    m = in_group.sum(-1, keepdim=True).to(torch.float64)
+    r = (in_group & rel).sum(-1, keepdim=True).to(torch.float64)
+    j = torch.arange(1, n + 1, device=mask.device, dtype=torch.float64).expand(mask.shape[0], n)
+    ok = (j <= m - r + 1) & (r > 0)
+    # log C(m - j, r - 1) - log C(m, r), zero probability outside j <= m - r + 1
+    lg = torch.lgamma
+    log_p = (lg(m - j + 1) - lg(r) - lg((m - j - r + 2).clamp(min=1))) - (lg(m + 1) - lg(r + 1) - lg(m - r + 1))
+    pos = f.to(torch.float64) - 1 + j
+    rr = torch.where(ok & (pos <= k), torch.exp(log_p) / pos, 0.0).sum(-1)
     return torch.where(rel.any(-1), rr, _NAN)
 
 
-def recall_at_k(pred_ranks: torch.Tensor, judgments: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
+def recall_at_k(pred_ranks: Ranks, judgments: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
+    """Relevant items in the top k / relevant items (expected over the orders of tied scores)."""
     rel = (judgments > 0) & mask
     n_rel = rel.sum(-1).to(torch.float64)
-    found = (rel & (pred_ranks <= k)).sum(-1).to(torch.float64)
+    found = (_in_top(pred_ranks, k) * rel).sum(-1)
     return torch.where(n_rel > 0, found / n_rel.clamp(min=1), _NAN)

@@ -25,7 +25,7 @@ from scipy import stats
 from fairltr.errors import ConfigError
 
 __all__ = ["MIN_QUERIES_FOR_QUERY_UNIT", "resolve_unit", "query_weights", "bootstrap_queries",
-           "stratified_weights", "bootstrap_candidates", "CELLS_PER_BATCH"]
+           "stratified_weights", "bootstrap_candidates", "CELLS_PER_BATCH", "canonical_row_order"]
 
 MIN_QUERIES_FOR_QUERY_UNIT = 30
 """``unit="auto"`` resamples queries from this many queries up, candidates below."""
@@ -82,12 +82,17 @@ def bootstrap_queries(
                                                                                   dtype=np.float64)
 
 
-def stratified_weights(strata: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+def stratified_weights(strata: np.ndarray, n_resamples: int, rng: np.random.Generator,
+                       order: np.ndarray | None = None) -> np.ndarray:
     """(n_resamples, rows) multiplicities: in each resample every stratum's rows are drawn with
-    replacement as many times as the stratum has rows (so each stratum keeps its size)."""
+    replacement as many times as the stratum has rows (so each stratum keeps its size).
+
+    ``order``: the row permutation the draws index, grouped by stratum (default: by stratum, then
+    row order). A caller that wants resamples invariant to the table's row order passes an order
+    by stratum and then by row content (:func:`canonical_row_order`)."""
     strata = np.asarray(strata, dtype=np.int64)
     n = len(strata)
-    order = np.argsort(strata, kind="stable")
+    order = np.argsort(strata, kind="stable") if order is None else np.asarray(order, dtype=np.int64)
     sorted_strata = strata[order]
     sizes = np.bincount(sorted_strata)
     starts = np.cumsum(sizes) - sizes
@@ -101,18 +106,27 @@ def stratified_weights(strata: np.ndarray, n_resamples: int, rng: np.random.Gene
     return weights
 
 
+def canonical_row_order(strata: np.ndarray, *keys: np.ndarray) -> np.ndarray:
+    """Rows grouped by stratum, then ordered by ``keys`` (the first key most significant): when
+    rows tied in every key are interchangeable for the statistic (same stratum, same score and
+    judgment), resamples drawn in this order do not depend on the table's row order."""
+    return np.lexsort(tuple(np.asarray(k) for k in reversed(keys)) + (np.asarray(strata, dtype=np.int64),))
+
+
 def bootstrap_candidates(
     statistic: Callable[[np.ndarray], np.ndarray], strata: np.ndarray, *, level: float, n_boot: int, seed: int,
+    order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) percentile bounds of every output of ``statistic(weights)`` ((batch, rows)
-    multiplicities -> (M, batch)) under the stratified candidate bootstrap."""
+    multiplicities -> (M, batch)) under the stratified candidate bootstrap (``order``: see
+    :func:`stratified_weights`)."""
     rng = np.random.default_rng(seed)
     n = max(1, len(strata))
     batch = max(1, min(n_boot, CELLS_PER_BATCH // n))
     parts = []
     with np.errstate(all="ignore"):
         for start in range(0, n_boot, batch):
-            parts.append(statistic(stratified_weights(strata, min(batch, n_boot - start), rng)))
+            parts.append(statistic(stratified_weights(strata, min(batch, n_boot - start), rng, order)))
     dist = np.concatenate(parts, axis=1)
     alpha = (1.0 - level) / 2.0
     low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)], axis=1)

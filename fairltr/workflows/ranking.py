@@ -319,14 +319,14 @@ def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, c
 
 def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
                     k: Sequence[int] = DEFAULT_K, audit: Any = None, extra_audit_ks: Sequence[int] = (),
-                    audit_required: bool | None = None) -> dict[str, float]:
+                    audit_required: bool | None = None, ties: str = "expected") -> dict[str, float]:
     """The metric dictionary of a ranked table (its ``score`` column gives the order); with
     ``audit`` (a :class:`fairltr.metrics.AuditConfig`) and a group column also SPEC 3b's
     worst-case figures (and their intervals when ``audit.ci > 0``), see
     :func:`fairltr.workflows.audit.audit_evaluation` (``audit_required``: its ``required``; True when
     a gate, objective or constraint names an audit metric)."""
-    if audit is None or not columns.groups:
-        return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k))
+    if audit is None or not columns.groups or ties != "expected":
+        return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k), ties=ties)
     from fairltr.workflows.audit import audit_evaluation
 
     return audit_evaluation(ranked, "score", columns=columns, k=tuple(k), audit=audit, extra_ks=extra_audit_ks,
@@ -336,16 +336,19 @@ def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLU
 def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,
                        columns: RankingColumns = DEFAULT_COLUMNS, *, k: Sequence[int] = DEFAULT_K,
                        progress: bool = False, model: DELTR | LambdaMART | None = None, audit: Any = None,
-                       extra_audit_ks: Sequence[int] = (), audit_required: bool | None = None) -> RankerOutcome:
+                       extra_audit_ks: Sequence[int] = (), audit_required: bool | None = None,
+                       ties: str = "expected") -> RankerOutcome:
     """Fit (unless a fitted ``model`` is given, e.g. one base model re-ranked by many FA*IR
     settings), rank ``test`` and compute its metrics (with ``audit``, SPEC 3b's audit figures
-    too, see :func:`evaluate_ranked`). Without ``test`` only the model is made."""
+    too, see :func:`evaluate_ranked`; ``ties``: :data:`fairltr.metrics.evaluate.TIE_POLICIES`).
+    Without ``test`` only the model is made."""
     if model is None:
         model = fit_ranker(train, spec, columns, progress=progress)
     if test is None:
         return RankerOutcome(model, None, None)
     ranked = rank_with(model, test, spec, columns)
-    return RankerOutcome(model, ranked, evaluate_ranked(ranked, columns, k, audit, extra_audit_ks, audit_required))
+    return RankerOutcome(model, ranked, evaluate_ranked(ranked, columns, k, audit, extra_audit_ks, audit_required,
+                                                        ties=ties))
 
 
 ProgressFn = Callable[[str], None]

@@ -42,8 +42,10 @@ def _loop_metrics(df: pd.DataFrame) -> dict[str, list[float]]:
         v = 1 / np.log1p(rank)
         if (g >= 1).any() and (g == 0).any():
             out["exposure_ratio"].append(v[g >= 1].mean() / v[g == 0].mean())
-        truth = set(np.argsort(-y, kind="stable")[:5])
-        out["precision_at_5"].append(len(set(order[:5]) & truth) / 5)
+        # tied judgments are unordered: an item with g better-judged items and m items of its grade
+        # (itself included) is in the true top 5 with probability clip(5 - g, 0, m) / m
+        p_true = [min(max(5 - int((y > yi).sum()), 0), int((y == yi).sum())) / int((y == yi).sum()) for yi in y]
+        out["precision_at_5"].append(sum(p_true[i] for i in order[:5]) / 5)
     return out
 
 
@@ -52,7 +54,8 @@ def test_names_values_and_n_queries():
     res = evaluate_ranking(df, df.score.to_numpy(), query="qid", group="grp", judgment="rel", k=(5, 10))
     expected = {"ndcg_at_5", "ndcg_at_10", "precision_at_5", "precision_at_10", "kendall_tau",
                 "exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap",
-                "exposure_disparity", "exposure_shortfall", "selection_ratio_at_5", "selection_ratio_at_10"}
+                "exposure_disparity", "exposure_shortfall", "selection_ratio_at_5", "selection_ratio_at_10",
+                "tied_score_share"}
     assert expected | {f"{k}_n_queries" for k in expected} == set(res)
     loops = _loop_metrics(df)
     for name, values in loops.items():
