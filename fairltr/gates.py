@@ -37,22 +37,23 @@ that was applied (the expanded expression, and the preset's name).
 from __future__ import annotations
 
 import math
-import operator
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from fairltr.errors import ConfigError
 from fairltr.metrics import METRICS, is_metric_key
+from fairltr.metrics.compare import GATE_TOLERANCE, holds
 
 __all__ = [
     "OPS", "Bound", "Gate", "GatePreset", "GATE_PRESETS", "GateResult", "parse_gate", "check_gates",
-    "expand_preset", "gate_cutoffs", "is_finite_number",
+    "expand_preset", "gate_cutoffs", "is_finite_number", "GATE_TOLERANCE", "constant_model_reason",
 ]
 
 OPS: dict[str, Callable[[float, float], bool]] = {
-    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
+    op: (lambda a, b, op=op: holds(op, a, b)) for op in (">=", "<=", ">", "<")
 }
+"""The comparisons, equality within :data:`fairltr.metrics.compare.GATE_TOLERANCE` (an exact 4/5 passes ``>=0.8``)."""
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">"}
 _SPLIT = re.compile(r"(>=|<=|>|<)")
 _NAME = re.compile(r"^[A-Za-z_][\w.:]*(?:/[A-Za-z][\w-]*)?$")
@@ -331,11 +332,18 @@ class GateResult:
     difference_interval: tuple[float, float] | None = None  # its paired bootstrap interval
     compared: str = ""  # confidence mode: which ends were compared, e.g. "low 0.74 >= 0.8"
     categories: list[dict] | None = None  # impact-ratio gates: each audited category's ratio, exclusions
+    skipped: bool = False  # no bound was checked (relative bounds without a usable champion, by policy)
+
+    @property
+    def status(self) -> str:
+        """``"passed"``, ``"failed"`` or ``"skipped"`` (a skipped gate does not block, and is never
+        reported as passed)."""
+        return "skipped" if self.skipped else ("passed" if self.passed else "failed")
 
     def describe(self) -> str:
         """One line: ``FAIL ndcg_at_10>=champion-0.01: ndcg_at_10=0.71, threshold 0.74, short by 0.03``;
-        in confidence mode with the interval and the end compared."""
-        status = "PASS" if self.passed else "FAIL"
+        in confidence mode with the interval and the end compared; ``SKIP ...: skipped: <reason>``."""
+        status = "SKIP" if self.skipped else ("PASS" if self.passed else "FAIL")
         head = f"{status} {self.gate}" + (f" [{self.rule}]" if self.rule and self.rule != self.gate else "")
         if self.value is None:
             return f"{head}: {self.note}"
@@ -413,6 +421,9 @@ def _check_confident(g: Gate, candidate: Mapping[str, float], champion: Mapping[
     value = float(value)
     iv = _interval(candidate, g.metric)
     base.update(value=value, interval=iv)
+    constant = constant_model_reason(g, candidate)
+    if constant:
+        return GateResult(**base, threshold=None, passed=False, margin=None, note=constant)
     checks: list[tuple[Bound, float, float, str]] = []  # bound, end compared, threshold, words
     notes: list[str] = []
     diff_point = diff_iv = None
@@ -428,8 +439,8 @@ def _check_confident(g: Gate, candidate: Mapping[str, float], champion: Mapping[
         if champion is None:
             if no_champion == "fail":
                 return GateResult(**base, threshold=None, passed=False, margin=None,
-                                  note=f"{absent_reason}: relative gate failed (policy fail)")
-            notes.append(f"{absent_reason}: bound {b.text} skipped (policy pass)")
+                                  note=f"{absent_reason}: relative gate failed (fail closed)")
+            notes.append(f"bound {b.text} skipped: {absent_reason}")
             continue
         if b.rel_op == "*":  # not a difference: the candidate's end against x times the champion's opposite end
             civ = _interval(champion, g.metric)
@@ -452,13 +463,30 @@ def _check_confident(g: Gate, candidate: Mapping[str, float], champion: Mapping[
         checks.append((b, end, t, f"difference {'low' if up else 'high'} {end:.6g} {b.op} {t:+.6g}"))
     base.update(difference=diff_point, difference_interval=diff_iv)
     if not checks:
-        return GateResult(**base, threshold=None, passed=True, margin=None, note="; ".join(notes))
+        return GateResult(**base, threshold=None, passed=True, margin=None, note="; ".join(notes), skipped=True)
     passed = all(OPS[b.op](end, t) for b, end, t, _ in checks)
     binding = min(checks, key=lambda c: c[0].margin(c[1], c[2]))
     sides = {("lower" if b.op in (">=", ">") else "upper"): t for b, _, t, _ in checks}
     return GateResult(**base, threshold=binding[2], passed=bool(passed), margin=binding[0].margin(binding[1], binding[2]),
                       note="; ".join(notes), lower=sides.get("lower"), upper=sides.get("upper"),
                       compared="; ".join(words for *_, words in checks))
+
+
+def constant_model_reason(g: Gate, candidate: Mapping[str, float]) -> str | None:
+    """Why a relevance gate fails whatever its value: the candidate's scores are all tied within
+    every query (``tied_score_share`` 1, a constant model; its ranking is arbitrary, docs/spec.md
+    section 3 "Ties"); None otherwise."""
+    from fairltr.metrics import metric_info
+
+    share = candidate.get("tied_score_share")
+    if not (is_finite_number(share) and holds(">=", float(share), 1.0)):
+        return None
+    try:
+        relevance = metric_info(g.metric).kind == "relevance" and not g.metric.startswith("tied_score_share")
+    except KeyError:
+        return None
+    return ("the candidate's scores are all tied within every query (a constant model: tied_score_share 1.0); "
+            "its ranking is arbitrary, so a relevance gate fails") if relevance else None
 
 
 def _check_one(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, float] | None,
@@ -469,15 +497,18 @@ def _check_one(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, f
         return GateResult(**base, value=None, threshold=None, passed=False, margin=None,
                           note=f"candidate has no finite {g.metric!r} (fail closed)")
     value = float(value)
+    constant = constant_model_reason(g, candidate)
+    if constant:
+        return GateResult(**base, value=value, threshold=None, passed=False, margin=None, note=constant)
     checked: list[tuple[Bound, float]] = []
     notes: list[str] = []
     for b in g.bounds:
         if b.relative and champion is None:
             if no_champion == "fail":
                 return GateResult(**base, value=value, threshold=None, passed=False, margin=None,
-                                  note=f"{absent_reason}: relative gate failed (policy fail)")
-            notes.append(f"{absent_reason}: relative gate skipped (policy pass)" if len(g.bounds) == 1
-                         else f"{absent_reason}: bound {b.text} skipped (policy pass)")
+                                  note=f"{absent_reason}: relative gate failed (fail closed)")
+            notes.append(f"skipped: {absent_reason}" if len(g.bounds) == 1
+                         else f"bound {b.text} skipped: {absent_reason}")
             continue
         threshold = b.threshold(g.metric, champion)
         if threshold is None:
@@ -486,7 +517,8 @@ def _check_one(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, f
         checked.append((b, threshold))
     sides = {("lower" if b.op in (">=", ">") else "upper"): t for b, t in checked}
     if not checked:
-        return GateResult(**base, value=value, threshold=None, passed=True, margin=None, note="; ".join(notes))
+        return GateResult(**base, value=value, threshold=None, passed=True, margin=None, note="; ".join(notes),
+                          skipped=True)
     passed = all(OPS[b.op](value, t) for b, t in checked)
     binding, threshold = min(checked, key=lambda bt: bt[0].margin(value, bt[1]))
     return GateResult(**base, value=value, threshold=threshold, passed=bool(passed),

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from fairltr.errors import ConfigError
-from fairltr.metrics import is_metric_key, metric_info, optimisation_direction
 from fairltr.gates import parse_gate
+from fairltr.metrics import is_metric_key, metric_info, optimisation_direction
+from fairltr.metrics.compare import nearly_equal
 
 __all__ = [
     "DEFAULT_OBJECTIVES",
@@ -120,9 +121,13 @@ class Constraint:
         m = float(metrics[self.metric])
         if not math.isfinite(m):
             return INFEASIBLE
+        # a value within the gates' tolerance of a bound is on it (an exact 4/5 meets >=0.8): 0, feasible
+        low = 0.0 if nearly_equal(m, self.bound) else self.bound - m
         if self.high is not None:
-            return max(self.bound - m, m - self.high)
-        return self.bound - m if self.op == ">=" else m - self.bound
+            return max(low, 0.0 if nearly_equal(m, self.high) else m - self.high)
+        if self.op == ">=":
+            return low
+        return 0.0 if nearly_equal(m, self.bound) else m - self.bound
 
     def __str__(self) -> str:
         return self.key

@@ -37,6 +37,17 @@ def _unreachable(text: str) -> str | None:
     return f"MLflow tracking server {where} is not reachable ({why}); start it, fix MLFLOW_TRACKING_URI, or use --no-track"
 
 
+def _mlflow_reason(text: str, limit: int = 500) -> str:
+    """An MLflow error text within ``limit`` characters that keeps its reason: a schema refusal
+    (``Failed to enforce schema of data '<the table>' with schema '<columns>'. Error: <reason>``)
+    becomes its reason; another long text keeps its start and its end."""
+    if "Failed to enforce schema" in text and "Error:" in text:
+        return "the model's input signature refuses the data: " + text.rsplit("Error:", 1)[1].strip()[:limit]
+    if len(text) <= limit:
+        return text
+    return text[: limit // 3] + " ... " + text[-(2 * limit) // 3:]
+
+
 def user_error_message(exc: BaseException) -> str | None:
     """The one-line message for an error that is the user's to fix, or None for a bug.
 
@@ -58,7 +69,7 @@ def user_error_message(exc: BaseException) -> str | None:
         unreachable = _unreachable(text)
         if unreachable:
             return unreachable
-        return "MLflow: " + redact_text(text[:500])
+        return "MLflow: " + redact_text(_mlflow_reason(text))
     return None
 
 

@@ -41,9 +41,11 @@ def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str
 @click.option("--languages", default=None, help="retrievers: evaluate only these query languages")
 @click.option("--split", default="test", show_default=True, help="retrievers: split of the parallel-query folder")
 @click.option("--max-items", type=int, default=None, help="retrievers: seeded subset of parallel items")
-@click.option("--unloadable-champion", type=click.Choice(["fail", "pass"]), default="pass", show_default=True,
-              help="relative gates when the current champion does not load or verify: fail them, or skip them "
-                   "(replace a corrupt champion on the absolute gates)")
+@click.option("--if-champion-unavailable", "--unloadable-champion", "unloadable_champion",
+              type=click.Choice(["fail", "pass"]), default="fail", show_default=True,
+              help="relative gates when the current champion does not load, verify or evaluate on --data: fail "
+                   "them (fail closed), or skip them, recorded as skipped with the reason (replace a broken "
+                   "champion on the absolute gates)")
 @click.option("--allow-unverified", is_flag=True,
               help="accept versions logged without a recorded digest (fairltr < digests); they are still loaded "
                    "by fairltr's own loaders, never by code stored with the model")

@@ -41,14 +41,25 @@ class WindowAudit:
 
 
 def audit_windows(frames: Iterable[tuple[int, pd.Timestamp, pd.Timestamp, pd.DataFrame]], scores_of,
-                  *, columns: RankingColumns, config: AuditConfig) -> Iterator[WindowAudit]:
+                  *, columns: RankingColumns, config: AuditConfig, extra_ks: Iterable[int] = ()) -> Iterator[WindowAudit]:
     """Audit each ``(index, start, end, frame)``; ``scores_of(frame)`` gives the frame's scores
-    (higher = ranked first; for a table of served ranks, minus the rank)."""
+    (higher = ranked first; for a table of served ranks, minus the rank). The table is the audit
+    at ``config.k``; ``extra_ks`` (the cut-offs the gates name, ``four_fifths@5``) add their
+    worst-case figures, computed by the same audit (:func:`fairltr.metrics.audit_ranking`)."""
+    from dataclasses import replace
+
+    more = sorted({int(k) for k in extra_ks} - {int(config.k)})
     for index, start, end, frame in frames:
-        result = audit_ranking(frame, scores_of(frame), columns=columns, config=config)
+        scores = scores_of(frame)
+        result = audit_ranking(frame, scores, columns=columns, config=config)
+        metrics = dict(result.metrics)
+        for k in more:
+            metrics.update({key: v for key, v in audit_ranking(frame, scores, columns=columns,
+                                                               config=replace(config, k=k)).metrics.items()
+                            if key not in metrics})
         yield WindowAudit(index=index, start=start, end=end, n_rows=len(frame),
                           n_queries=int(frame[columns.query].nunique()), table=result.table,
-                          metrics=dict(result.metrics), interval=result.interval)
+                          metrics=metrics, interval=result.interval)
 
 
 # which audit-table column a worst-case metric is the minimum of

@@ -268,10 +268,14 @@ def _audit_all_windows(cfg: MonitorConfig, spec, gates: Sequence, vm, model, tmp
         frames = _frames_csv(cfg, spec, features)
     windows, shifts = [], []
     scores_of = _scorer(cfg, model)
+    from fairltr.metrics.audit_jobs import audit_cutoffs_in
+
+    gate_ks = audit_cutoffs_in(g.metric for g in gates)  # every cut-off a gate reads is computed
     for index, start, end, frame in frames:
         if not cfg.columns.judgment:
             frame = frame.assign(**{_JUDGMENT_FILL: 0.0})
-        w = next(audit_windows([(index, start, end, frame)], scores_of, columns=columns, config=cfg.audit))
+        w = next(audit_windows([(index, start, end, frame)], scores_of, columns=columns, config=cfg.audit,
+                               extra_ks=gate_ks))
         if not cfg.columns.judgment:  # no outcomes: nothing to say about merit
             w.metrics = {k: v for k, v in w.metrics.items() if not k.startswith("disparate_treatment_ratio")}
         w.failures = _gate_window(w, gates, cfg.confidence)
@@ -310,6 +314,10 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
 
     spec = parse_window(cfg.window)
     gates = _parse_gates(cfg.gates)
+    from fairltr.metrics.availability import check_computed
+
+    check_computed([(g.text, g.metric) for g in gates], evaluator="monitor", groups=cfg.columns.groups,
+                   judgments=bool(cfg.columns.judgment))  # a gate on a metric never computed: refused now
     out = OutputSet(cfg.out_dir, managed=MONITOR_FILES)
     uri = None
     if cfg.tracking.enabled or cfg.model_uri:

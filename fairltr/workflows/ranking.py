@@ -23,7 +23,7 @@ from fairltr.losses import GAMMA
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
 __all__ = ["FairParams", "GeyikParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
-           "evaluate_ranked", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables", "check_training_options",
+           "evaluate_ranked", "evaluate_ranked_audits", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables", "check_training_options",
            "chosen_features", "FeatureChoice", "FitOptions"]
 
 ENGINES = ("estimator", "lightning")
@@ -221,11 +221,13 @@ class RankerSpec(FitOptions):
 
 @dataclass
 class RankerOutcome:
-    """What :func:`train_and_evaluate` produced: the model, the ranked test lists, the metrics."""
+    """What :func:`train_and_evaluate` produced: the model, the ranked test lists, the metrics and
+    the audits of the test table (``{k: AuditResult}``, empty without an audit)."""
 
     model: DELTR | LambdaMART
     ranked: pd.DataFrame | None
     metrics: dict[str, float] | None
+    audits: dict = field(default_factory=dict)
 
 
 def _estimator(spec: RankerSpec, columns: RankingColumns) -> DELTR:
@@ -320,17 +322,25 @@ def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, c
 def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
                     k: Sequence[int] = DEFAULT_K, audit: Any = None, extra_audit_ks: Sequence[int] = (),
                     audit_required: bool | None = None, ties: str = "expected") -> dict[str, float]:
+    """The metrics of :func:`evaluate_ranked_audits` (without the audit tables)."""
+    return evaluate_ranked_audits(ranked, columns, k, audit, extra_audit_ks, audit_required, ties)[0]
+
+
+def evaluate_ranked_audits(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
+                           k: Sequence[int] = DEFAULT_K, audit: Any = None, extra_audit_ks: Sequence[int] = (),
+                           audit_required: bool | None = None, ties: str = "expected"
+                           ) -> tuple[dict[str, float], dict]:
     """The metric dictionary of a ranked table (its ``score`` column gives the order); with
     ``audit`` (a :class:`fairltr.metrics.AuditConfig`) and a group column also SPEC 3b's
     worst-case figures (and their intervals when ``audit.ci > 0``), see
     :func:`fairltr.workflows.audit.audit_evaluation` (``audit_required``: its ``required``; True when
     a gate, objective or constraint names an audit metric)."""
     if audit is None or not columns.groups or ties != "expected":
-        return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k), ties=ties)
+        return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k), ties=ties), {}
     from fairltr.workflows.audit import audit_evaluation
 
     return audit_evaluation(ranked, "score", columns=columns, k=tuple(k), audit=audit, extra_ks=extra_audit_ks,
-                            required=audit_required)[0]
+                            required=audit_required)
 
 
 def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,
@@ -347,8 +357,8 @@ def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spe
     if test is None:
         return RankerOutcome(model, None, None)
     ranked = rank_with(model, test, spec, columns)
-    return RankerOutcome(model, ranked, evaluate_ranked(ranked, columns, k, audit, extra_audit_ks, audit_required,
-                                                        ties=ties))
+    metrics, audits = evaluate_ranked_audits(ranked, columns, k, audit, extra_audit_ks, audit_required, ties=ties)
+    return RankerOutcome(model, ranked, metrics, audits)
 
 
 ProgressFn = Callable[[str], None]

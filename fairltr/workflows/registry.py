@@ -168,8 +168,9 @@ class PromoteConfig:
     (on ``data`` when given — a ranking file for rankers, a parallel-query folder for retrievers
     — else on the metrics logged at training) and move ``alias`` only when every gate passes.
 
-    ``unloadable_champion``: relative gates against a champion that does not load or verify fail
-    (``"fail"``) or are skipped (``"pass"``); ``allow_unverified``: accept versions logged without
+    ``unloadable_champion``: relative gates against a champion that does not load, verify or
+    evaluate on ``data`` fail (``"fail"``, the default: fail closed) or are skipped and recorded as
+    skipped with the reason (``"pass"``, ``--if-champion-unavailable pass``); ``allow_unverified``: accept versions logged without
     a digest (still loaded by fairltr's loaders only); ``lock_timeout`` / ``lock_lease``: seconds
     to wait for the registered model's promotion lock, and the lease a crashed holder keeps it."""
 
@@ -180,7 +181,7 @@ class PromoteConfig:
     alias: str = "champion"
     no_champion: str = "pass"
     experiment: str = "fairltr-promotion"
-    unloadable_champion: str = "pass"
+    unloadable_champion: str = "fail"
     allow_unverified: bool = False
     lock_timeout: float = 120.0
     lock_lease: float = 60.0

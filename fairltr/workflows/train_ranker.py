@@ -137,13 +137,14 @@ def train_ranker(cfg: TrainRankerConfig, echo: Echo = _quiet) -> TrainRankerResu
         out_dir=cfg.out_dir, model_format=cfg.model_format, tracking=cfg.tracking,
         train_frame=train if isinstance(train, pd.DataFrame) else None, train_source=cfg.train,
         test_source=cfg.test, test=test, params=cfg.spec.model_params(),
-        run_name=cfg.tracking.run_name or default_run_name(cfg.spec), echo=echo)
+        run_name=cfg.tracking.run_name or default_run_name(cfg.spec), echo=echo,
+        audit_k=cfg.audit.k if cfg.audit is not None else None)
 
 
 def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: str, tracking: TrackingOptions,
                    train_frame: pd.DataFrame | None, train_source: RankingSource, test_source: RankingSource | None,
                    test: pd.DataFrame | None, params: dict[str, Any], run_name: str,
-                   echo: Echo = _quiet) -> TrainRankerResult:
+                   echo: Echo = _quiet, audit_k: int | None = None) -> TrainRankerResult:
     """The part every ranker's training job shares: check the output folder and the tracking
     server, call ``train_fn()`` (-> a :class:`~fairltr.workflows.ranking.RankerOutcome`), write
     ``model.<format>``, ``predictions.csv`` and ``metrics.json`` all-or-nothing, then log the run
@@ -181,7 +182,7 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
             test_df=test, test_metrics=outcome.metrics, params=params,
             data_paths={"train": train_source.path, **({"test": test_source.path} if test_source else {})},
             register=tracking.register, title=run_name, rename=True, train_sample=train_frame is None,
-            serve_rerank=tracking.serve_rerank)
+            serve_rerank=tracking.serve_rerank, test_audits=getattr(outcome, "audits", None) or {}, audit_k=audit_k)
         result.run_id = run.info.run_id
     if tracking.register:
         result.registered_version = str(info.registered_model_version)

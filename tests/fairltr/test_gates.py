@@ -246,3 +246,43 @@ def test_constraint_mode_reads_what_a_gate_reads():
         parse_gate("four_fifths@0", what="constraint", champion=False)
     with pytest.raises(ConfigError, match="^constraint 'tau>=1': unknown metric 'tau'"):
         parse_gate("tau>=1", what="constraint", champion=False)
+
+
+def test_an_exact_four_fifths_passes_and_strict_bounds_do_not():
+    """Issue 29: (4/9) / (5/9) is 0.7999999999999999, which read literally fails >= 0.8."""
+    exact = (4 / 9) / (5 / 9)
+    assert exact < 0.8  # the floating-point fact the tolerance is for
+    g = parse_gate("four_fifths@10")
+    (r,) = check_gates([g], {"impact_ratio_at_10": exact}, None)
+    assert r.passed and r.margin is not None
+    (strict,) = check_gates([parse_gate("impact_ratio_at_10>0.8")], {"impact_ratio_at_10": exact}, None)
+    assert not strict.passed
+    (below,) = check_gates([g], {"impact_ratio_at_10": 0.8 - 1e-6}, None)
+    assert not below.passed
+    (upper,) = check_gates([parse_gate("0.8<=exposure_ratio<=1.25")], {"exposure_ratio": 1.25 * (1 + 1e-12)}, None)
+    assert upper.passed
+    (conf,) = check_gates([g], {"impact_ratio_at_10": 0.9, "impact_ratio_at_10_ci_low": exact,
+                                "impact_ratio_at_10_ci_high": 1.0}, None, confidence=0.95)
+    assert conf.passed
+
+
+def test_a_skipped_gate_says_skipped_never_passed():
+    g = parse_gate("ndcg_at_10>=champion-0.01")
+    (r,) = check_gates([g], {"ndcg_at_10": 0.5}, None, "pass", absent_reason="champion v1 unavailable (boom)")
+    assert r.skipped and r.status == "skipped" and r.passed  # does not block ...
+    assert r.describe().startswith("SKIP ") and "skipped: champion v1 unavailable (boom)" in r.describe()
+    (f,) = check_gates([g], {"ndcg_at_10": 0.5}, None, "fail", absent_reason="champion v1 unavailable (boom)")
+    assert not f.passed and not f.skipped and f.describe().startswith("FAIL ")
+    two = parse_gate("champion-0.1<=exposure_ratio<=1.25")
+    (partly,) = check_gates([two], {"exposure_ratio": 1.0}, None, "pass")
+    assert not partly.skipped and partly.passed and "skipped" in partly.note  # the absolute side was checked
+
+
+def test_relevance_gates_fail_on_a_constant_model():
+    tied = {"ndcg_at_10": 1.0, "kendall_tau": 0.0, "exposure_ratio": 1.0, "tied_score_share": 1.0}
+    results = check_gates([parse_gate("ndcg_at_10>=0.5"), parse_gate("kendall_tau>=-1"),
+                           parse_gate("0.8<=exposure_ratio<=1.25")], tied, None)
+    assert [r.passed for r in results] == [False, False, True]
+    assert "constant model" in results[0].note and "constant model" in results[0].describe()
+    ok = dict(tied, tied_score_share=0.4)
+    assert all(r.passed for r in check_gates([parse_gate("ndcg_at_10>=0.5")], ok, None))

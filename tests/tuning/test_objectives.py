@@ -124,3 +124,13 @@ def test_dpr_and_unknown_methods(small_rankings, tmp_path):
     cfg = SweepConfig(method="deltr", train="a", test="b", n_trials=1, study="s", out=tmp_path, mlflow=False)
     with pytest.raises(ConfigError, match="fairltr.workflows.run_sweep_job"):
         run_sweep(cfg)
+
+
+def test_a_constraint_at_exactly_its_bound_is_feasible():
+    from tuning.objectives import parse_constraint
+
+    exact = (4 / 9) / (5 / 9)  # 0.7999999999999999
+    assert parse_constraint("four_fifths").value({"impact_ratio_at_10": exact}) == 0.0
+    assert parse_constraint("four_fifths").value({"impact_ratio_at_10": 0.79}) > 0
+    assert parse_constraint("0.8<=exposure_ratio<=1.25").value({"exposure_ratio": 1.25 * (1 + 1e-13)}) == 0.0
+    assert parse_constraint("exposure_disparity<=0.1").value({"exposure_disparity": 0.1 + 1e-17}) == 0.0

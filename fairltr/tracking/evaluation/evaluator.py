@@ -52,7 +52,7 @@ MODEL_TYPE = "fair_ranking"
 COUNTS_KEY = "metric_counts"  # the result's artifact holding the number of queries behind each metric
 CONFIG_KEYS = ("query", "group", "judgment")
 _DEFAULTS = {"query": DEFAULT_COLUMNS.query, "group": DEFAULT_COLUMNS.group, "judgment": DEFAULT_COLUMNS.judgment}
-AUDIT_ARTIFACT = "audit_table.csv"
+from fairltr.tracking.evaluation.audit_artifacts import AUDIT_ARTIFACT  # noqa: E402  (re-exported)
 
 
 def config_columns(config: Mapping[str, Any]):
@@ -141,18 +141,22 @@ def evaluate_frame(
 def signature_columns(model, df: pd.DataFrame, *, require_all: bool = True) -> pd.DataFrame:
     """``df`` cut to the model's input-signature columns (quiet, exact input for MLflow's schema
     check): all of them (``require_all``; else ``df`` unchanged), or those ``df`` has (optional
-    inputs such as a retriever's ``lang``)."""
+    inputs such as a retriever's ``lang``); each converted to its recorded type where that changes
+    no value (:func:`fairltr.tracking.models.signature_types.conform_to_schema`: an integer column
+    scored by a model whose signature says double, and the reverse)."""
+    from fairltr.tracking.models.signature_types import conform_to_schema
+
     try:
         schema = model.metadata.get_input_schema()
         names = schema.input_names() if schema is not None and schema.has_input_names() else None
     except AttributeError:
-        names = None
+        schema = names = None
     if not names:
         return df
     present = [n for n in names if n in df.columns]
     if require_all and len(present) < len(names):
-        return df
-    return df[present]
+        return conform_to_schema(df, schema)
+    return conform_to_schema(df[present], schema)
 
 
 def metrics_with_counts(result: EvaluationResult) -> dict[str, float]:
@@ -289,15 +293,17 @@ class FairRankingEvaluator(ModelEvaluator):
                 from fairltr.tracking.runs.life_cycle import log_params
 
                 log_params(run_id, ev.interval, client=client)
-            if ev.audits:
+            if ev.audits and not ev.config.get("log_artifacts", True):  # else written with the figures below
                 from fairltr.metrics.audit_jobs import write_audit_table
 
                 write_audit_table(ev.main_audit(), out / AUDIT_ARTIFACT)
-                artifacts["audit_table"] = artifact_entry(out / AUDIT_ARTIFACT, f"{base}/{AUDIT_ARTIFACT}")
             if ev.config.get("log_artifacts", True):
                 paths = self._write_artifacts(out, ev.df, ev.scores, ev.metrics, ev.per_query, ev.config, ev.audits,
                                               ev.interval)
-                artifacts.update({p.stem: _artifact_kinds()[p.suffix](uri=f"{base}/{p.name}") for p in paths})
+                artifacts.update({p.stem: _artifact_kinds()[p.suffix](uri=f"{base}/{p.name}") for p in paths
+                                  if p.name != AUDIT_ARTIFACT})
+            if ev.audits:
+                artifacts["audit_table"] = artifact_entry(out / AUDIT_ARTIFACT, f"{base}/{AUDIT_ARTIFACT}")
             if (out / COUNTS_ARTIFACT).is_file():
                 content = json.loads((out / COUNTS_ARTIFACT).read_text(encoding="utf-8"))
                 artifacts[COUNTS_KEY] = JsonEvaluationArtifact(uri=f"{base}/{COUNTS_ARTIFACT}", content=content)
@@ -359,16 +365,12 @@ class FairRankingEvaluator(ModelEvaluator):
         per_query.to_csv(tmp / "per_query_metrics.csv", index=False)
         paths.append(tmp / "per_query_metrics.csv")
         audit = None
-        if audits:
-            from fairltr.tracking.evaluation.plots import impact_ratio_chart
+        if audits:  # the audit's files, as a tracked training run writes them
+            from fairltr.tracking.evaluation.audit_artifacts import IMPACT_CHART, write_audit_artifacts
 
-            main_k = int((config.get("audit") or {}).get("k", 10))
-            audit = audits.get(main_k) or next(iter(audits.values()))
-            png = figure_to_png(impact_ratio_chart(audit.table, k=main_k))
-            (tmp / "impact_ratios.png").write_bytes(png)
-            paths.append(tmp / "impact_ratios.png")
-            figures = {f"Impact ratio at {main_k} per category, with its interval; the four-fifths line at 0.8": png,
-                       **figures}
+            audit, chart = write_audit_artifacts(tmp, audits, int((config.get("audit") or {}).get("k", 10)))
+            paths += [tmp / AUDIT_ARTIFACT, tmp / IMPACT_CHART]
+            figures = {**chart, **figures}
         html = fairness_report_html(title, subtitle=subtitle, metrics=metrics, figures=figures,
                                     params={k: v if isinstance(v, (str, int, float)) else ", ".join(map(str, v))
                                             for k, v in config.items()

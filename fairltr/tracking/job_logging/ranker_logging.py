@@ -63,6 +63,14 @@ def run_params(
         for hp in loss.params:
             params[hp.name] = getattr(model, hp.name, hp.default)
             params[f"{hp.name}_range"] = f"[{hp.low:g}, {hp.high:g}]{' log' if hp.log else ''}"
+    groups = tuple(getattr(model.columns_, "groups", ()) or ())
+    if groups:  # every attribute the run is audited on (training reads the first)
+        params["group_columns"] = ",".join(groups)
+        if train_df is not None and groups[0] in train_df.columns:
+            from fairltr.data import category_codes
+
+            reference = model._reference() if hasattr(model, "_reference") else None
+            params["reference_category"] = str(category_codes(train_df[groups[0]], reference)[1][0])
     params["features"] = ",".join(model.feature_names_)
     params["n_features"] = len(model.feature_names_)
     params["query_column"] = model.query_
@@ -151,16 +159,23 @@ def metrics_description(metrics: Mapping[str, float], *, split: str | None = Non
             return "other"
 
     keys = ordered_metric_keys([k for k in metrics if kind(k) in ("fairness", "relevance")
-                                and not k.endswith("_n_queries")])
+                                and not k.endswith(("_n_queries", "_ci_low", "_ci_high"))])
     fair = [k for k in keys if kind(k) == "fairness" and (k in HEADLINE_METRICS or "/" not in k)][:5]
     rel = [k for k in keys if kind(k) == "relevance" and k in HEADLINE_METRICS]
     where = f" ({split} split)" if split else ""
     lines = [lead] if lead else []
+
+    def shown(k: str) -> str:
+        lo, hi = metrics.get(f"{k}_ci_low"), metrics.get(f"{k}_ci_high")
+        iv = f" [{lo:.4g}, {hi:.4g}]" if _finite(lo) and _finite(hi) else ""
+        return f"`{k}` {metrics[k]:.4g}{iv}"
     if fair:
-        lines.append(f"**Fairness metrics{where}:** " + " · ".join(
-            f"`{k}` {metrics[k]:.4g} ({direction_label(k)})" for k in fair))
+        lines.append(f"**Fairness metrics{where}:** " + " · ".join(f"{shown(k)} ({direction_label(k)})" for k in fair))
     if rel:
-        lines.append(f"**Relevance{where}:** " + " · ".join(f"`{k}` {metrics[k]:.4g}" for k in rel))
+        lines.append(f"**Relevance{where}:** " + " · ".join(shown(k) for k in rel))
+    if _finite(metrics.get("ci_level")):
+        lines.append(f"Intervals: {float(metrics['ci_level']):.0%} {metrics.get('ci_method', 'percentile')} bootstrap, "
+                     f"{metrics.get('ci_n_boot')} resamples of {metrics.get('ci_unit')}, seed {metrics.get('ci_seed')}.")
     headline = exposure_headline(metrics)
     if headline:
         lines.append(headline)
@@ -169,11 +184,16 @@ def metrics_description(metrics: Mapping[str, float], *, split: str | None = Non
     return "\n\n".join(lines)
 
 
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
 def _figures(model: DELTR, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
     from fairltr.tracking.evaluation.plots import exposure_by_position, figure_to_png, training_curve
 
     figs: dict[str, bytes] = {}
-    if model.columns_.group in frame.columns and model.query_ in frame.columns:
+    group = model.columns_.group
+    if group in frame.columns and model.query_ in frame.columns and pd.api.types.is_numeric_dtype(frame[group]):
         figs["exposure_by_position.png"] = figure_to_png(exposure_by_position(
             frame, model.predict(frame), query=model.query_, group=model.columns_.group,
             title=f"Protected vs non-protected by rank position ({split} split)"))
@@ -248,7 +268,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
                         test_metrics: Mapping[str, float] | None = None, params: Mapping[str, Any] | None = None,
                         data_paths: Mapping[str, str | Path] | None = None, register: str | None = None,
                         title: str | None = None, tags: Mapping[str, str] | None = None,
-                        rename: bool = False, train_sample: bool = False, serve_rerank: str | None = None):
+                        rename: bool = False, train_sample: bool = False, serve_rerank: str | None = None,
+                        test_audits: Mapping[int, Any] | None = None, audit_k: int | None = None):
     """Log a fitted ranker into the ACTIVE run ``run_id``, in the order a reader needs it:
 
     * params (:func:`run_params` + ``params``); the training (and test) table as MLflow datasets
@@ -268,7 +289,10 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
 
     ``rename`` sets the run's name to ``title``; ``serve_rerank`` is the serving policy recorded with
     the model (:mod:`fairltr.fair.policy`; param ``serve_rerank`` and a line of the version
-    description). Returns MLflow's ``ModelInfo``."""
+    description). ``test_audits`` (``{k: AuditResult}`` of the evaluated table, SPEC 3b) adds
+    ``audit_table.csv``, ``impact_ratios.png``, the per-category table and the intervals of the
+    report, written as the ``fair_ranking`` evaluator writes them (at cut-off ``audit_k``).
+    Returns MLflow's ``ModelInfo``."""
     import mlflow
 
     from fairltr.tracking.models.pyfunc import log_ranker_model
@@ -282,8 +306,10 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
                         f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
     logged = _log_results(run_id, model, test_df if test_df is not None else train_df, train_df, split,
                           heading=heading, data_name=Path(paths[split]).name if split in paths else f"{split} table",
-                          test_metrics=test_metrics, all_params=all_params)
-    keep = [c for c in [model.query_, *model.feature_names_] if c in train_df.columns]
+                          test_metrics=test_metrics, all_params=all_params, audits=test_audits or {},
+                          audit_k=audit_k)
+    keep = [c for c in dict.fromkeys([model.query_, *model.feature_names_, model.columns_.group])
+            if c is not None and c in train_df.columns]  # the group column types the signature's optional input
     info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
                             serve_rerank=serve_rerank)
     log_history(model.history, run_id, model_id=info.model_id)
@@ -326,20 +352,24 @@ def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, 
 
 def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, train_df: pd.DataFrame, split: str, *,
                  heading: str, data_name: str, test_metrics: Mapping[str, float] | None,
-                 all_params: Mapping[str, Any]) -> dict[str, float]:
+                 all_params: Mapping[str, Any], audits: Mapping[int, Any] | None = None,
+                 audit_k: int | None = None) -> dict[str, float]:
     """The finite metrics (:func:`log_result_metrics`), the run description (unless the run has
-    one), then the figures on ``frame``, ``metric_counts.json``, ``fairness_report.html`` and the
-    training profile of ``fairltr monitor``, uploaded in one call; returns the logged metrics."""
+    one), then the figures on ``frame``, the audit's files (``audits``), ``metric_counts.json``,
+    ``fairness_report.html`` and the training profile of ``fairltr monitor``, uploaded in one
+    call; returns the logged metrics."""
     import mlflow
 
+    from fairltr.tracking.evaluation.audit_artifacts import write_audit_artifacts
     from fairltr.tracking.evaluation.report import fairness_report_html, split_counts
     from fairltr.tracking.job_logging.monitoring import log_training_profile
 
     figs = _figures(model, frame, split)
     with tempfile.TemporaryDirectory(prefix="fairltr-run-") as tmp:
         logged = log_result_metrics(run_id, test_metrics or {}, tmp)
+        audit, chart = write_audit_artifacts(Path(tmp), audits or {}, audit_k)
         if logged and "mlflow.note.content" not in mlflow.MlflowClient().get_run(run_id).data.tags:
-            mlflow.set_tag("mlflow.note.content", metrics_description(logged, split=split))
+            mlflow.set_tag("mlflow.note.content", metrics_description({**(test_metrics or {}), **logged}, split=split))
         for name, png in figs.items():
             (Path(tmp) / name).write_bytes(png)
         captions = {"exposure_by_position.png":
@@ -350,8 +380,9 @@ def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, tr
         report = fairness_report_html(
             heading, subtitle=f"{_model_words(model, heading)} · run {run_id} · metrics on {data_name}",
             metrics=logged, counts=split_counts(test_metrics or {})[1], params=all_params,
-            figures={captions.get(k, k): v for k, v in figs.items()},
+            figures={**chart, **{captions.get(k, k): v for k, v in figs.items()}},
             notes=None if logged else "No test metrics were given for this run.",
+            audit=None if audit is None else audit.table, interval=None if audit is None else audit.interval,
         )
         (Path(tmp) / "fairness_report.html").write_text(report, encoding="utf-8")
         log_training_profile(train_df, model.columns_.groups, model.feature_names_, Path(tmp))  # fairltr monitor's baseline

@@ -162,25 +162,37 @@ def _default_example(model: Ranker, n: int = 3) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def _with_group(example: pd.DataFrame, group: str | None) -> pd.DataFrame:
-    """``example`` with a group column (alternating 0/1) when it has none: what a re-ranking
-    policy reads."""
+def _with_group(example: pd.DataFrame, group: str | None, text: bool = False) -> pd.DataFrame:
+    """``example`` with a group column (alternating 0/1, or two text categories) when it has none:
+    what a re-ranking policy reads."""
     if group is None or group in example.columns:
         return example
-    return example.assign(**{group: np.arange(len(example), dtype=np.int64) % 2})
+    values = np.arange(len(example), dtype=np.int64) % 2
+    return example.assign(**{group: np.where(values == 1, "b", "a").astype(object) if text else values})
 
 
-def _serving_signature(signature, group: str | None):
+def _group_type(example: pd.DataFrame | None, group: str | None) -> str:
+    """The MLflow type of the group column as the training file had it: ``string`` for text
+    categories, ``long`` for integer ones (and when the example lacks the column)."""
+    from fairltr.data import is_string_categories
+
+    if example is None or group is None or group not in example.columns:
+        return "long"
+    return "string" if is_string_categories(example[group]) else "long"
+
+
+def _serving_signature(signature, group: str | None, group_type: str = "long"):
     """``signature`` plus the serving params and, when the group column is not among the inputs,
-    the group column as an optional input. Every param defaults to None ("the recorded policy's
-    value"): MLflow fills absent params with their defaults, and a recorded value there could not
-    be told from a requested one (``{"rerank": "none"}`` would arrive with the policy's ``p``)."""
+    the group column as an optional input of its training type (``long`` or ``string``). Every
+    param defaults to None ("the recorded policy's value"): MLflow fills absent params with their
+    defaults, and a recorded value there could not be told from a requested one
+    (``{"rerank": "none"}`` would arrive with the policy's ``p``)."""
     from mlflow.models import ModelSignature
     from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
 
     inputs = list(signature.inputs.inputs)
     if group is not None and group not in signature.inputs.input_names():
-        inputs.append(ColSpec("long", group, required=False))
+        inputs.append(ColSpec(group_type, group, required=False))
     params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
         ("rerank", "string"), ("p", "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
         ("target", "string"))])
@@ -224,15 +236,17 @@ def log_ranker_model(
     from fairltr.tracking.models.digests import record_digest
 
     model.check_fitted()
+    group = model.columns_.group
+    group_type = _group_type(input_example, group)
     if input_example is None:
         input_example = _default_example(model)
     else:
         keep = [c for c in [model.query_, *model.feature_names_] if c in input_example.columns]
         input_example = input_example[keep].head(5).reset_index(drop=True)
-    # features as double so that int or float inputs both pass MLflow's schema enforcement
-    input_example = input_example.astype({f: np.float64 for f in model.feature_names_})
+    # the training file's own types: an integer feature is a long, a float one a double (MLflow refuses
+    # int64 -> double), so the model takes the very file it was trained on; fairltr's evaluations
+    # convert a column of the other kind where no value changes (signature_types.conform_to_schema)
     policy = serve_rerank if isinstance(serve_rerank, ServingPolicy) else parse_policy(serve_rerank)
-    group = model.columns_.group
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
         lambdamart = isinstance(model, LambdaMART)
@@ -240,8 +254,9 @@ def log_ranker_model(
         with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
             warnings.simplefilter("ignore", UserWarning)
             example_out = (predict_frame(model, input_example) if not policy.active else
-                           FairltrRanker.from_model(model, policy=policy).predict(None, _with_group(input_example, group)))
-            signature = _serving_signature(infer_signature(input_example, example_out), group)
+                           FairltrRanker.from_model(model, policy=policy).predict(
+                               None, _with_group(input_example, group, text=group_type == "string")))
+            signature = _serving_signature(infer_signature(input_example, example_out), group, group_type)
         code = stage_package(tmp_path / "code")
         with registry_prints_follow_log_level(), warnings.catch_warnings():
             # MLflow infers the example's schema again: the same hint on the int query id column

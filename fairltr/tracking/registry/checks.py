@@ -1,6 +1,7 @@
 """The gates of a promotion checked: a candidate against the champion it would replace (or none),
-fail closed (:func:`fairltr.gates.check_gates`); a champion that cannot be opened is decided by
-``unloadable_champion``. In confidence mode the champion-relative gates read paired bootstrap
+fail closed (:func:`fairltr.gates.check_gates`); a champion that cannot be opened or evaluated
+on the data fails the relative gates unless ``unloadable_champion="pass"`` (``--if-champion-unavailable
+pass``) skips them, and a skipped gate is recorded as skipped with its reason, never as passed. In confidence mode the champion-relative gates read paired bootstrap
 intervals of (candidate - champion) over the same resampled queries
 (:func:`fairltr.metrics.paired_difference`); impact-ratio gates list each audited category's
 ratio and the excluded categories from the candidate's audit table.
@@ -46,15 +47,20 @@ class GateCheck:
     def _check(self, cand: OpenedVersion, champion: str | None) -> tuple[list[GateResult], dict[str, float] | None]:
         kw: dict[str, Any] = {"confidence": self.confidence}
         if champion is None:
-            return check_gates(self.gates, cand.metrics or {}, None, self.no_champion, **kw), None
+            reason = "no model holds the alias yet" + ("; --no-champion pass" if self.no_champion == "pass" else "")
+            return check_gates(self.gates, cand.metrics or {}, None, self.no_champion, absent_reason=reason,
+                               **kw), None
         if champion == self.version:
             same = {g.metric: {"difference": 0.0, "ci_low": 0.0, "ci_high": 0.0} for g in self.gates}
             return check_gates(self.gates, cand.metrics or {}, cand.metrics, self.no_champion,
                                differences=same if self.confidence else None, **kw), cand.metrics
         side = self.versions.opened(champion)
-        if side.problem is not None:
+        if side.problem is not None:  # fail closed unless the user chose to skip (--if-champion-unavailable pass)
+            reason = f"champion v{champion} unavailable ({side.problem})"
+            if self.unloadable_champion == "pass":
+                reason += "; --if-champion-unavailable pass"
             results = check_gates(self.gates, cand.metrics or {}, None, self.unloadable_champion,
-                                  absent_reason=f"champion v{champion} unloadable", **kw)
+                                  absent_reason=reason, **kw)
             return results, None
         differences = self.differences(cand, champion, side) if self.confidence is not None else None
         return check_gates(self.gates, cand.metrics or {}, side.metrics, self.no_champion,

@@ -136,8 +136,8 @@ class PromotionDecision:
                 r["excluded"] = [f"{c['attribute']}={c['category']}" for c in cats if c.get("excluded")][:20]
                 r["note"] = (r.get("note") or "")[:200]
         if lean >= 2:
-            results = [{k: r.get(k) for k in ("gate", "rule", "passed", "value", "threshold", "margin", "interval",
-                                              "difference_interval", "compared")} for r in results]
+            results = [{k: r.get(k) for k in ("gate", "rule", "passed", "skipped", "value", "threshold", "margin",
+                                              "interval", "difference_interval", "compared")} for r in results]
         out: dict[str, Any] = {
             "decision_id": self.decision_id, "verdict": self.verdict, "time": self.time,
             "requested_alias": self.alias, "model": self.model, "version": self.version,
@@ -178,12 +178,14 @@ class PromotionDecision:
         when = self.time.replace("T", " ")[:16] + " UTC" if "T" in self.time else self.time
         parts = [f"{head} ({when})"]
         if self.results:
-            n_pass = sum(r.passed for r in self.results)
+            n_pass = sum(r.status == "passed" for r in self.results)
+            n_skip = sum(r.skipped for r in self.results)
             failed = [r for r in self.results if not r.passed]
-            shown = failed if failed else self.results
+            shown = failed if failed else sorted(self.results, key=lambda r: not r.skipped)  # skipped ones first
             detail = ", ".join(_gate_words(r) for r in shown[:4])
             detail += f", +{len(shown) - 4} more" if len(shown) > 4 else ""
-            parts.append(f"{n_pass} of {len(self.results)} gates passed: {detail}")
+            skipped = f", {n_skip} skipped" if n_skip else ""
+            parts.append(f"{n_pass} of {len(self.results)} gates passed{skipped}: {detail}")
         if self.reason:
             parts.append(" ".join(self.reason.split()))
         if self.verdict == "promoted":
@@ -215,13 +217,16 @@ class PromotionDecision:
                 out[f"gate_lower/{r.metric}"] = r.lower
             if r.upper is not None:
                 out[f"gate_upper/{r.metric}"] = r.upper
-        n_pass = sum(r.passed for r in self.results)
-        out.update(gates_passed=float(n_pass), gates_failed=float(len(self.results) - n_pass),
-                   promoted=1.0 if self.promoted else 0.0)
+        n_pass = sum(r.status == "passed" for r in self.results)
+        n_skip = sum(r.skipped for r in self.results)
+        out.update(gates_passed=float(n_pass), gates_failed=float(len(self.results) - n_pass - n_skip),
+                   gates_skipped=float(n_skip), promoted=1.0 if self.promoted else 0.0)
         return out
 
 
 def _gate_words(r: GateResult) -> str:
+    if r.skipped:
+        return f"{r.gate} skipped ({r.note or 'no bound checked'})"
     value = "no value" if r.value is None else f"{r.metric} {r.value:.4g}"
     if r.value is not None and r.confidence is not None:
         iv = r.difference_interval or r.interval

@@ -19,11 +19,13 @@ Steps of :func:`promote`:
    kind (``fair_ranking`` on a ranking DataFrame, with the gates' cut-offs added to ``k``;
    ``fair_retrieval`` on a parallel-query folder), nested in one ``promote NAME vV`` run;
    without data, the metrics logged by the version's training run are read.
-3. the champion (if any) is opened and measured the same way. A champion that does not load or
-   does not verify never blocks replacing it: it is reported, and its relative gates are
-   decided by ``unloadable_champion`` — ``"pass"`` (default: skipped, as with no champion, so a
-   candidate that clears the absolute gates replaces the broken champion) or ``"fail"`` (fail
-   closed, note "champion vN unloadable").
+3. the champion (if any) is opened and measured the same way. A champion that does not load,
+   does not verify, or cannot be evaluated on ``data`` (a schema error, a missing column) is
+   reported with the reason, and its relative gates are decided by ``unloadable_champion``:
+   ``"fail"`` (default: fail closed) or ``"pass"`` (an explicit choice, ``--if-champion-unavailable
+   pass``: the relative gates are *skipped*, recorded as "skipped: <reason>" in the line, the
+   decision record and the version description, never as passed; a candidate that clears the
+   absolute gates then replaces the broken champion).
 4. the gates are checked (fail closed: a metric the candidate or the champion lacks fails;
    :mod:`fairltr.tracking.registry.checks`).
 5. compare-and-set under a lock the tracking store enforces (:mod:`fairltr.tracking.registry.lock`,
@@ -82,7 +84,7 @@ def promote(
     judgment: Any = UNSET,
     alias: str = "champion",
     no_champion: str = "pass",
-    unloadable_champion: str = "pass",
+    unloadable_champion: str = "fail",
     allow_unverified: bool = False,
     experiment: str = "fairltr-promotion",
     max_attempts: int = 20,

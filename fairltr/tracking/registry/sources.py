@@ -78,6 +78,12 @@ def evaluate_model_uri(
     return metrics, run.info.run_id
 
 
+def _short(text: str, limit: int = 400) -> str:
+    """``text`` on one line, its END kept when long (an error's reason comes last)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+
+
 def _resolved_uri(uri: str, version: str) -> str:
     """``models:/NAME@alias`` (or ``models:/NAME/N``) -> ``models:/NAME/<version>``; other URIs unchanged."""
     import re
@@ -190,8 +196,9 @@ class VersionSource:
             try:
                 side.metrics = self._metrics(v, vm.kind, loaded, role, side)
             except Exception as exc:  # a model that cannot score the data is not promotable
-                text = " ".join(str(exc).split())[:300]
-                side.problem = f"{self.model} v{v} cannot be evaluated: {type(exc).__name__}: {text}"
+                from fairltr.tracking.models.signature_types import schema_error_line
+
+                side.problem = f"{self.model} v{v} cannot be evaluated on the data: {_short(schema_error_line(exc))}"
             return side
         finally:
             shutil.rmtree(dst, ignore_errors=True)
