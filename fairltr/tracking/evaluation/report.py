@@ -355,8 +355,8 @@ def _cell(r: Any, column: str) -> str:
 
 
 def _category_cell(category: Any) -> str:
-    """The category name, with a line-break opportunity after each ``|`` of an intersection cell."""
-    return "<td class=cat>" + "|<wbr>".join(html.escape(p) for p in str(category).split("|")) + "</td>"
+    """The category name as written (a name too long for its column wraps: ``overflow-wrap:anywhere``)."""
+    return f"<td class=cat>{html.escape(str(category))}</td>"
 
 
 def _attribute_table(part: Any, cols: Sequence[tuple[str, str, str, float]], verdicts: Any) -> str:
