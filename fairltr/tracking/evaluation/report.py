@@ -329,7 +329,8 @@ def conclusions(metrics: Mapping[str, Any], low: float = 0.8, high: float = 1.25
     return out
 
 
-_AUDIT_COLUMNS = (  # (table column, header, what it is, width in em) in display order; the verdict follows the impact ratio
+# (table column, header, what it is, width in em), in display order; the verdict follows the impact ratio
+_AUDIT_COLUMNS = (
     ("n_candidates", "candidates", "candidates of the category, summed over queries", 6.5),
     ("n_queries", "queries", "queries in which the category appears", 5),
     ("selected_at_k", "selected in the top\u00a0k", "candidates of the category ranked within the top k", 6.5),
@@ -378,8 +379,9 @@ def _attribute_table(part: Any, cols: Sequence[tuple[str, str, str, float]], ver
                 cells.append(f"<td class=verdict-{verdicts[idx]}>{verdicts[idx]}</td>")
         rows.append(f"<tr{' class=excluded' if bool(r.get('excluded', False)) else ''}>{''.join(cells)}</tr>")
     name = str(part["attribute"].iloc[0])
-    return (f"<h3>{html.escape(name)}</h3><div class=table-wrap><table class=audit data-attribute='{html.escape(name)}'>"
-            f"<colgroup>{''.join(widths)}</colgroup><thead><tr>{''.join(head)}</tr></thead>"
+    return (f"<h3>{html.escape(name)}</h3><div class=table-wrap>"
+            f"<table class=audit data-attribute='{html.escape(name)}'><colgroup>{''.join(widths)}</colgroup>"
+            f"<thead><tr>{''.join(head)}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 

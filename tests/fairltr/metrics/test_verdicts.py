@@ -131,7 +131,8 @@ def test_binary_view_of_text_categories_names_the_most_frequent_as_reference():
     assert (view.reference, view.coding) == ("African-American", "most frequent")
     assert view.compared == ("Asian", "Caucasian", "Hispanic", "Native American", "Other")  # sorted, as coded
     assert view.reference_words() == "the reference category (race = African-American, the most frequent)"
-    assert view.compared_words() == "the compared categories (race = Asian, Caucasian, Hispanic, Native American, Other)"
+    assert view.compared_words() == ("the compared categories (race = Asian, Caucasian, Hispanic, Native American, "
+                                     "Other)")
     assert view.compared_words(limit=3) == "the compared categories (race = Asian, Caucasian, Hispanic and 2 more)"
     assert view.reference_label() == "reference: race = African-American"
     assert view.compared_label() == "compared: the other 5 categories"
@@ -160,7 +161,8 @@ def test_binary_view_of_integer_groups_keeps_the_protected_words():
     assert (view.reference, view.compared, view.coding) == ("0", ("1",), "integer")
     assert view.reference_words() == "the non-protected group (protected = 0)"
     assert view.compared_words() == "the protected group (protected = 1)"
-    assert (view.reference_label(), view.compared_label()) == ("non-protected: protected = 0", "protected: protected = 1")
+    assert view.reference_label() == "non-protected: protected = 0"
+    assert view.compared_label() == "protected: protected = 1"
     several = binary_view(pd.Series([0, 2, 1, 3]), attribute="race")
     assert several.compared_words() == "the protected group (race >= 1: 1, 2, 3)"
     assert several.compared_label() == "protected: race >= 1"
