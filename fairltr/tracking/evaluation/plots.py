@@ -3,8 +3,8 @@
 One way to log a figure: :func:`figure_to_png` turns it into PNG bytes (and closes it); the
 caller writes the bytes into the folder it uploads with one ``log_artifacts`` call.
 
-* :func:`exposure_by_position` — the DELTR paper's Figure 2: share of protected vs
-  non-protected items in each rank bucket (positions 1..b, b+1..2b, ...), over all queries.
+* :func:`exposure_by_position` — the DELTR paper's Figure 2: share of compared ("protected")
+  vs reference items in each rank bucket (positions 1..b, b+1..2b, ...), over all queries.
 * :func:`relevance_fairness_scatter` — its Figure 1: relevance (x) vs exposure ratio (y) of runs.
 * :func:`mrc_heatmap` — the L x L language-pair rank-correlation matrix (LaKDA's Figure 3).
 * :func:`impact_ratio_chart` — SPEC 3b's audit: each category's impact ratio at k (pooled
@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 from fairltr.columns import DEFAULT_COLUMNS
+from fairltr.data import category_codes, check_group_column
 from fairltr.errors import DataError
+from fairltr.metrics.verdicts import binary_view, category_verdicts
 from fairltr.tracking.models.ranks import aligned_ranks
 
 __all__ = [
@@ -53,23 +55,29 @@ def position_shares(
     group: str = DEFAULT_COLUMNS.group,
     bucket: int | None = None,
     n_buckets: int = 10,
+    reference: object = None,
 ) -> pd.DataFrame:
-    """Per rank bucket: item counts and shares of the protected (group >= 1) and non-protected
-    (group 0) items, pooled over queries. Bucket b holds ranks ``(b-1)*bucket+1 .. b*bucket``;
-    ``bucket=None`` takes ``ceil(longest list / n_buckets)``. Shares of a bucket sum to 1."""
+    """Per rank bucket: item counts and shares of the compared ("protected", code >= 1) and the
+    reference ("non-protected", code 0) items, pooled over queries, with the section-3 binary
+    coding of :func:`fairltr.data.category_codes`: integer categories as written (0 against
+    >= 1) unless a ``reference`` is declared; text categories: the ``reference`` category (by
+    default the most frequent one) against every other. Bucket b holds ranks
+    ``(b-1)*bucket+1 .. b*bucket``; ``bucket=None`` takes ``ceil(longest list / n_buckets)``.
+    Shares of a bucket sum to 1."""
     for col in (query, group):
         if col not in df.columns:
             raise DataError(f"column {col!r} not in the table; columns: {list(df.columns)}")
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     if len(s) != len(df):
         raise DataError(f"got {len(s)} scores for {len(df)} rows")
+    check_group_column(df, group, query=query)
     ranks = aligned_ranks(df, s, query)
     if bucket is None:
         bucket = max(1, math.ceil(int(ranks.max()) / max(1, n_buckets)))
     if bucket < 1:
         raise DataError(f"bucket must be >= 1, got {bucket}")
     b = (ranks - 1) // bucket
-    prot = df[group].to_numpy() >= 1
+    prot = category_codes(df[group], reference)[0] >= 1
     n_b = int(b.max()) + 1
     n_prot = np.bincount(b, weights=prot.astype(np.float64), minlength=n_b)
     n_all = np.bincount(b, minlength=n_b).astype(np.float64)
@@ -93,26 +101,35 @@ def exposure_by_position(
     bucket: int | None = None,
     n_buckets: int = 10,
     title: str | None = None,
+    reference: object = None,
 ):
-    """Stacked bars of the protected (bottom) / non-protected (top) share per rank bucket (DELTR
-    Figure 2), with the protected share of the whole table as a dashed line at that height: a
-    protected bar below the line means the group is under-represented in that bucket."""
-    shares = position_shares(df, scores, query=query, group=group, bucket=bucket, n_buckets=n_buckets)
+    """Stacked bars of the compared (bottom) / reference (top) share per rank bucket (DELTR
+    Figure 2; the binary coding of :func:`position_shares`), with the compared share of the whole
+    table as a dashed line at that height: a compared bar below the line means those categories
+    are under-represented in that bucket. The legend names the categories of each side
+    (:class:`fairltr.metrics.verdicts.BinaryView`): ``protected: sex = 1`` / ``non-protected:
+    sex = 0`` for integer 0/1 groups, ``compared: the other 5 categories`` / ``reference: race =
+    African-American`` for text categories."""
+    shares = position_shares(df, scores, query=query, group=group, bucket=bucket, n_buckets=n_buckets,
+                             reference=reference)
+    view = binary_view(df[group], attribute=group, reference=reference)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 3.2))
     x = np.arange(len(shares))
-    ax.bar(x, shares["share_protected"], color=PROTECTED_COLOR, label="protected (group >= 1)")
+    ax.bar(x, shares["share_protected"], color=PROTECTED_COLOR, label=view.compared_label())
     ax.bar(x, shares["share_nonprotected"], bottom=shares["share_protected"], color=NONPROTECTED_COLOR,
-           label="non-protected (group 0)")
-    overall = float((df[group].to_numpy() >= 1).mean())
-    ax.axhline(overall, color="black", linestyle="--", linewidth=1,
-               label=f"overall protected share {overall:.2f}")
+           label=view.reference_label())
+    overall = float(shares["n_protected"].sum() / (shares["n_protected"].sum() + shares["n_nonprotected"].sum()))
+    side = "protected" if view.protected_words else "compared"
+    ax.axhline(overall, color="black", linestyle="--", linewidth=1, label=f"overall {side} share {overall:.2f}")
     ranged = any("-" in b for b in shares["bucket"])
     ax.set_xticks(x, shares["bucket"], rotation=45 if ranged and len(x) > 8 else 0, fontsize=8)
     ax.set_xlabel("rank positions")
     ax.set_ylabel("share of the bucket's items")
     ax.set_ylim(0, 1)
-    ax.set_title(title or "Protected vs non-protected items by rank position")
+    default = ("Protected vs non-protected items by rank position" if view.protected_words
+               else f"{group}: {view.reference} (reference) vs the other categories by rank position")
+    ax.set_title(title or default)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
@@ -276,41 +293,77 @@ def save_figure(fig, path) -> None:
     Path(path).write_bytes(figure_to_png(fig))
 
 
-def impact_ratio_chart(table: pd.DataFrame, *, k: int = 10, threshold: float = 0.8, title: str | None = None):
+_VERDICT_COLORS = {"pass": "#1f6feb", "fail": "#cf222e", "excluded": "#bbbbbb", "undefined": "#bbbbbb"}
+_VERDICT_NAMES = {"pass": "at or above the line", "fail": "below the line", "excluded": "excluded (small category)",
+                  "undefined": "undefined (no selection)"}
+
+
+def _interval_ends(rows: pd.DataFrame, ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(low, high, has_interval) of each row's ``impact_ratio_at_k`` interval (NaN without one)."""
+    if {"impact_ratio_at_k_ci_low", "impact_ratio_at_k_ci_high"} <= set(rows.columns):
+        lo = pd.to_numeric(rows["impact_ratio_at_k_ci_low"], errors="coerce").to_numpy(dtype=float)
+        hi = pd.to_numeric(rows["impact_ratio_at_k_ci_high"], errors="coerce").to_numpy(dtype=float)
+    else:
+        lo = hi = np.full(len(rows), np.nan)
+    return lo, hi, np.isfinite(lo) & np.isfinite(hi) & np.isfinite(ratio)
+
+
+def impact_ratio_chart(table: pd.DataFrame, *, k: int = 10, threshold: float = 0.8, title: str | None = None,
+                       confidence: bool = False):
     """Horizontal bars of each audited category's ``impact_ratio_at_k`` (one block per attribute,
-    the intersection last), its bootstrap interval as error bars when the table has
-    ``impact_ratio_at_k_ci_low`` / ``_ci_high``, and the four-fifths line at ``threshold``.
-    Excluded (small) categories are drawn hatched and grey; bars below the line are red."""
+    the intersection last, blocks separated by a thin line), its bootstrap interval as error bars
+    when the table has ``impact_ratio_at_k_ci_low`` / ``_ci_high``, and the line at ``threshold``.
+    Colours follow :func:`fairltr.metrics.verdicts.category_verdicts` (with its tolerance; on the
+    interval's lower end with ``confidence``): red below the line, blue at or above, grey and
+    hatched for excluded (small) categories.
+
+    Layout: each value is printed right of its interval's end (or of its bar), the x axis reaches
+    past the largest interval end, and the legend sits below the axes, so no label covers an
+    error bar, no interval is clipped and the legend hides no bar."""
+    from matplotlib.patches import Patch
+
     plt = _pyplot()
     rows = table.reset_index(drop=True)
     n = len(rows)
-    fig, ax = plt.subplots(figsize=(8.5, max(2.2, 0.32 * n + 1.1)))
+    verdicts = category_verdicts(rows, threshold=threshold, confidence=confidence).to_numpy()
+    ratio = pd.to_numeric(rows["impact_ratio_at_k"], errors="coerce").to_numpy(dtype=float)
+    lo, hi, has_iv = _interval_ends(rows, ratio)
+    ends = np.where(has_iv, np.fmax(hi, ratio), ratio)  # where a row's drawing ends on the x axis
+    right = max(1.1, float(np.nanmax(ends)) if np.isfinite(ends).any() else 0.0)
+    xmax = right * 1.13 + 0.02  # room for the value labels beyond the farthest interval end
+    fig, ax = plt.subplots(figsize=(9.0, max(2.6, 0.3 * n + 1.9)))
     y = np.arange(n)[::-1]
-    ratio = rows["impact_ratio_at_k"].to_numpy(dtype=float)
-    excluded = rows["excluded"].to_numpy(dtype=bool) if "excluded" in rows else np.zeros(n, bool)
-    colors = ["#bbbbbb" if ex else ("#cf222e" if (np.isfinite(r) and r < threshold) else "#1f6feb")
-              for r, ex in zip(ratio, excluded)]
-    bars = ax.barh(y, np.nan_to_num(ratio), color=colors, height=0.65)
-    for bar, ex in zip(bars, excluded):
-        if ex:
+    bars = ax.barh(y, np.nan_to_num(ratio), color=[_VERDICT_COLORS[v] for v in verdicts], height=0.65)
+    for bar, v in zip(bars, verdicts):
+        if v == "excluded":
             bar.set_hatch("//")
-    if {"impact_ratio_at_k_ci_low", "impact_ratio_at_k_ci_high"} <= set(rows.columns):
-        lo = rows["impact_ratio_at_k_ci_low"].to_numpy(dtype=float)
-        hi = rows["impact_ratio_at_k_ci_high"].to_numpy(dtype=float)
-        ok = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(ratio)
+    handles = [Patch(facecolor=_VERDICT_COLORS[v], edgecolor="#555555" if v == "excluded" else _VERDICT_COLORS[v],
+                     hatch="//" if v == "excluded" else None, label=_VERDICT_NAMES[v])
+               for v in ("pass", "fail", "excluded") if (verdicts == v).any()]
+    if has_iv.any():
         err = np.vstack([np.clip(ratio - lo, 0, None), np.clip(hi - ratio, 0, None)])
-        ax.errorbar(ratio[ok], y[ok], xerr=err[:, ok], fmt="none", ecolor="black", elinewidth=1, capsize=3,
-                    label="bootstrap interval")
-    ax.axvline(threshold, color="#cf222e", linestyle="--", linewidth=1.2, label=f"four-fifths line ({threshold:g})")
-    labels = [f"{a} = {c}" + (" (excluded)" if ex else "")
-              for a, c, ex in zip(rows["attribute"], rows["category"], excluded)]
+        handles.append(ax.errorbar(ratio[has_iv], y[has_iv], xerr=err[:, has_iv], fmt="none", ecolor="black",
+                                   elinewidth=1, capsize=3, label="bootstrap interval"))
+    line_name = "four-fifths line" if abs(threshold - 0.8) < 1e-12 else "threshold"
+    handles.append(ax.axvline(threshold, color="#cf222e", linestyle="--", linewidth=1.2,
+                              label=f"{line_name} ({threshold:g})"))
+    attrs = rows["attribute"].astype(str).to_numpy()
+    for i in range(1, n):
+        if attrs[i] != attrs[i - 1]:
+            ax.axhline(y[i] + 0.5, color="#999999", linewidth=0.6)
+    labels = [f"{a} = {c}" + (" (excluded)" if v == "excluded" else "")
+              for a, c, v in zip(attrs, rows["category"].astype(str), verdicts)]
     ax.set_yticks(y, labels, fontsize=8)
-    for yy, r in zip(y, ratio):
-        if np.isfinite(r):
-            ax.text(min(r, 1.0) + 0.01, yy, f"{r:.2f}", va="center", fontsize=7)
-    ax.set_xlim(0, max(1.1, float(np.nanmax(ratio)) + 0.1 if np.isfinite(ratio).any() else 1.1))
+    ax.set_ylim(-0.6, n - 0.4)
+    pad = 0.012 * xmax
+    for yy, r, end in zip(y, ratio, ends):
+        text, at = (f"{r:.2f}", end + pad) if np.isfinite(r) else ("undefined", pad)
+        ax.text(at, yy, text, va="center", ha="left", fontsize=7)
+    ax.set_xlim(0, xmax)
     ax.set_xlabel(f"impact ratio at {k} (category's selection rate / the highest category's)")
     ax.set_title(title or f"Impact ratio at {k} per category (four-fifths rule: at least {threshold:g})")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    legend_in = 0.35  # inches under the axes' tick labels and x label, for the legend
+    fig.legend(handles=handles, fontsize=7, loc="lower center", ncol=len(handles), frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1))
     return fig

@@ -185,3 +185,100 @@ def test_audit_report_and_run_page_in_a_browser(mlflow_server, mlflow_tracking, 
                         "--virtual-time-budget=20000",
                         f"--screenshot={Path(os.environ['FAIRLTR_SCREENSHOT_DIR']) / 'audit_run_page.png'}", url],
                        capture_output=True, timeout=120)
+
+
+_MEASURE = """<script>
+window.addEventListener('load', function () {
+  var w = window.innerWidth, doc = document.documentElement;
+  var out = {inner: w, scroll: doc.scrollWidth, tables: [], cats: [], images: []};
+  document.querySelectorAll('table.audit').forEach(function (t) {
+    var r = t.getBoundingClientRect(), wrap = t.parentElement;
+    out.tables.push({attribute: t.dataset.attribute, left: r.left, right: r.right,
+                     wrapScroll: wrap.scrollWidth, wrapClient: wrap.clientWidth});
+  });
+  document.querySelectorAll('table.audit td.cat').forEach(function (c) {
+    var r = c.getBoundingClientRect();
+    out.cats.push({text: c.textContent, left: r.left, right: r.right, width: r.width, height: r.height});
+  });
+  document.querySelectorAll('img').forEach(function (i) { out.images.push(i.getBoundingClientRect().right); });
+  var pre = document.createElement('pre'); pre.id = 'layout'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+WINDOW_PX = 1280
+
+
+def _compas_like_report(tmp_path: Path) -> tuple[Path, "object"]:
+    """A report built from a real audit (race in COMPAS's six categories, sex, their intersection,
+    95% intervals), with both figures, as the evaluator writes it."""
+    import numpy as np
+    import pandas as pd
+
+    from fairltr.columns import RankingColumns
+    from fairltr.metrics.audit import AuditConfig, audit_ranking
+    from fairltr.metrics.verdicts import binary_view
+    from fairltr.tracking.evaluation.plots import exposure_by_position, figure_to_png, impact_ratio_chart
+    from fairltr.tracking.evaluation.report import fairness_report_html
+
+    rng = np.random.default_rng(7)
+    n_q, n = 40, 40
+    races = ["African-American", "Caucasian", "Hispanic", "Other", "Asian", "Native American"]
+    race = rng.choice(races, size=n_q * n, p=[0.5, 0.32, 0.08, 0.06, 0.02, 0.02])
+    sex = rng.choice(["Male", "Female"], size=n_q * n, p=[0.8, 0.2])
+    df = pd.DataFrame({"query_id": np.repeat(np.arange(n_q), n), "race": race, "sex": sex,
+                       "judgment": rng.integers(0, 2, n_q * n)})
+    scores = rng.normal(size=len(df)) - 0.6 * (race == "African-American") + 0.3 * (sex == "Female")
+    audit = audit_ranking(df, scores, columns=RankingColumns(group=("race", "sex")),
+                          config=AuditConfig(k=10, ci=0.95, n_boot=200, seed=0))
+    figures = {"Impact ratio at 10 per category": figure_to_png(impact_ratio_chart(audit.table, k=10)),
+               "Share of the reference vs compared categories by rank bucket":
+                   figure_to_png(exposure_by_position(df, scores, group="race"))}
+    metrics = {**audit.metrics, "exposure_ratio": 1.053}
+    page = fairness_report_html("Audit of a COMPAS-like ranking", metrics=metrics, audit=audit.table,
+                                figures=figures, interval={f"ci_{k}": v for k, v in audit.interval.items()},
+                                binary=binary_view(df["race"], attribute="race"), confidence=True, audit_k=10)
+    path = tmp_path / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path, audit
+
+
+def test_audit_report_fits_a_1280px_window(tmp_path):
+    """Issue 29: the per-category table was 1,442 px wide in a 980 px page (columns off-screen,
+    category names lost when scrolled). At 1,280 px the page must not scroll sideways, each audit
+    table must lie inside the window without scrolling its own box, and every category name must
+    be visible."""
+    import json
+
+    browser = chromium_binary()
+    report, audit = _compas_like_report(tmp_path)
+    measured = tmp_path / "measured.html"
+    measured.write_text(report.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    profile = tmp_path / "profile-layout"
+    profile.mkdir()
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-dev-shm-usage", f"--user-data-dir={profile}", f"--window-size={WINDOW_PX},2400",
+           "--virtual-time-budget=5000", "--dump-dom", measured.resolve().as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = re.search(r'<pre id="layout">(.*?)</pre>', proc.stdout, re.S)
+    assert found, proc.stdout[:2000]
+    import html
+
+    layout = json.loads(html.unescape(found.group(1)))
+    assert layout["inner"] == WINDOW_PX
+    assert layout["scroll"] <= WINDOW_PX, layout  # the page never scrolls sideways
+    assert [t["attribute"] for t in layout["tables"]] == ["race", "sex", "race:sex"]
+    for t in layout["tables"]:
+        assert 0 <= t["left"] and t["right"] <= WINDOW_PX, t
+        assert t["wrapScroll"] <= t["wrapClient"], t  # nor does a table's own box
+    shown = [c["text"] for c in layout["cats"]]
+    assert shown == audit.table["category"].tolist()  # every category, in table order
+    for c in layout["cats"]:
+        assert c["width"] > 0 and c["height"] > 0 and 0 <= c["left"] and c["right"] <= WINDOW_PX, c
+    assert all(right <= WINDOW_PX for right in layout["images"])
+    if os.environ.get("FAIRLTR_SCREENSHOT_DIR"):  # to look at by eye
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                        f"--user-data-dir={tmp_path / 'shot-profile-1280'}", f"--window-size={WINDOW_PX},3600",
+                        f"--screenshot={Path(os.environ['FAIRLTR_SCREENSHOT_DIR']) / 'audit_report_1280.png'}",
+                        report.resolve().as_uri()], capture_output=True, timeout=90)
