@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["FairltrError", "DataError", "ConfigError", "NotFittedError", "ClusterError", "one_line"]
+__all__ = ["FairltrError", "DataError", "ConfigError", "NotFittedError", "ClusterError", "FairltrWarning", "one_line"]
 
 
 class FairltrError(Exception):
@@ -27,6 +27,11 @@ class NotFittedError(ConfigError, AttributeError):
     ``NotFittedError`` it is a ``ValueError`` (here through :class:`ConfigError`, what fairltr
     raised before) and an ``AttributeError``, so ``hasattr(model, "coef_")`` is False on an
     unfitted model."""
+
+
+class FairltrWarning(UserWarning):
+    """Something the user should know that does not stop the job (repeated rows dropped, a model
+    whose scores all tie); the ``fairltr`` command prints it as one ``Warning: ...`` line."""
 
 
 def one_line(exc: BaseException, limit: int = 200) -> str:

@@ -153,11 +153,17 @@ _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 _EOF_IN_STRING = re.compile(r"EOF inside string starting at row (\d+)")
 
 
-def _read_csv(p: Path, header: bool) -> pd.DataFrame:
+def _na_kwargs(na_values: Sequence[str] | None) -> dict:
+    """pandas' missing-value markers: its defaults (None), or exactly ``na_values`` (``[""]``:
+    only empty cells are missing, so a category written ``NA`` stays a category)."""
+    return {} if na_values is None else {"keep_default_na": False, "na_values": list(na_values)}
+
+
+def _read_csv(p: Path, header: bool, na_values: Sequence[str] | None = None) -> pd.DataFrame:
     """pandas.read_csv with every failure turned into a one-line DataError naming the file
     (and the line where pandas or the codec says it is)."""
     try:
-        df = pd.read_csv(p, header=0 if header else None)
+        df = pd.read_csv(p, header=0 if header else None, **_na_kwargs(na_values))
     except pd.errors.EmptyDataError:
         raise DataError(f"empty file: {p}") from None
     except UnicodeDecodeError:
@@ -194,6 +200,24 @@ def _check_header(p: Path, df: pd.DataFrame) -> None:
     dup = [n for n in dict.fromkeys(names) if names.count(n) > 1]
     if dup:
         raise DataError(f"{p}:1: column name(s) {dup} occur more than once in the header")
+
+
+def _check_na_categories(p: Path, df: pd.DataFrame, c: RankingColumns) -> None:
+    """A group cell that pandas' default markers read as missing although the file holds text
+    there (``NA``, ``N/A``, ``null``, ...): refused, naming the line and the option that keeps it."""
+    for name in c.groups:
+        if name not in df.columns or not df[name].isna().any():
+            continue
+        raw = pd.read_csv(p, usecols=[name], dtype=str, keep_default_na=False)[name]
+        pos = np.flatnonzero(df[name].isna().to_numpy() & (raw.str.strip() != "").to_numpy())
+        if len(pos):
+            from fairltr.data import locate_row
+
+            text = raw.iloc[int(pos[0])]
+            raise DataError(f"{locate_row(df, int(pos[0]))}: group column {name!r} reads {text!r}, which pandas "
+                            f"takes for a missing value by default ({len(pos)} such cell(s)); if {text!r} is a "
+                            "category, pass --na-values '' (only empty cells are missing), or list the markers "
+                            "that mean missing (--na-values 'N/A', repeatable)")
 
 
 def read_deltr_csv(path: PathLike, *, feature_prefix: str = "x") -> pd.DataFrame:
@@ -335,6 +359,7 @@ def read_table(
     judgment: str | None = UNSET,
     features: Sequence[str] | None = None,
     item: str | None = UNSET,
+    na_values: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """CSV (with header) or Parquet with named columns, validated for ranking use under the
     column contract ``columns`` (default :data:`~fairltr.columns.DEFAULT_COLUMNS`; the loose name
@@ -344,15 +369,19 @@ def read_table(
     must exist and hold finite numbers; a repeated (query, item) pair is an error. Columns
     that are not named are not checked here: feature selection checks them (see
     :func:`fairltr.data.select_features`), with messages naming this file and line through
-    the origin recorded in ``df.attrs``.
+    the origin recorded in ``df.attrs``. ``na_values``: the CSV cells read as missing (None:
+    pandas' defaults, which include ``NA`` and ``N/A``; ``[""]``: empty cells only); a group
+    category that pandas' defaults took for missing is refused with that hint.
     """
     c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item)
     p = _check_file(path)
     if _is_parquet(p):
         df = _read_parquet(p)
     else:
-        df = _read_csv(p, header=True)
+        df = _read_csv(p, header=True, na_values=na_values)
         _check_header(p, df)
+        if na_values is None:
+            _check_na_categories(p, df, c)
     if features is not None:
         select_features(df, columns=c, features=features)
     check_table(df, c, numeric=list(features or []), source=str(p))
@@ -370,8 +399,10 @@ def read_ranking(
     item: str | None = UNSET,
     features: Sequence[str] | None = None,
     group_feature: int | None = None,
+    na_values: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Dispatch on ``fmt`` in {auto, deltr, letor, csv, parquet}.
+    """Dispatch on ``fmt`` in {auto, deltr, letor, csv, parquet} (``na_values``: see
+    :func:`read_table`, csv only).
 
     ``auto``: ``.parquet`` -> parquet; ``.svm/.letor/.txt`` whose first line has ``qid:`` -> LETOR;
     a CSV whose first line parses as numbers -> DELTR layout; else a CSV with a header.
@@ -405,7 +436,7 @@ def read_ranking(
         return read_deltr_csv(p)
     if fmt == "letor":
         return read_letor(p, group_feature=group_feature)
-    return read_table(p, columns=c, features=features)
+    return read_table(p, columns=c, features=features, na_values=na_values)
 
 
 CSV_SUFFIXES = {".csv": None, ".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}

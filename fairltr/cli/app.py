@@ -117,6 +117,26 @@ def cli(verbose: bool) -> None:
     from fairltr.cli.noise import quiet_third_party
 
     quiet_third_party(verbose)
+    _show_fairltr_warnings()
+
+
+def _show_fairltr_warnings() -> None:
+    """fairltr's own warnings (:class:`fairltr.errors.FairltrWarning`) as one ``Warning: ...`` line on
+    stderr, each time; other warnings as Python shows them."""
+    import warnings
+
+    from fairltr.errors import FairltrWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if isinstance(category, type) and issubclass(category, FairltrWarning):
+            click.echo(f"Warning: {_one_line(message)}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", FairltrWarning)
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from fairltr.cli.app import FairltrGroup, cli
-from fairltr.cli.options import data_options, ranking_columns
+from fairltr.cli.options import data_options, ranking_columns, read_settings
 
 
 def _fmt(x: float) -> str:
@@ -52,7 +52,7 @@ def rerank_command(input_path, scores_col, method, p, alpha, target, k, query, g
         raise click.UsageError(f"--p applies to --method fair; {method} takes --target")
     res = rerank_file(RerankConfig(Path(input_path), Path(out_path), p, alpha, k, scores_col, fmt,
                                    ranking_columns(query, group, judgment, item), adjust=not no_adjust,
-                                   method=method, target=target))
+                                   method=method, target=target, **read_settings()))
     if method == "fair":
         click.echo(f"queries: {res.n_queries}  infeasible (protected ran out): {res.n_infeasible}")
         click.echo(f"{'':24s}{'before':>10s}{'after':>10s}")

@@ -8,7 +8,8 @@ import sys
 import click
 
 from fairltr.cli.app import cli
-from fairltr.cli.options import audit_config, audit_options, group_option, ranking_columns, tracking_from
+from fairltr.cli.options import (audit_config, audit_options, group_option, ranking_columns, read_settings,
+                                 reading_options, stack, tracking_from)
 
 __all__ = ["monitor_command"]
 
@@ -25,6 +26,7 @@ __all__ = ["monitor_command"]
 @group_option("group attribute column, repeatable: --group race --group sex (integer or string categories; "
               "several give their intersection too)")
 @click.option("--judgment", default=None, help="outcome / judgment column (optional: merit figures need it)")
+@stack(reading_options())
 @click.option("--rank-column", default=None, help="served rank (1 = top) of each row [default: rank, unless --model-uri scores]")
 @click.option("--score-column", default=None, help="served score of each row (higher = ranked first) instead of ranks")
 @click.option("--k", "k", type=int, default=10, show_default=True, help="selection cut-off of the impact ratio")
@@ -54,7 +56,7 @@ def monitor_command(data_path, model_uri, time_column, window, query, group, jud
         audit=audit_config(k, ci, min_category_share, n_boot, ci_seed), out_dir=Path(out_dir), model_uri=model_uri,
         score_column=score_column, rank_column=rank_column, gates=tuple(gates), confidence=confidence,
         reference=Path(reference) if reference else None, allow_unverified=allow_unverified,
-        tracking=tracking_from(experiment, no_track),
+        tracking=tracking_from(experiment, no_track), **read_settings(),
     )
     res = monitor(cfg, echo=lambda line: click.echo(line, err=True))
     for failure in res.failures:

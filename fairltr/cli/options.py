@@ -12,14 +12,14 @@ from fairltr.columns import DEFAULT_COLUMNS
 __all__ = ["data_options", "ranking_source", "ranking_columns", "group_option", "parse_ks", "tracking_options",
            "tracking_from", "audit_options", "audit_config", "wide_option", "ci_option", "train_test_options",
            "train_test_sources", "feature_options", "parse_features", "fair_preprocess_options", "fair_preprocess_from",
-           "ranker_output_options"]
+           "ranker_output_options", "reading_options", "read_settings", "stack"]
 
 INPUT_FORMATS = ["auto", "deltr", "letor", "csv", "parquet"]
 GROUP_HELP = ("group attribute column, repeatable: --group race --group sex (integer or string categories; the first "
               "one is the group training and the binary metrics use, 0 = non-protected)")
 
 
-def _stack(options: Sequence[Callable]) -> Callable:
+def stack(options: Sequence[Callable]) -> Callable:
     """One decorator applying ``options`` so that ``--help`` lists them in the given order."""
 
     def decorate(f: Callable) -> Callable:
@@ -30,12 +30,44 @@ def _stack(options: Sequence[Callable]) -> Callable:
     return decorate
 
 
+READ_META = "fairltr.read_options"
+"""Where the reading options (``--na-values``, ``--duplicate-rows``) wait in the click context for
+:func:`ranking_source` (they apply to every ranking file a command reads)."""
+
+
+def _store_read_option(ctx: click.Context, param: click.Parameter, value):
+    ctx.meta.setdefault(READ_META, {})[param.name] = value
+    return value
+
+
+def reading_options() -> list:
+    """``--na-values`` (repeatable) and ``--duplicate-rows``: how every ranking file of the command is read."""
+    return [
+        click.option("--na-values", "na_values", multiple=True, expose_value=False, callback=_store_read_option,
+                     help="CSV cells that mean 'missing', repeatable (default: pandas' markers, which include NA and "
+                          "N/A); --na-values '' keeps a category written NA"),
+        click.option("--duplicate-rows", "duplicates", type=click.Choice(["refuse", "keep", "once"]),
+                     default="refuse", show_default=True, expose_value=False, callback=_store_read_option,
+                     help="rows repeating another row of their query in every column, without --item: refuse, keep "
+                          "(distinct candidates with equal values), or count each once"),
+    ]
+
+
+def read_settings() -> dict:
+    """``{"na_values", "duplicates"}`` of the running command (defaults outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    meta = (ctx.meta.get(READ_META) if ctx is not None else None) or {}
+    na = meta.get("na_values") or None
+    return {"na_values": tuple(na) if na else None, "duplicates": meta.get("duplicates") or "refuse"}
+
+
 def data_options(format_help: str = "input format (auto: by suffix / first line)", item: bool = True, *,
                  group_help: str = GROUP_HELP, judgment_help: str = "judgment column (higher is better)",
                  item_help: str = "item (document) id column: never a feature; duplicates per query are an error"
                  ) -> Callable:
-    """Decorator adding ``--format``, ``--query``, ``--group``, ``--judgment`` (and ``--item``): the
-    column and format options of every command that reads a ranking table."""
+    """Decorator adding ``--format``, ``--query``, ``--group``, ``--judgment`` (and ``--item``), and
+    the reading options ``--na-values`` / ``--duplicate-rows``: the column and format options of
+    every command that reads a ranking table."""
     options = [
         click.option("--format", "fmt", type=click.Choice(INPUT_FORMATS), default="auto", show_default=True,
                      help=format_help),
@@ -45,12 +77,12 @@ def data_options(format_help: str = "input format (auto: by suffix / first line)
     ]
     if item:
         options.append(click.option("--item", default=None, help=item_help))
-    return _stack(options)
+    return stack(options + reading_options())
 
 
 def train_test_options(train_help: str = "training ranking file") -> Callable:
     """``--train PATH`` (required) and ``--test PATH`` (metrics + predictions) of the train commands."""
-    return _stack([
+    return stack([
         click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False), help=train_help),
         click.option("--test", "test_path", type=click.Path(dir_okay=False),
                      help="test ranking file (metrics + predictions)"),
@@ -66,7 +98,7 @@ def train_test_sources(train_path: str, test_path: str | None, fmt: str, query: 
 
 def feature_options() -> Callable:
     """``--colorblind`` and ``--features A,B`` (the model's inputs; see :func:`parse_features`)."""
-    return _stack([
+    return stack([
         click.option("--colorblind", is_flag=True, help="drop the group column from the features"),
         click.option("--features", help="comma-separated feature columns (default: every column but "
                                         "query/judgment/item)"),
@@ -80,7 +112,7 @@ def parse_features(text: str | None) -> tuple[str, ...] | None:
 
 def fair_preprocess_options() -> Callable:
     """``--fair-preprocess P`` and ``--fair-alpha A``: FA*IR pre-processing of the training lists."""
-    return _stack([
+    return stack([
         click.option("--fair-preprocess", "fair_p", type=float, default=None,
                      help="FA*IR pre-processing: re-rank every training list with target proportion P first"),
         click.option("--fair-alpha", type=float, default=0.1, show_default=True,
@@ -102,7 +134,7 @@ def ranker_output_options(default_out: str, model_format: bool = True) -> Callab
     if model_format:
         options.append(click.option("--model-format", type=click.Choice(["json", "safetensors"]), default="json",
                                     show_default=True))
-    return _stack(options)
+    return stack(options)
 
 
 def group_option(help_text: str = GROUP_HELP) -> Callable:
@@ -130,10 +162,11 @@ def ranking_columns(query: str, group: str | Sequence[str] | None, judgment: str
 
 def ranking_source(path: str | Path, fmt: str, query: str, group: str | Sequence[str], judgment: str,
                    item: str | None = None):
-    """A :class:`~fairltr.workflows.options.RankingSource` from the data options."""
+    """A :class:`~fairltr.workflows.options.RankingSource` from the data options (and the
+    command's reading options, :func:`read_settings`)."""
     from fairltr.workflows.options import RankingSource
 
-    return RankingSource(Path(path), fmt, ranking_columns(query, group, judgment, item))
+    return RankingSource(Path(path), fmt, ranking_columns(query, group, judgment, item), **read_settings())
 
 
 def parse_ks(text: str, option: str = "--k") -> tuple[int, ...]:
@@ -162,7 +195,7 @@ def tracking_options(experiment: str, register: bool = False, serve_rerank: bool
                                     help="post-processing the logged model applies when served, e.g. "
                                          "'fair:p=0.3,alpha=0.1[,k=10]' (FA*IR) or 'detconstsort:k=10'; "
                                          "request params override it"))
-    return _stack(options)
+    return stack(options)
 
 
 def tracking_from(experiment: str, no_track: bool, register: str | None = None, run_name: str | None = None,
@@ -190,7 +223,7 @@ def audit_options(ci_default: float = 0.0, what: str = "the metrics") -> Callabl
         click.option("--n-boot", type=int, default=2000, show_default=True, help="bootstrap resamples (with --ci)"),
         click.option("--ci-seed", type=int, default=0, show_default=True, help="bootstrap seed (with --ci)"),
     ]
-    return _stack(options)
+    return stack(options)
 
 
 def audit_config(k: int, ci: float, min_category_share: float, n_boot: int, ci_seed: int):

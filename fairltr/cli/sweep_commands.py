@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from fairltr.cli.app import cli
-from fairltr.cli.options import group_option, ranking_columns
+from fairltr.cli.options import stack, group_option, ranking_columns, read_settings, reading_options
 from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
 
@@ -86,6 +86,7 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
 @group_option("ranking methods: group attribute column, repeatable (--group race --group sex); the first one "
               "trains DELTR, all of them are audited (objectives impact_ratio_at_10:max, exposure_ratio_worst:max)")
 @click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True, help="ranking methods: judgment column")
+@stack(reading_options())
 @click.option("--register-best", default=None, metavar="NAME",
               help="ranking methods: retrain the best trade-off on the training data and register it as one model "
                    "under NAME; a post-processing method's re-ranker becomes the model's serving policy "
@@ -116,7 +117,7 @@ def sweep(method, train, test, n_trials, study, storage, objectives, constraints
         progress=not no_progress, method_options=options, register_best=register_best,
     )
     columns = ranking_columns(query, group, judgment)
-    result = run_sweep_job(cfg, echo=click.echo, columns=columns)
+    result = run_sweep_job(cfg, echo=click.echo, columns=columns, reading=read_settings())
     for f in result.files:
         click.echo(f"wrote {f}")
     if result.registered is not None:

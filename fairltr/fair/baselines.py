@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
-from fairltr.data import check_table, query_codes
+from fairltr.data import category_codes, check_group_column, check_table, query_codes
 from fairltr.errors import DataError
 from fairltr.fair.rerank import rerank
 
@@ -15,18 +15,18 @@ __all__ = ["fair_postprocess", "fair_preprocess", "protected_share"]
 
 
 def protected_share(df: pd.DataFrame, group: str = UNSET, *, columns: RankingColumns | None = None) -> float:
-    """p* = fraction of rows whose group (the contract's group column; ``group`` overrides it)
-    is >= 1 (protected)."""
-    group = resolve_columns(columns, group=group).require("group", purpose="the protected share").group
-    if group not in df.columns:
-        raise DataError(f"group column {group!r} not in the table; columns: {list(df.columns)}")
+    """p* = fraction of rows outside the reference category of the contract's group column
+    (``group`` overrides it), the binary view of docs/spec.md section 3: integer categories >= 1,
+    or, for text categories, every category but the reference (the most frequent one,
+    :func:`fairltr.data.category_codes`). FA*IR itself takes two categories only
+    (:func:`binary_group_codes`)."""
+    c = resolve_columns(columns, group=group).require("group", purpose="the protected share")
+    if c.group not in df.columns:
+        raise DataError(f"group column {c.group!r} not in the table; columns: {list(df.columns)}")
     if len(df) == 0:
         raise DataError("empty table: no rows to compute the protected share from")
-    g = pd.to_numeric(df[group], errors="coerce").to_numpy(dtype=np.float64)
-    if np.isnan(g).any():
-        row = int(np.flatnonzero(np.isnan(g))[0])
-        raise DataError(f"group column {group!r} has a missing or non-numeric value at row {row}")
-    return float(np.mean(g >= 1))
+    check_group_column(df, c.group, query=c.query if c.query in df.columns else None)
+    return float(np.mean(category_codes(df[c.group])[0] >= 1))
 
 
 def _rank_values(out: pd.DataFrame, columns: RankingColumns) -> tuple[np.ndarray, np.ndarray]:

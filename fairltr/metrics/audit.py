@@ -34,6 +34,7 @@ from fairltr.data import (
     category_codes, check_table, is_string_categories, numeric_column, show_value,
 )
 from fairltr.errors import ConfigError, DataError
+from fairltr.metrics.labels import attribute_key, category_label, intersection_name
 from fairltr.metrics.ordering import expected_discount, expected_in_top, tied_ranks_of_rows
 from fairltr.metrics.resampling import bootstrap_candidates, bootstrap_queries, canonical_row_order, resolve_unit
 
@@ -42,9 +43,12 @@ __all__ = ["AuditConfig", "AuditResult", "AuditPlan", "audit_ranking", "prepare_
            "run_bootstrap", "interval_bounds", "attach_table_bounds"]
 
 INTERSECTION_SEP = ":"
-"""Joins attribute names of the intersection (``sex:race``), in the order the attributes were given."""
+"""Joins attribute names of the intersection (``sex:race``), in the order the attributes were given
+(each name escaped, :func:`fairltr.metrics.labels.attribute_key`: a name holding ``:`` cannot be
+taken for an intersection)."""
 CATEGORY_SEP = "|"
-"""Joins the categories of an intersection cell (``Female|Hispanic``)."""
+"""Joins the categories of an intersection cell (``Female|Hispanic``; a ``|`` inside a category is
+escaped, :func:`fairltr.metrics.labels.category_label`)."""
 
 TABLE_COLUMNS = ("attribute", "category", "n_candidates", "n_queries", "selected_at_k", "selection_rate_at_k",
                  "impact_ratio_at_k", "exposure", "exposure_ratio", "merit", "exposure_per_merit", "excluded")
@@ -358,7 +362,7 @@ def _category_blocks(df: pd.DataFrame, c: RankingColumns) -> list[_Block]:
     blocks: list[_Block] = []
     for name in c.groups:
         codes, labels = _labels(df, name)
-        blocks.append(_Block(name, labels, codes))
+        blocks.append(_Block(attribute_key(name), labels, codes))  # escaped: never ':' (the intersection's)
     if len(c.groups) >= 2:
         combined = np.zeros(len(df), dtype=np.int64)
         for b in blocks:
@@ -370,8 +374,8 @@ def _category_blocks(df: pd.DataFrame, c: RankingColumns) -> list[_Block]:
             for b in reversed(blocks):
                 parts.append(b.labels[int(u) % b.size])
                 u = int(u) // b.size
-            labels.append(CATEGORY_SEP.join(reversed(parts)))
-        blocks.append(_Block(INTERSECTION_SEP.join(c.groups), labels, codes.astype(np.int64)))
+            labels.append(category_label(reversed(parts)))  # '|' inside a category is escaped: A\|B|C
+        blocks.append(_Block(intersection_name(c.groups), labels, codes.astype(np.int64)))
     binary = (category_codes(df[c.group])[0] >= 1).astype(np.int64)
     blocks.append(_Block("__binary__", ["0", ">=1"], binary, visible=False))
     offset = 0

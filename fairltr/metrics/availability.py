@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from fairltr.errors import ConfigError
+from fairltr.metrics.labels import attribute_key, intersection_name
 from fairltr.metrics.registry import AUDIT_METRICS, metric_info
 
 __all__ = ["EVALUATORS", "uncomputed_reason", "check_computed"]
@@ -50,7 +51,7 @@ def uncomputed_reason(key: str, *, evaluator: str, groups: Sequence[str] = (), j
             return f"{key} is an audit figure and needs group attributes (--group COL, repeatable)"
         if attribute:
             attribute = attribute.rsplit("_ci_", 1)[0] if attribute.endswith(("_ci_low", "_ci_high")) else attribute
-            known = list(groups) + ([":".join(groups)] if len(groups) > 1 else [])
+            known = [attribute_key(g) for g in groups] + ([intersection_name(groups)] if len(groups) > 1 else [])
             if attribute not in known:
                 return f"{key} names attribute {attribute!r}, which is not audited here; audited: {known}"
         if base == "disparate_treatment_ratio" and not judgments:

@@ -28,36 +28,23 @@ import pandas as pd
 
 from fairltr.data import category_codes, is_string_categories
 from fairltr.errors import ConfigError, DataError
+from fairltr.metrics.compare import GATE_TOLERANCE, holds
 
 __all__ = ["GATE_TOLERANCE", "VERDICTS", "at_least", "at_most", "category_verdicts", "worst_category",
            "BinaryView", "binary_view"]
-
-GATE_TOLERANCE = 1e-9
-"""Relative tolerance of every threshold comparison: ``v >= b`` holds when ``v >= b - tol * max(|v|, |b|)``
-(:func:`at_least`); the gates (``fairltr.gates``) must compare with the same constant."""
 
 VERDICTS = ("pass", "fail", "excluded", "undefined")
 """The verdicts a row can get, see the module docstring."""
 
 
-def _slack(value: float, bound: float, tol: float) -> float:
-    return tol * max(abs(value), abs(bound))
-
-
 def at_least(value: float, bound: float, tol: float = GATE_TOLERANCE) -> bool:
-    """``value >= bound`` up to the relative tolerance ``tol``; False when either is NaN."""
-    value, bound = float(value), float(bound)
-    if math.isnan(value) or math.isnan(bound):
-        return False
-    return value >= bound - _slack(value, bound, tol)
+    """``value >= bound`` up to the gates' tolerance (:func:`fairltr.metrics.compare.holds`); False with a NaN."""
+    return holds(">=", value, bound, tol)
 
 
 def at_most(value: float, bound: float, tol: float = GATE_TOLERANCE) -> bool:
-    """``value <= bound`` up to the relative tolerance ``tol``; False when either is NaN."""
-    value, bound = float(value), float(bound)
-    if math.isnan(value) or math.isnan(bound):
-        return False
-    return value <= bound + _slack(value, bound, tol)
+    """``value <= bound`` up to the gates' tolerance; False with a NaN."""
+    return holds("<=", value, bound, tol)
 
 
 def _column(table: pd.DataFrame, name: str) -> np.ndarray:

@@ -43,6 +43,8 @@ class RerankConfig:
     adjust: bool = True
     method: str = "fair"
     target: str | None = None
+    na_values: tuple[str, ...] | None = None  # CSV cells read as missing (None: pandas' defaults)
+    duplicates: str = "refuse"  # repeated rows without an item column: fairltr.data.DUPLICATE_POLICIES
 
 
 @dataclass
@@ -105,6 +107,10 @@ def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
     c = cfg.columns
     if c.group is None:
         raise ConfigError(f"method {cfg.method} needs a group column")
+    if len(c.groups) > 1:  # every option given is used or refused
+        raise ConfigError(f"--method {cfg.method} re-ranks on one group attribute; got {len(c.groups)} "
+                          f"({', '.join(c.groups)}): give one --group (for their intersection, add a column that "
+                          "combines them)")
     if cfg.target is not None:
         column, _ = parse_target(cfg.target)  # a malformed target fails before any file is read
         if column is not None and column != c.group:
@@ -112,7 +118,7 @@ def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
     if cfg.k is not None and (isinstance(cfg.k, bool) or not isinstance(cfg.k, int) or cfg.k < 1):
         raise ConfigError(f"k must be an integer >= 1, got {cfg.k!r}")
     check_output_file(cfg.out_path, TABLE_SUFFIXES)
-    df = read_ranking(cfg.input_path, cfg.fmt, columns=c.replace(judgment=None, group=None))  # categories: any values
+    df = _read(cfg, c.replace(judgment=None, group=None))  # categories: any values
     for role, col in (("group", c.group), ("score", cfg.scores_col)):
         if col not in df.columns:
             raise DataError(f"{cfg.input_path}: {role} column {col!r} not found; columns: {list(df.columns)}")
@@ -138,6 +144,15 @@ def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
                         {f"{label}: {cat}": v for cat, v in target.items()})
 
 
+def _read(cfg: RerankConfig, columns: RankingColumns) -> pd.DataFrame:
+    """The input table under the reading options (missing markers, repeated rows)."""
+    from fairltr.data import check_duplicate_rows
+    from fairltr.io import read_ranking
+
+    df = read_ranking(cfg.input_path, cfg.fmt, columns=columns, na_values=cfg.na_values)
+    return check_duplicate_rows(df, cfg.columns, cfg.duplicates, source=str(cfg.input_path))
+
+
 def rerank_file(cfg: RerankConfig) -> RerankResult:
     """Check parameters, input and output first; then re-rank and write atomically."""
     _check_method(cfg)
@@ -150,7 +165,7 @@ def rerank_file(cfg: RerankConfig) -> RerankResult:
     check_params(cfg.k, cfg.p, cfg.alpha)
     check_output_file(cfg.out_path, TABLE_SUFFIXES)
     c = cfg.columns
-    df = read_ranking(cfg.input_path, cfg.fmt, columns=c.replace(judgment=None))  # the judgment is optional here
+    df = _read(cfg, c.replace(judgment=None))  # the judgment is optional here
     if cfg.scores_col not in df.columns:
         raise DataError(f"{cfg.input_path}: score column {cfg.scores_col!r} not found; columns: {list(df.columns)}")
     from fairltr.data import numeric_column

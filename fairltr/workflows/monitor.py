@@ -65,6 +65,8 @@ class MonitorConfig:
     reference: Path | None = None
     allow_unverified: bool = False
     tracking: TrackingOptions = field(default_factory=lambda: TrackingOptions(experiment="fairltr-monitor"))
+    na_values: tuple[str, ...] | None = None  # CSV cells read as missing (None: pandas' defaults)
+    duplicates: str = "refuse"  # repeated rows (no item column): fairltr.data.DUPLICATE_POLICIES
 
     def __post_init__(self) -> None:
         from fairltr.monitoring import parse_window
@@ -124,8 +126,11 @@ def _frames_csv(cfg: MonitorConfig, spec, features: Sequence[str]) -> Iterator[t
     from fairltr.monitoring import assign_windows, parse_time_column
 
     c = cfg.columns
-    df = read_table(cfg.data, columns=c.replace(judgment=c.judgment if c.judgment else None))
+    from fairltr.data import check_duplicate_rows
+
+    df = read_table(cfg.data, columns=c.replace(judgment=c.judgment if c.judgment else None), na_values=cfg.na_values)
     _check_columns(list(df.columns), cfg, features, str(cfg.data))
+    df = check_duplicate_rows(df, c, cfg.duplicates, source=str(cfg.data))
     index, starts = assign_windows(parse_time_column(df, cfg.time_column, str(cfg.data)), spec)
     for i in np.unique(index):
         yield int(i), starts[i], starts[i + 1], df.iloc[np.flatnonzero(index == i)]
@@ -170,8 +175,12 @@ def _frames_parquet(cfg: MonitorConfig, spec, features: Sequence[str], spill: Pa
     finally:
         for w in writers.values():
             w.close()
-    for i in sorted(writers):
-        yield i, starts_all[i][0], starts_all[i][1], pd.read_parquet(spill / f"window-{i}.parquet")
+    from fairltr.data import check_duplicate_rows
+
+    for i in sorted(writers):  # a repeated row has its original's time: both fall in one window
+        frame = check_duplicate_rows(pd.read_parquet(spill / f"window-{i}.parquet"), cfg.columns, cfg.duplicates,
+                                     source=str(cfg.data))
+        yield i, starts_all[i][0], starts_all[i][1], frame
 
 
 def _scorer(cfg: MonitorConfig, model) -> Callable[[pd.DataFrame], np.ndarray]:

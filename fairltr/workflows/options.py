@@ -24,29 +24,39 @@ class RankingSource:
     path: Path
     fmt: str = "auto"
     columns: RankingColumns = DEFAULT_COLUMNS
+    na_values: tuple[str, ...] | None = None  # CSV cells read as missing (None: pandas' defaults)
+    duplicates: str = "refuse"  # rows repeating another in every column, no item column: refuse, keep, once
 
     def __post_init__(self) -> None:
+        from fairltr.data import DUPLICATE_POLICIES
+
         object.__setattr__(self, "path", Path(self.path))
         if self.fmt not in FORMATS:
             raise ConfigError(f"format must be one of {FORMATS}, got {self.fmt!r}")
+        if self.duplicates not in DUPLICATE_POLICIES:
+            raise ConfigError(f"--duplicate-rows must be one of {DUPLICATE_POLICIES}, got {self.duplicates!r}")
+        if self.na_values is not None:
+            object.__setattr__(self, "na_values", tuple(str(v) for v in self.na_values))
 
     def read(self) -> pd.DataFrame:
         return read_source(self)
 
 
 def read_source(source: RankingSource) -> pd.DataFrame:
-    """Read and validate ``source`` (errors name the file, line, column and query)."""
+    """Read and validate ``source`` (errors name the file, line, column and query; repeated rows
+    under ``source.duplicates``: :func:`fairltr.data.check_duplicate_rows`)."""
+    from fairltr.data import check_duplicate_rows
     from fairltr.io import LAYOUT_COLUMNS, read_ranking
 
     c = source.columns
-    df = read_ranking(source.path, source.fmt, columns=c)
+    df = read_ranking(source.path, source.fmt, columns=c, na_values=source.na_values)
     fixed = LAYOUT_COLUMNS
     if fixed.query in df.columns and c.query not in df.columns:  # header-less DELTR CSV / LETOR names
         rename = {fixed.query: c.query, fixed.group: c.group, fixed.judgment: c.judgment}
         attrs = dict(df.attrs)
         df = df.rename(columns={k: v for k, v in rename.items() if k in df.columns and v is not None})
         df.attrs.update(attrs)
-    return df
+    return check_duplicate_rows(df, c, source.duplicates, source=str(source.path))
 
 
 @dataclass(frozen=True)

@@ -281,13 +281,15 @@ def dpr_trial_from(inputs: SweepInputs) -> DprTrial:
 
 
 def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[Fold] | None = None,
-                  columns: RankingColumns = DEFAULT_COLUMNS, on_ranked: RankedHook | None = None):
+                  columns: RankingColumns = DEFAULT_COLUMNS, on_ranked: RankedHook | None = None,
+                  reading: Mapping[str, Any] | None = None):
     """Build the trial of the registered method ``cfg.method`` (a :class:`tuning.sweep.SweepConfig`)
     and run the sweep on the method's default objectives unless ``cfg.objectives`` is given.
 
     ``folds`` replaces ``cfg.train``/``cfg.test`` for ranking methods (e.g. TREC's six folds).
     ``on_ranked``: a ranking trial's hook (see :data:`RankedHook`; the comparison benchmark keeps
-    each trial's test ranks for its bootstrap).
+    each trial's test ranks for its bootstrap). ``reading``: how the ranking files are read
+    (``na_values``, ``duplicates``: :class:`~fairltr.workflows.options.RankingSource`).
     All inputs are read and validated before the study is created or joined."""
     from fairltr.tracking.runs.config import check_tracking_uri
     from fairltr.workflows.outputs import check_output_dir
@@ -301,10 +303,13 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
     if cfg.mlflow:
         check_tracking_uri(resolve_tracking_uri(cfg.tracking_uri))
     method.check_requirements()
+    _check_sweep_metrics(cfg, method, columns)
     if method.data == "ranking" and folds is None:
         from fairltr.workflows.options import RankingSource
 
-        folds = [(RankingSource(cfg.train, columns=columns).read(), RankingSource(cfg.test, columns=columns).read())]
+        read = dict(reading or {})
+        folds = [(RankingSource(cfg.train, columns=columns, **read).read(),
+                  RankingSource(cfg.test, columns=columns, **read).read())]
     runner = method.trial(SweepInputs(cfg, list(folds) if method.data == "ranking" else None, columns))
     if on_ranked is not None:
         if not hasattr(runner, "on_ranked"):
@@ -319,6 +324,19 @@ def run_sweep_job(cfg, echo: Callable[[str], None] = print, *, folds: Sequence[F
     if cfg.register_best and result.report is not None and result.report.best is not None:
         result.registered = register_best_tradeoff(cfg, runner, result.report.best, echo=echo)
     return result
+
+
+def _check_sweep_metrics(cfg, method, columns: RankingColumns) -> None:
+    """An objective or constraint on a metric the method's evaluation never computes (a retrieval
+    metric of a ranker, an audit figure without a group attribute, an attribute not given) is
+    refused now, before any study or run (not a NaN in every trial)."""
+    from fairltr.metrics.availability import check_computed
+    from tuning.objectives import DEFAULT_OBJECTIVES, parse_constraint, parse_objectives
+
+    objectives = parse_objectives(cfg.objectives or method.default_objectives or DEFAULT_OBJECTIVES)
+    named = [(o.short, o.name) for o in objectives]
+    named += [(str(text), parse_constraint(str(text)).metric) for text in (cfg.constraints or ())]
+    check_computed(named, evaluator="ranker" if method.data == "ranking" else "retriever", groups=columns.groups)
 
 
 def serving_policy_of(spec: RankerSpec) -> str | None:

@@ -62,7 +62,10 @@ def _loss_space(ctx: RankingContext):
 
 
 def _fair_space(ctx: RankingContext):
+    from fairltr.fair.rerank import binary_group_codes
     from tuning.space import fair_space, protected_share
+
+    binary_group_codes(ctx.train, ctx.columns.replace(group=ctx.columns.group))  # FA*IR: two categories, refused now
 
     return fair_space(protected_share(ctx.train, ctx.columns), ctx.p_range, ctx.alpha_range)
 

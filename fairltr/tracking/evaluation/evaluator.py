@@ -340,20 +340,23 @@ class FairRankingEvaluator(ModelEvaluator):
 
     @staticmethod
     def _write_artifacts(tmp: Path, df, scores, metrics, per_query, config, audits=None, interval=None) -> list[Path]:
+        from fairltr.tracking.evaluation.audit_artifacts import POSITION_CAPTION, binary_of
         from fairltr.tracking.evaluation.plots import exposure_by_position, figure_to_png, relevance_fairness_scatter
         from fairltr.tracking.evaluation.report import fairness_report_html
 
         columns = config_columns(config)
         q, g = columns.query, columns.group
         title, subtitle = report_title(config, len(df), df[q].nunique())
+        threshold = float(config.get("audit_threshold", 0.8))  # the gate's (four_fifths: 0.8)
+        confidence = bool(config.get("audit_confidence", False))  # verdicts on the interval's low end
         paths = []
         figures: dict[str, bytes] = {}
-        if g is not None and pd.api.types.is_numeric_dtype(df[g]):  # the binary 0 / >= 1 figure
+        if g is not None and g in df.columns:  # the binary figure: the reference category vs the others
             fig = exposure_by_position(df, scores, query=q, group=g, bucket=config.get("bucket"))
             png_exposure = figure_to_png(fig)
             (tmp / "exposure_by_position.png").write_bytes(png_exposure)
             paths.append(tmp / "exposure_by_position.png")
-            figures["Share of protected vs non-protected items by rank bucket (DELTR Fig. 2)"] = png_exposure
+            figures[POSITION_CAPTION] = png_exposure
         relevance = next((c for c in ("kendall_tau", "ndcg_at_10") if c in per_query and per_query[c].notna().any()), None)
         if relevance is not None and "exposure_ratio" in per_query and per_query["exposure_ratio"].notna().any():
             fig = relevance_fairness_scatter(per_query, relevance=relevance, label=None,
@@ -368,14 +371,17 @@ class FairRankingEvaluator(ModelEvaluator):
         if audits:  # the audit's files, as a tracked training run writes them
             from fairltr.tracking.evaluation.audit_artifacts import IMPACT_CHART, write_audit_artifacts
 
-            audit, chart = write_audit_artifacts(tmp, audits, int((config.get("audit") or {}).get("k", 10)))
+            audit, chart = write_audit_artifacts(tmp, audits, int((config.get("audit") or {}).get("k", 10)),
+                                                 threshold=threshold, confidence=confidence)
             paths += [tmp / AUDIT_ARTIFACT, tmp / IMPACT_CHART]
             figures = {**chart, **figures}
         html = fairness_report_html(title, subtitle=subtitle, metrics=metrics, figures=figures,
                                     params={k: v if isinstance(v, (str, int, float)) else ", ".join(map(str, v))
                                             for k, v in config.items()
                                             if isinstance(v, (str, int, float, list, tuple))},
-                                    audit=None if audit is None else audit.table, interval=interval)
+                                    audit=None if audit is None else audit.table, interval=interval,
+                                    binary=binary_of(df, g), threshold=threshold, confidence=confidence,
+                                    audit_k=int((config.get("audit") or {}).get("k", 10)) if audit is not None else None)
         (tmp / "fairness_report.html").write_text(html, encoding="utf-8")
         paths.append(tmp / "fairness_report.html")
         return paths

@@ -146,9 +146,12 @@ def log_metrics_finite(metrics: Mapping[str, float], run_id: str, step: int = 0)
 
 
 def metrics_description(metrics: Mapping[str, float], *, split: str | None = None, lead: str | None = None,
-                        report: str | None = "fairness_report.html") -> str:
+                        report: str | None = "fairness_report.html", binary: Any = None, audit: Any = None,
+                        threshold: float = 0.8, confidence: bool = False) -> str:
     """A run description (Markdown, shown at the top of the MLflow run page) naming the fairness
-    metrics with their values and directions, then the headline relevance metrics."""
+    metrics with their values, intervals and directions, then the headline relevance metrics, the
+    four-fifths verdict of the audit (``audit``: an AuditResult; the worst category named) and the
+    exposure headline (``binary``: which categories it compares, a BinaryView)."""
     from fairltr.metrics import direction_label, metric_info
     from fairltr.tracking.evaluation.report import HEADLINE_METRICS, exposure_headline, ordered_metric_keys
 
@@ -176,12 +179,43 @@ def metrics_description(metrics: Mapping[str, float], *, split: str | None = Non
     if _finite(metrics.get("ci_level")):
         lines.append(f"Intervals: {float(metrics['ci_level']):.0%} {metrics.get('ci_method', 'percentile')} bootstrap, "
                      f"{metrics.get('ci_n_boot')} resamples of {metrics.get('ci_unit')}, seed {metrics.get('ci_seed')}.")
-    headline = exposure_headline(metrics)
+    verdict = four_fifths_line(metrics, audit, threshold=threshold, confidence=confidence)
+    if verdict:
+        lines.append(verdict)
+    headline = exposure_headline(metrics, binary=binary)
     if headline:
         lines.append(headline)
     if report:
         lines.append(f"Full table, figures and query counts: artifact `{report}`.")
     return "\n\n".join(lines)
+
+
+def four_fifths_line(metrics: Mapping[str, float], audit: Any, *, threshold: float = 0.8,
+                     confidence: bool = False) -> str | None:
+    """``**Four-fifths rule (k = 10): FAIL.** Worst category race = Native American: impact ratio
+    0.44 [0.30, 0.51] (>= 0.8 needed, on the interval's low end).``; None without an audit."""
+    from fairltr.metrics.compare import holds
+    from fairltr.metrics.verdicts import worst_category
+
+    if audit is None:
+        return None
+    k = next((int(key.split("_at_")[1]) for key in audit.metrics if key.startswith("impact_ratio_at_")
+              and "." not in key and not key.endswith(("_ci_low", "_ci_high"))), None)
+    key = f"impact_ratio_at_{k}"
+    value = metrics.get(key, audit.metrics.get(key))
+    worst = worst_category(audit.table)
+    if k is None or not _finite(value) or worst is None:
+        return None
+    lo, hi = metrics.get(f"{key}_ci_low"), metrics.get(f"{key}_ci_high")
+    read = lo if confidence and _finite(lo) else value
+    ok = holds(">=", float(read), threshold)
+    iv = f" [{worst['ci_low']:.3g}, {worst['ci_high']:.3g}]" if _finite(worst.get("ci_low")) and \
+        _finite(worst.get("ci_high")) else ""
+    where = "on the interval's low end" if confidence and _finite(lo) else "point value"
+    return (f"**Four-fifths rule (k = {k}): {'PASS' if ok else 'FAIL'}** ({key} {float(value):.3g}"
+            + (f" [{float(lo):.3g}, {float(hi):.3g}]" if _finite(lo) and _finite(hi) else "")
+            + f", >= {threshold:g} needed, {where}). Worst category {worst['attribute']} = {worst['category']}: "
+            f"impact ratio {worst['value']:.3g}{iv}.")
 
 
 def _finite(v: Any) -> bool:
@@ -193,10 +227,9 @@ def _figures(model: DELTR, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
 
     figs: dict[str, bytes] = {}
     group = model.columns_.group
-    if group in frame.columns and model.query_ in frame.columns and pd.api.types.is_numeric_dtype(frame[group]):
+    if group in frame.columns and model.query_ in frame.columns:
         figs["exposure_by_position.png"] = figure_to_png(exposure_by_position(
-            frame, model.predict(frame), query=model.query_, group=model.columns_.group,
-            title=f"Protected vs non-protected by rank position ({split} split)"))
+            frame, model.predict(frame), query=model.query_, group=group))
     if model.history and isinstance(model, DELTR):
         figs["training_curve.png"] = figure_to_png(training_curve(model.history, gamma=model.gamma))
     return figs
@@ -360,7 +393,7 @@ def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, tr
     call; returns the logged metrics."""
     import mlflow
 
-    from fairltr.tracking.evaluation.audit_artifacts import write_audit_artifacts
+    from fairltr.tracking.evaluation.audit_artifacts import POSITION_CAPTION, binary_of, write_audit_artifacts
     from fairltr.tracking.evaluation.report import fairness_report_html, split_counts
     from fairltr.tracking.job_logging.monitoring import log_training_profile
 
@@ -368,12 +401,13 @@ def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, tr
     with tempfile.TemporaryDirectory(prefix="fairltr-run-") as tmp:
         logged = log_result_metrics(run_id, test_metrics or {}, tmp)
         audit, chart = write_audit_artifacts(Path(tmp), audits or {}, audit_k)
+        binary = binary_of(frame, model.columns_.group)
         if logged and "mlflow.note.content" not in mlflow.MlflowClient().get_run(run_id).data.tags:
-            mlflow.set_tag("mlflow.note.content", metrics_description({**(test_metrics or {}), **logged}, split=split))
+            mlflow.set_tag("mlflow.note.content", metrics_description({**(test_metrics or {}), **logged}, split=split,
+                                                                      binary=binary, audit=audit))
         for name, png in figs.items():
             (Path(tmp) / name).write_bytes(png)
-        captions = {"exposure_by_position.png":
-                    f"Share of protected vs non-protected items by rank bucket, {split} split (DELTR Fig. 2)",
+        captions = {"exposure_by_position.png": f"{POSITION_CAPTION}, {split} split",
                     "training_curve.png": ("Training objective per iteration: total = E[DCG] - lambda x disparity "
                                            "(sampled, maximised)" if model._FILE_KIND == "PLRank" else
                                            "Training objective per iteration: total = listnet + gamma x exposure")}
@@ -383,6 +417,7 @@ def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, tr
             figures={**chart, **{captions.get(k, k): v for k, v in figs.items()}},
             notes=None if logged else "No test metrics were given for this run.",
             audit=None if audit is None else audit.table, interval=None if audit is None else audit.interval,
+            binary=binary, audit_k=audit_k if audit is not None else None,
         )
         (Path(tmp) / "fairness_report.html").write_text(report, encoding="utf-8")
         log_training_profile(train_df, model.columns_.groups, model.feature_names_, Path(tmp))  # fairltr monitor's baseline

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from fairltr.errors import DataError
 
-__all__ = ["DIGEST_TAG", "ModelRejected", "folder_digest", "record_digest", "download_artifacts"]
+__all__ = ["DIGEST_TAG", "ModelRejected", "folder_digest", "record_digest", "register_with_digest", "download_artifacts"]
 
 DIGEST_TAG = "fairltr.digest"
 _PREFIX = "sha256:"
@@ -92,12 +92,15 @@ def _same_files(local: Path, logged: Path) -> str | None:
 
 
 def record_digest(info: Any, uploaded: Mapping[str, str | os.PathLike], register: str | None = None,
-                  client: Any = None) -> str:
+                  client: Any = None, version_tags: Mapping[str, str] | None = None) -> str:
     """Compute the digest of the model just logged (``info``: MLflow's ``ModelInfo``) and write it
-    as tag ``fairltr.digest`` on the logged model and, when ``register`` is given, on the new
-    version. ``uploaded`` maps paths inside the model folder (or ``artifact:<key>`` for a pyfunc
-    artifact, wherever MLmodel says it lies) to the local files / folders that were uploaded
-    there; they must be byte-identical in the store. Returns the digest."""
+    as tag ``fairltr.digest`` on the logged model; then, when ``register`` is given, register the
+    model as a new version of ``register`` WITH that tag in the one call that creates it (so no
+    version ever exists without its digest, even when the job is interrupted in between), and
+    set ``info.registered_model_version``. ``uploaded`` maps paths inside the model folder (or
+    ``artifact:<key>`` for a pyfunc artifact, wherever MLmodel says it lies) to the local files /
+    folders that were uploaded there; they must be byte-identical in the store. ``version_tags``:
+    more tags the version is created with. Returns the digest."""
     import mlflow
     from mlflow.models import Model
 
@@ -114,7 +117,18 @@ def record_digest(info: Any, uploaded: Mapping[str, str | os.PathLike], register
                                     f"({bad}); the artifact store changed it during logging")
         digest = folder_digest(folder)
     client.set_logged_model_tags(info.model_id, {DIGEST_TAG: digest})
-    version = getattr(info, "registered_model_version", None)
-    if register and version is not None:
-        client.set_model_version_tag(register, str(version), DIGEST_TAG, digest)
+    if register:
+        info.registered_model_version = register_with_digest(info, register, digest, version_tags)
     return digest
+
+
+def register_with_digest(info: Any, name: str, digest: str, tags: Mapping[str, str] | None = None) -> int:
+    """Register the logged model ``info`` as a new version of ``name`` carrying ``fairltr.digest``
+    (and ``tags``) from its creation; returns the version number."""
+    import mlflow
+
+    from fairltr.tracking.runs.config import registry_prints_follow_log_level
+
+    with registry_prints_follow_log_level():
+        mv = mlflow.register_model(info.model_uri, name, tags={**(tags or {}), DIGEST_TAG: digest})
+    return int(mv.version)

@@ -269,11 +269,10 @@ def log_ranker_model(
                 pip_requirements=ranker_pip_requirements(("lightgbm",) if lambdamart else ()),
                 signature=signature,
                 input_example=input_example,
-                registered_model_name=register or None,
                 model_config={"query": model.query_, "kind": "ranker", "group": group,
                               "serve_rerank": policy.describe(), **({"model": "LambdaMART"} if lambdamart else {})},
                 **log_kwargs,
             )
         record_digest(info, {**uploaded, "ranker_code.py": MODEL_CODE, "code/fairltr": code},
-                      register=register or None)
+                      register=register or None, version_tags={"fairltr.kind": "ranker"})
     return info

@@ -194,16 +194,13 @@ def log_retriever_model(
                 pip_requirements=retriever_pip_requirements(),
                 signature=retriever_signature(),
                 input_example=input_example,
-                registered_model_name=register or None,
                 model_config=model_config,
                 tags=tags,
                 metadata=metadata,
                 **log_kwargs,
             )
         record_digest(info, {"artifact:package": Path(package_dir), "retriever_code.py": MODEL_CODE,
-                             "code/fairltr": code}, register=register or None)
-    if register and info.registered_model_version is not None:
-        mlflow.MlflowClient().set_model_version_tag(register, str(info.registered_model_version), KIND_TAG, "retriever")
+                             "code/fairltr": code}, register=register or None, version_tags={KIND_TAG: "retriever"})
     return info
 
 

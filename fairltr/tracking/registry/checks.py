@@ -47,7 +47,7 @@ class GateCheck:
     def _check(self, cand: OpenedVersion, champion: str | None) -> tuple[list[GateResult], dict[str, float] | None]:
         kw: dict[str, Any] = {"confidence": self.confidence}
         if champion is None:
-            reason = "no model holds the alias yet" + ("; --no-champion pass" if self.no_champion == "pass" else "")
+            reason = "no champion yet" + (" (--no-champion pass)" if self.no_champion == "pass" else "")
             return check_gates(self.gates, cand.metrics or {}, None, self.no_champion, absent_reason=reason,
                                **kw), None
         if champion == self.version:

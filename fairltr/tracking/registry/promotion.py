@@ -109,12 +109,13 @@ def promote(
     from fairltr.tracking.runs.config import configure
 
     parsed = _checked_gates(gates, data, no_champion, unloadable_champion, confidence)
+    c = resolve_columns(columns, query=query, group=group, judgment=judgment)
     version = str(version)
     configure()
     client = mlflow.MlflowClient()
-    client.get_model_version(model, version)  # raises a clear MLflow error when absent
+    mv = client.get_model_version(model, version)  # raises a clear MLflow error when absent
+    _check_before_work(model, version, mv, parsed, data, c)
     configure(experiment)
-    c = resolve_columns(columns, query=query, group=group, judgment=judgment)
     config, audit = _evaluation_config(parsed, c, data, extra_config, audit, confidence)
     audit, interval = _interval(confidence, audit, data, c)
     with ExitStack() as stack:
@@ -135,6 +136,21 @@ def promote(
         if eval_run_id is not None:
             log_decision_run(decision, eval_run_id)
     return decision
+
+
+def _check_before_work(model: str, version: str, mv: Any, parsed: list[Gate], data: Any, c: RankingColumns) -> None:
+    """Refused before any run or download: ``--data`` of the other kind than the version (a
+    retriever's tag says which), and a gate on a metric that kind's evaluation never computes."""
+    if data is None:
+        return
+    from fairltr.metrics.availability import check_computed
+
+    kind = "retriever" if (mv.tags or {}).get("fairltr.kind") == "retriever" else "ranker"
+    given = "ranker" if isinstance(data, pd.DataFrame) else "retriever"
+    if kind != given:
+        raise ConfigError(f"{model} v{version} is a {kind}: --data must be "
+                          + ("a parallel-query folder" if kind == "retriever" else "a ranking file"))
+    check_computed([(g.text, g.metric) for g in parsed], evaluator=kind, groups=c.groups)
 
 
 def _checked_gates(gates: Sequence[str | Gate], data: Any, no_champion: str, unloadable_champion: str,
@@ -175,6 +191,12 @@ def _evaluation_config(parsed: list[Gate], c: RankingColumns, data: Any, extra_c
             audit = replace(audit, ci=float(confidence))
         config["audit"] = audit_to_config(audit)
         config["audit_metrics"] = [g.metric for g in parsed]
+        # the report's per-category verdicts at the gate's own threshold, on the interval's low end
+        # in confidence mode
+        bounds = [b.value for g in parsed if g.metric.startswith("impact_ratio_at_") for b in g.bounds
+                  if not b.relative and b.op in (">=", ">")]
+        config["audit_threshold"] = float(bounds[0]) if bounds else 0.8
+        config["audit_confidence"] = confidence is not None
     return config, audit
 
 
