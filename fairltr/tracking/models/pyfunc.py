@@ -51,6 +51,7 @@ from fairltr.gbdt import LambdaMART
 from fairltr.rankers import load_ranker
 from fairltr.tracking.runs.config import registry_prints_follow_log_level
 from fairltr.tracking.models.ranks import aligned_ranks
+from fairltr.tracking.models.signature_types import any_typed_signature, check_identifier_columns, training_types
 
 __all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package",
            "load_ranker_artifacts", "MODEL_CODE"]
@@ -100,18 +101,21 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
     re-ranking policy (module docstring).
 
     ``model_config``: ``query`` (overrides the query-id column name seen at training), ``group``
-    (the group column a re-ranker reads), ``serve_rerank`` (the recorded policy's spec).
+    (the group column a re-ranker reads), ``serve_rerank`` (the recorded policy's spec),
+    ``input_types`` (each input column's type in the training file: an integer query id or group
+    column must arrive as integers, :func:`~fairltr.tracking.models.signature_types.check_identifier_columns`).
     """
 
     @classmethod
     def from_model(cls, model: Ranker, query: str | None = None, policy: ServingPolicy | str | None = None,
-                   group: str | None = None) -> "FairltrRanker":
+                   group: str | None = None, input_types: dict[str, str] | None = None) -> "FairltrRanker":
         """The pyfunc of an already loaded model (in-process use; no MLflow context)."""
         self = cls()
         self.model = model
         self.query = query or model.query_
         self.group = group or model.columns_.group
         self.policy = policy if isinstance(policy, ServingPolicy) else parse_policy(policy)
+        self.input_types = dict(input_types or {})
         return self
 
     def load_context(self, context) -> None:
@@ -120,12 +124,14 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         self.query = config.get("query") or self.model.query_
         self.group = config.get("group") or self.model.columns_.group
         self.policy = parse_policy(config.get("serve_rerank"))
+        self.input_types = dict(config.get("input_types") or {})
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
         recorded = getattr(self, "policy", NO_POLICY)
         try:
+            check_identifier_columns(model_input, getattr(self, "input_types", {}), (self.query, getattr(self, "group", None)))
             requested = _given(params)
             plain = not recorded.active and requested.get("rerank", "none") == "none" and set(requested) <= {"rerank"}
             if plain:  # no policy anywhere: today's output (score, rank)
@@ -181,22 +187,21 @@ def _group_type(example: pd.DataFrame | None, group: str | None) -> str:
     return "string" if is_string_categories(example[group]) else "long"
 
 
-def _serving_signature(signature, group: str | None, group_type: str = "long"):
-    """``signature`` plus the serving params and, when the group column is not among the inputs,
-    the group column as an optional input of its training type (``long`` or ``string``). Every
-    param defaults to None ("the recorded policy's value"): MLflow fills absent params with their
-    defaults, and a recorded value there could not be told from a requested one
-    (``{"rerank": "none"}`` would arrive with the policy's ``p``)."""
+def _serving_signature(signature, group: str | None, columns: list[str]):
+    """The inputs ``columns`` (and, when it is not among them, the group column as an optional
+    input) declared Any (:func:`~fairltr.tracking.models.signature_types.any_typed_signature`: the
+    model checks them against the training file's types), ``signature``'s outputs, and the
+    serving params. Every param defaults to None ("the recorded policy's value"): MLflow fills
+    absent params with their defaults, and a recorded value there could not be told from a
+    requested one (``{"rerank": "none"}`` would arrive with the policy's ``p``)."""
     from mlflow.models import ModelSignature
-    from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
+    from mlflow.types.schema import ParamSchema, ParamSpec
 
-    inputs = list(signature.inputs.inputs)
-    if group is not None and group not in signature.inputs.input_names():
-        inputs.append(ColSpec(group_type, group, required=False))
+    inputs = any_typed_signature(columns, optional=(group,) if group is not None else ())
     params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
         ("rerank", "string"), ("p", "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
         ("target", "string"))])
-    return ModelSignature(inputs=Schema(inputs), outputs=signature.outputs, params=params)
+    return ModelSignature(inputs=inputs, outputs=signature.outputs, params=params)
 
 
 def _save_artifacts(model: Ranker, folder: Path) -> tuple[dict[str, str], dict[str, Path]]:
@@ -243,9 +248,11 @@ def log_ranker_model(
     else:
         keep = [c for c in [model.query_, *model.feature_names_] if c in input_example.columns]
         input_example = input_example[keep].head(5).reset_index(drop=True)
-    # the training file's own types: an integer feature is a long, a float one a double (MLflow refuses
-    # int64 -> double), so the model takes the very file it was trained on; fairltr's evaluations
-    # convert a column of the other kind where no value changes (signature_types.conform_to_schema)
+    # the training file's own types go to the model config (input_types) and the signature declares
+    # the inputs Any: MLflow then neither refuses the very file the model was trained on (int64 for a
+    # double column) nor truncates a served 37.5 to 37 (a long column over REST); the model checks
+    # its ids itself (an integer-trained query id must arrive as an integer)
+    types = {**training_types(input_example), **({group: group_type} if group is not None else {})}
     policy = serve_rerank if isinstance(serve_rerank, ServingPolicy) else parse_policy(serve_rerank)
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
@@ -256,7 +263,8 @@ def log_ranker_model(
             example_out = (predict_frame(model, input_example) if not policy.active else
                            FairltrRanker.from_model(model, policy=policy).predict(
                                None, _with_group(input_example, group, text=group_type == "string")))
-            signature = _serving_signature(infer_signature(input_example, example_out), group, group_type)
+            signature = _serving_signature(infer_signature(input_example, example_out), group,
+                                           list(input_example.columns))
         code = stage_package(tmp_path / "code")
         with registry_prints_follow_log_level(), warnings.catch_warnings():
             # MLflow infers the example's schema again: the same hint on the int query id column
@@ -270,7 +278,8 @@ def log_ranker_model(
                 signature=signature,
                 input_example=input_example,
                 model_config={"query": model.query_, "kind": "ranker", "group": group,
-                              "serve_rerank": policy.describe(), **({"model": "LambdaMART"} if lambdamart else {})},
+                              "serve_rerank": policy.describe(), "input_types": types,
+                              **({"model": "LambdaMART"} if lambdamart else {})},
                 **log_kwargs,
             )
         record_digest(info, {**uploaded, "ranker_code.py": MODEL_CODE, "code/fairltr": code},

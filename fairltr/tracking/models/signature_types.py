@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["conform_to_schema", "schema_error_line", "input_types"]
+__all__ = ["conform_to_schema", "schema_error_line", "input_types", "training_types", "check_identifier_columns",
+           "any_typed_signature"]
 
 _EXACT_INT = 2 ** 53  # every integer below this is exact as a double
 
@@ -68,6 +69,18 @@ def conform_to_schema(df: pd.DataFrame, schema: Any) -> pd.DataFrame:
     return df.assign(**changed) if changed else df
 
 
+def any_typed_signature(columns: list[str], optional: tuple[str, ...] = ()):
+    """An input schema declaring every column of ``columns`` (and the optional ones) as MLflow's
+    ``AnyType``: MLflow then hands the values to the model as they arrive (its REST parser would
+    truncate 37.5 to 37 for a ``long`` column, and its schema check refuses int64 for a ``double``
+    one); the model checks them against the training file's types (``input_types``)."""
+    from mlflow.types.schema import AnyType, ColSpec, Schema
+
+    specs = [ColSpec(AnyType(), name) for name in columns]
+    specs += [ColSpec(AnyType(), name, required=False) for name in optional if name not in columns]
+    return Schema(specs)
+
+
 def schema_error_line(exc: BaseException) -> str:
     """MLflow's schema refusal in one line that keeps its reason: ``Failed to enforce schema of
     data '<the whole table>' with schema '<every column>'. Error: <reason>`` becomes ``the model's
@@ -77,3 +90,44 @@ def schema_error_line(exc: BaseException) -> str:
         reason = text.rsplit("Error:", 1)[1].strip()
         return f"the model's input signature refuses the data: {reason}"
     return text
+
+
+def training_types(example: pd.DataFrame) -> dict[str, str]:
+    """``{column: "long" | "double" | "string" | "boolean"}``: the type each input column had in
+    the training file (recorded in the model config as ``input_types``)."""
+    out = {}
+    for name in example.columns:
+        dtype = example[name].dtype
+        if pd.api.types.is_bool_dtype(dtype):
+            out[str(name)] = "boolean"
+        elif pd.api.types.is_integer_dtype(dtype):
+            out[str(name)] = "long"
+        elif pd.api.types.is_float_dtype(dtype):
+            out[str(name)] = "double"
+        else:
+            out[str(name)] = "string"
+    return out
+
+
+def check_identifier_columns(df: pd.DataFrame, input_types: dict[str, str], names: tuple[str, ...]) -> None:
+    """A :class:`~fairltr.errors.DataError` naming the row and value when a column of ``names``
+    (the query id, the group column) that the training file held as integers holds a value that is
+    not an integer: served rankings of ids 7.2 and 7.7 must not be merged into query 7 (MLflow's
+    REST parser truncates floats for a ``long`` column; the signature declares these columns Any
+    so that fairltr sees the values as sent)."""
+    from fairltr.errors import DataError
+
+    for name in names:
+        if name is None or input_types.get(name) != "long" or name not in df.columns:
+            continue
+        values = df[name]
+        if pd.api.types.is_integer_dtype(values.dtype):
+            continue
+        numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(numbers) | (numbers != np.round(numbers)) | values.map(lambda v: isinstance(v, bool)).to_numpy()
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            from fairltr.data import show_value
+
+            raise DataError(f"row {pos}: {name!r} is {show_value(values.iloc[pos])}, not an integer; the model was trained on "
+                            f"integer {name!r} values ({int(bad.sum())} such row(s))")

@@ -243,7 +243,7 @@ def load_verified(vm: VerifiedModel):
             booster = _artifact(vm, "booster") if "booster" in artifacts else None
             python_model = FairltrRanker.from_model(load_ranker_artifacts(_artifact(vm, "weights"), booster),
                                                     config.get("query"), policy=config.get("serve_rerank"),
-                                                    group=config.get("group"))
+                                                    group=config.get("group"), input_types=config.get("input_types"))
         else:
             from fairltr.tracking.models.retriever import FairltrRetriever
 
