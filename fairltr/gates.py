@@ -340,9 +340,26 @@ class GateResult:
         reported as passed)."""
         return "skipped" if self.skipped else ("passed" if self.passed else "failed")
 
+    def worst_category(self) -> str | None:
+        """``worst category race = Black: 0.44 [0.30, 0.51]`` from :attr:`categories` (the lowest
+        non-excluded impact ratio, ties to the first listed); None without categories."""
+        cats = [c for c in (self.categories or []) if not c.get("excluded") and is_finite_number(c.get("impact_ratio"))]
+        if not cats:
+            return None
+        w = min(cats, key=lambda c: float(c["impact_ratio"]))
+        lo, hi = w.get("ci_low"), w.get("ci_high")
+        iv = f" [{float(lo):.4g}, {float(hi):.4g}]" if is_finite_number(lo) and is_finite_number(hi) else ""
+        return f"worst category {w['attribute']} = {w['category']}: {float(w['impact_ratio']):.4g}{iv}"
+
     def describe(self) -> str:
         """One line: ``FAIL ndcg_at_10>=champion-0.01: ndcg_at_10=0.71, threshold 0.74, short by 0.03``;
-        in confidence mode with the interval and the end compared; ``SKIP ...: skipped: <reason>``."""
+        in confidence mode with the interval and the end compared; ``SKIP ...: skipped: <reason>``;
+        an impact-ratio gate names its worst category (and its interval)."""
+        line = self._describe()
+        worst = self.worst_category()
+        return f"{line}; {worst}" if worst else line
+
+    def _describe(self) -> str:
         status = "SKIP" if self.skipped else ("PASS" if self.passed else "FAIL")
         head = f"{status} {self.gate}" + (f" [{self.rule}]" if self.rule and self.rule != self.gate else "")
         if self.value is None:

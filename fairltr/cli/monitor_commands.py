@@ -26,6 +26,7 @@ __all__ = ["monitor_command"]
 @group_option("group attribute column, repeatable: --group race --group sex (integer or string categories; "
               "several give their intersection too)")
 @click.option("--judgment", default=None, help="outcome / judgment column (optional: merit figures need it)")
+@click.option("--item", default=None, help="candidate id column (unique within a ranking; never a feature)")
 @stack(reading_options())
 @click.option("--rank-column", default=None, help="served rank (1 = top) of each row [default: rank, unless --model-uri scores]")
 @click.option("--score-column", default=None, help="served score of each row (higher = ranked first) instead of ranks")
@@ -42,7 +43,7 @@ __all__ = ["monitor_command"]
 @click.option("--out", "out_dir", default="outputs/monitor", show_default=True, help="output folder")
 @click.option("--experiment", default="fairltr-monitor", show_default=True, help="MLflow experiment")
 @click.option("--no-track", is_flag=True, help="do not log to MLflow (and do not tag the model version)")
-def monitor_command(data_path, model_uri, time_column, window, query, group, judgment, rank_column, score_column, k,
+def monitor_command(data_path, model_uri, time_column, window, query, group, judgment, item, rank_column, score_column, k,
                     ci, min_category_share, n_boot, ci_seed, gates, confidence, reference, allow_unverified, out_dir,
                     experiment, no_track):
     """Audit served rankings per time window; exit 1 naming every failing window and category."""
@@ -52,7 +53,7 @@ def monitor_command(data_path, model_uri, time_column, window, query, group, jud
 
     cfg = MonitorConfig(
         data=Path(data_path), time_column=time_column, window=window,
-        columns=ranking_columns(query, group, judgment, None),
+        columns=ranking_columns(query, group, judgment, item),
         audit=audit_config(k, ci, min_category_share, n_boot, ci_seed), out_dir=Path(out_dir), model_uri=model_uri,
         score_column=score_column, rank_column=rank_column, gates=tuple(gates), confidence=confidence,
         reference=Path(reference) if reference else None, allow_unverified=allow_unverified,

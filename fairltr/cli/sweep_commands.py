@@ -86,6 +86,7 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
 @group_option("ranking methods: group attribute column, repeatable (--group race --group sex); the first one "
               "trains DELTR, all of them are audited (objectives impact_ratio_at_10:max, exposure_ratio_worst:max)")
 @click.option("--judgment", default=DEFAULT_COLUMNS.judgment, show_default=True, help="ranking methods: judgment column")
+@click.option("--item", default=None, help="ranking methods: candidate id column (unique within a query; never a feature)")
 @stack(reading_options())
 @click.option("--register-best", default=None, metavar="NAME",
               help="ranking methods: retrain the best trade-off on the training data and register it as one model "
@@ -94,7 +95,7 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
 def sweep(method, train, test, n_trials, study, storage, objectives, constraints, sampler, seed, out,
           compare_with, reference, tracking_uri, experiment, no_mlflow, loss, fair_p_range, fair_alpha_range,
           max_iter, population_size, heartbeat_interval, grace_period, encoder, dpr_loss, steps, batch_size,
-          max_train_items, max_test_items, no_progress, query, group, judgment, register_best) -> None:
+          max_train_items, max_test_items, no_progress, query, group, judgment, item, register_best) -> None:
     """Multi-objective Pareto sweep (Optuna) logged to MLflow; N workers may share one study."""
     import torch
 
@@ -116,7 +117,7 @@ def sweep(method, train, test, n_trials, study, storage, objectives, constraints
         population_size=population_size, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
         progress=not no_progress, method_options=options, register_best=register_best,
     )
-    columns = ranking_columns(query, group, judgment)
+    columns = ranking_columns(query, group, judgment, item)
     result = run_sweep_job(cfg, echo=click.echo, columns=columns, reading=read_settings())
     for f in result.files:
         click.echo(f"wrote {f}")

@@ -110,6 +110,8 @@ def _needed_columns(cfg: MonitorConfig, features: Sequence[str]) -> list[str]:
     wanted = [c.query, *c.groups, cfg.time_column, *ranking, *features]
     if c.judgment:
         wanted.append(c.judgment)
+    if c.item:
+        wanted.append(c.item)
     return list(dict.fromkeys(wanted))
 
 
