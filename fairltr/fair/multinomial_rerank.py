@@ -194,7 +194,7 @@ def _rerank_bucket(row_ids, codes, slot, sizes, kq, s, gcode, rank, table_of) ->
     larange = np.arange(1, big_k + 1)
     # u(l) = l - need(l); tight at step t when u(l) <= t. Groups without candidates never count.
     u = larange[None, :] - (mq * (counts[1:].T > 0)[:, None, :]).sum(axis=2)
-    u = np.where(larange[None, :] <= kq[:, None], u, _FAR)
+    u = np.where(larange[None, :] <= kq[:, None], u, _FAR).astype(np.int32)
     ptr = np.zeros((g + 1, n_q), dtype=np.int64)
     c = np.zeros((n_q, g), dtype=np.int64)
     qidx = np.arange(n_q)
@@ -217,12 +217,12 @@ def _rerank_bucket(row_ids, codes, slot, sizes, kq, s, gcode, rank, table_of) ->
         prot = act & (chosen > 0)
         j = np.maximum(chosen - 1, 0)
         thr = np.where(prot, nxt[qidx, j], _FAR)
-        u += larange[None, :] >= thr[:, None]
+        u[:, t:] += larange[None, t:] >= thr[:, None]  # earlier prefixes are behind the walk
         c[qidx[prot], j[prot]] += 1
         gone = prot & (ptr[chosen, qidx] >= counts[chosen, qidx])
         if gone.any():  # this group ran out: its remaining minimums no longer count
             qg, jg = qidx[gone], j[gone]
-            u[qg] += np.maximum(mq[qg, :, jg] - c[qg, jg][:, None], 0)
+            u[qg] += np.maximum(mq[qg, :, jg] - c[qg, jg][:, None], 0).astype(np.int32)
     rest = valid & (rank[np.maximum(rows_sorted, 0)] == 0)
     qi, si = np.nonzero(rest)
     rank[rows_sorted[qi, si]] = kq[qi] + np.cumsum(rest, axis=1)[qi, si]
