@@ -12,6 +12,10 @@ multiple-testing adjustment of alpha.
 * adjusted alpha_c: the largest alpha_c whose mtable fails with probability <= alpha. The mtable
   changes only at the binomial CDF values F(j; i, p) (the *breakpoints*), so the search runs over
   those values (then over single doubles, for scipy's rounding) and is exact.
+* adjusted tables are cached in the process and on disk, in the user's cache folder
+  (:mod:`fairltr.fair.table_cache`: ``$FAIRLTR_CACHE_DIR``, else ``$XDG_CACHE_HOME/fairltr``, else
+  ``~/.cache/fairltr``), so a second process reads k = 10^5 instead of searching again; an entry
+  holds the table that the search computed, so its results are the same.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import functools
 import numpy as np
 
 from fairltr.errors import ConfigError
+from fairltr.fair import table_cache
 
 __all__ = ["mtable", "cached_mtable", "fail_probability", "adjust_alpha", "is_fair", "check_params", "clear_caches"]
 
@@ -297,8 +302,7 @@ def _from_bits(n: int) -> float:
     return float(np.array(n, dtype=np.int64).view(np.float64))
 
 
-@functools.lru_cache(maxsize=256)
-def _adjust_alpha_cached(k: int, p: float, alpha: float) -> float:
+def _search_alpha(k: int, p: float, alpha: float) -> float:
     """Largest double alpha_c with fail(binom.ppf table at alpha_c) <= alpha.
 
     The exact search gives the answer for the exact quantile; scipy's quantile may lag it by a
@@ -326,6 +330,26 @@ def _adjust_alpha_cached(k: int, p: float, alpha: float) -> float:
     return _from_bits(ilo)
 
 
+@functools.lru_cache(maxsize=256)
+def _adjusted_entry(k: int, p: float, alpha: float) -> tuple[float, np.ndarray]:
+    """(adjusted alpha_c, its read-only table): from the disk cache when a valid entry exists
+    (:mod:`fairltr.fair.table_cache`), else searched and written there."""
+    hit = table_cache.load("binomial", k, p, alpha)
+    if hit is not None:
+        alpha_c, table = hit
+    else:
+        alpha_c = _search_alpha(k, p, alpha)
+        table = _table_at(k, p, alpha_c)
+        table_cache.store("binomial", k, p, alpha, alpha_c, table)
+    table.setflags(write=False)
+    return alpha_c, table
+
+
+def _adjust_alpha_cached(k: int, p: float, alpha: float) -> float:
+    """Largest double alpha_c with fail(binom.ppf table at alpha_c) <= alpha (cached)."""
+    return _adjusted_entry(k, p, alpha)[0]
+
+
 def adjust_alpha(k: int, p: float, alpha: float) -> float:
     """Largest alpha_c whose mtable ``m(i) = F^-1(alpha_c; i, p)`` fails with probability <= alpha.
 
@@ -342,8 +366,9 @@ def adjust_alpha(k: int, p: float, alpha: float) -> float:
 def cached_mtable(k: int, p: float, alpha: float, adjust: bool) -> np.ndarray:
     """:func:`mtable` without the parameter checks (call :func:`check_params` first) and without
     the copy: the cached, read-only array itself, for callers that look up many tables."""
-    alpha_c = _adjust_alpha_cached(k, p, alpha) if adjust else alpha
-    table = _table_at(k, p, alpha_c)
+    if adjust:
+        return _adjusted_entry(k, p, alpha)[1]
+    table = _table_at(k, p, alpha)
     table.setflags(write=False)
     return table
 
@@ -359,9 +384,10 @@ def mtable(k: int, p: float, alpha: float, adjust: bool = True) -> np.ndarray:
 
 
 def clear_caches() -> None:
-    """Forget cached mtables and adjusted alphas (for benchmarks)."""
+    """Forget the in-process cached mtables and adjusted alphas (for benchmarks; the disk cache
+    stays: ``FAIRLTR_MTABLE_CACHE=0`` bypasses it)."""
     cached_mtable.cache_clear()
-    _adjust_alpha_cached.cache_clear()
+    _adjusted_entry.cache_clear()
 
 
 def is_fair(groups_in_rank_order, p: float, alpha: float, adjust: bool = True) -> bool:

@@ -127,6 +127,14 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("ee_l", "lower", "never undefined for a non-empty query", kind="fairness", ideal=0.0),
     MetricInfo("ee_d", "lower", "never undefined for a non-empty query", kind="fairness"),
     MetricInfo("ee_r", "higher", "never undefined for a non-empty query", kind="fairness"),
+    # TREC Fair Ranking 2022 task 1 (fairltr.metrics.awrf): AWRF in [1 - ln 2, 1], the score nDCG x AWRF
+    MetricInfo("awrf", "higher", "query left out when none of its ranked items has an alignment", kind="fairness"),
+    MetricInfo("ndcg_awrf", "higher", "query left out when it has no relevant document or its awrf is undefined",
+               kind="fairness"),
+    # inequity of amortized attention (Biega et al. 2018; fairltr.metrics.iaa), 0 = attention proportional
+    # to relevance over the sequence of rankings
+    MetricInfo("iaa", "lower", "query left out when a ranking's relevance sums to 0 (normalised attention)",
+               kind="fairness", ideal=0.0),
 ]}
 
 AUDIT_METRICS = ("impact_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl")
