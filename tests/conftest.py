@@ -18,6 +18,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(1)
 # fairltr's small state folder (runs to end after a lost tracking server): never the user's ~/.local
 os.environ.setdefault("FAIRLTR_STATE_DIR", str(Path(__import__("tempfile").mkdtemp(prefix="fairltr-test-state-"))))
+# fairltr's cache (adjusted mtables, compiled kernels): a fresh folder, never the user's ~/.cache
+os.environ.setdefault("FAIRLTR_CACHE_DIR", str(Path(__import__("tempfile").mkdtemp(prefix="fairltr-test-cache-"))))
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # --import-mode=importlib leaves sys.path alone: make tests/ importable for the fixture modules

@@ -7,6 +7,9 @@
   post- and pre-processing baselines.
 * :func:`rerank_geyik`: Geyik et al.'s multi-group re-rankers (DetGreedy, DetCons, DetRelaxed,
   DetConstSort) toward a target category mix.
+* :func:`multinomial_mtable`, :func:`multinomial_fail_probability`, :func:`multinomial_adjust_alpha`,
+  :func:`multinomial_is_fair`, :func:`rerank_multinomial`: FA*IR for several protected groups
+  (minimum shares ``A=0.2,B=0.1``), exact, reducing to the binomial test at one group.
 * :class:`ServingPolicy`, :func:`parse_policy`, :func:`apply_policy`: the post-processing a served
   model applies (``--serve-rerank fair:p=0.3,alpha=0.1``).
 
@@ -20,6 +23,9 @@ __all__ = [
     "rerank", "required_counts", "fair_postprocess", "fair_preprocess", "protected_share",
     "GEYIK_METHODS", "rerank_geyik", "prefix_feasible", "category_codes", "parse_target", "target_shares",
     "ServingPolicy", "POLICY_METHODS", "NO_POLICY", "parse_policy", "policy_from_params", "apply_policy",
+    "check_multinomial_params", "multinomial_mtable", "multinomial_fail_probability", "multinomial_adjust_alpha",
+    "multinomial_is_fair", "first_violation", "clear_multinomial_caches", "rerank_multinomial", "parse_min_shares",
+    "protected_codes",
 ]
 
 lazy_exports(__name__, {
@@ -31,4 +37,8 @@ lazy_exports(__name__, {
     **dict.fromkeys(["category_codes", "parse_target", "target_shares"], "fairltr.fair.target"),
     **dict.fromkeys(["ServingPolicy", "POLICY_METHODS", "NO_POLICY", "parse_policy", "policy_from_params",
                      "apply_policy"], "fairltr.fair.policy"),
+    **dict.fromkeys(["check_multinomial_params", "multinomial_mtable", "multinomial_fail_probability",
+                     "multinomial_adjust_alpha", "multinomial_is_fair", "first_violation", "clear_multinomial_caches"],
+                    "fairltr.fair.multinomial"),
+    **dict.fromkeys(["rerank_multinomial", "parse_min_shares", "protected_codes"], "fairltr.fair.multinomial_rerank"),
 })

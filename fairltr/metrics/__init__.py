@@ -24,6 +24,9 @@ __all__ = [
     "headline_metrics", "AUDIT_METRICS", "CI_SUFFIXES", "CI_METADATA_KEYS", "ee_from_exposure",
     "expected_exposure", "expected_exposure_metrics", "group_exposure", "rbp_exposure", "target_exposure",
     "key_part", "RankedFolds", "front_hypervolume_intervals", "hypervolume_2d_batch", "resampled_objectives",
+    "awrf", "intersect", "rank_discount", "trec_fair_ndcg", "trec_fair_task1", "iaa", "iaa_by_subject",
+    "ATTENTION_MODELS", "mean_with_intervals", "TiedRanks", "tied_ranks", "category_verdicts",
+    "worst_category", "binary_view", "BinaryView", "GATE_TOLERANCE", "holds",
 ]
 
 lazy_exports(__name__, {
@@ -42,8 +45,14 @@ lazy_exports(__name__, {
                     'fairltr.metrics.front_bootstrap'),
     **dict.fromkeys(['exposure_per_query', 'position_bias'],
                     'fairltr.metrics.exposure'),
-    **dict.fromkeys(['order_by', 'ranks_by', 'ranks_from_order'],
+    **dict.fromkeys(['order_by', 'ranks_by', 'ranks_from_order', 'TiedRanks', 'tied_ranks'],
                     'fairltr.metrics.ordering'),
+    **dict.fromkeys(['awrf', 'intersect', 'rank_discount', 'trec_fair_ndcg', 'trec_fair_task1'],
+                    'fairltr.metrics.awrf'),
+    **dict.fromkeys(['iaa', 'iaa_by_subject', 'ATTENTION_MODELS'], 'fairltr.metrics.iaa'),
+    'mean_with_intervals': 'fairltr.metrics.query_intervals',
+    **dict.fromkeys(['category_verdicts', 'worst_category', 'binary_view', 'BinaryView'], 'fairltr.metrics.verdicts'),
+    **dict.fromkeys(['GATE_TOLERANCE', 'holds'], 'fairltr.metrics.compare'),
     **dict.fromkeys(['derive_from_ratio', 'exposure_disparity', 'exposure_shortfall', 'selection_ratio_at_k'],
                     'fairltr.metrics.parity'),
     **dict.fromkeys(['kendall_tau', 'mrr_at_k', 'ndcg_at_k', 'precision_at_k', 'recall_at_k'],
