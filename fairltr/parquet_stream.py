@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
@@ -128,6 +129,19 @@ class ParquetLayout(ColumnNames):
     n_groups: int
     standardize: bool = True
     file_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    categories: list[str] | None = None  # text categories in code order (the reference first); None: integers
+
+    def group_codes(self, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Integer codes of a batch's group column: the integers as written, or the position of
+        each text category in :attr:`categories` (``fairltr.data.category_codes``' coding)."""
+        if self.categories is None:
+            return _as_float(column).astype(np.int64)
+        values = column.to_pandas() if hasattr(column, "to_pandas") else pd.Series(column)
+        codes = pd.Categorical(values.astype(str), categories=self.categories).codes.astype(np.int64)
+        if (codes < 0).any():
+            raise DataError(f"group column {self.group!r} holds {show_value(values[codes < 0].iloc[0])}, a category the "
+                            "scan did not see (the file changed while streaming it)")
+        return codes
 
     @property
     def n_rows(self) -> int:
@@ -197,12 +211,13 @@ def _choose_features(
     for role, col in (("query", query), ("group", group), ("judgment", judgment)):
         if col not in names:
             raise DataError(f"{role} column {col!r} not found in {where}; columns: {names}")
-    for role, col in (("group", group), ("judgment", judgment)):
-        t = schema.field(col).type
-        if not _numeric(t):
-            raise DataError(f"{role} column {col!r} in {where} is not numeric (type {t})")
+    if not (_numeric(schema.field(group).type) or _is_text(schema.field(group).type)):
+        raise DataError(f"group column {group!r} in {where} holds neither integers nor text (type "
+                        f"{schema.field(group).type})")
+    if not _numeric(schema.field(judgment).type):
+        raise DataError(f"judgment column {judgment!r} in {where} is not numeric (type {schema.field(judgment).type})")
     if features is None:
-        special = set(columns.special)
+        special = set(columns.special) | ({group} if _is_text(schema.field(group).type) else set())
         feats = [c for c in names if c not in special and _numeric(schema.field(c).type)]
     else:
         feats = list(features)
@@ -268,6 +283,9 @@ class _ScanState:
     max_group: int = 0
     file_start: list[int] = field(default_factory=list)
     row: int = 0
+    text_groups: bool | None = None  # None until the first batch says which
+    category_counts: dict = field(default_factory=dict)  # text categories: how many rows each
+    reference: object = None  # a declared reference category (text), else the most frequent
 
     def start_file(self, pf: pq.ParquetFile, f: Path, first: Path, features: Sequence[str] | None,
                    colorblind: bool) -> list[str]:
@@ -293,14 +311,53 @@ class _ScanState:
         """Check one non-empty record batch (its first row is ``file_row`` of ``f``) and take in
         its queries, group categories and feature moments."""
         q = self._query_runs(rb, f, file_row)
-        values = _matrix(rb, stat_cols)
-        _check_finite(values, stat_cols, q, f, file_row)
-        g = values[:, 0]
-        _check_group_categories(g, q, f, file_row, self.columns.group)
-        self.max_group = max(self.max_group, int(g.max()))
+        column = rb.column(self.columns.group)
+        text = _is_text(column.type)
+        if self.text_groups is None:
+            self.text_groups = text
+        elif text != self.text_groups:
+            raise DataError(f"group column {self.columns.group!r} in {f} holds {'text' if text else 'numbers'}, "
+                            f"but earlier files or row groups hold {'numbers' if text else 'text'}")
+        if text:
+            self._count_categories(column, q, f, file_row)
+            values = np.concatenate([np.zeros((rb.num_rows, 1)), _matrix(rb, stat_cols[1:])], axis=1)
+            _check_finite(values[:, 1:], stat_cols[1:], q, f, file_row)
+        else:
+            values = _matrix(rb, stat_cols)
+            _check_finite(values, stat_cols, q, f, file_row)
+            g = values[:, 0]
+            _check_group_categories(g, q, f, file_row, self.columns.group)
+            self.max_group = max(self.max_group, int(g.max()))
         if self.standardize:
             self.moments.update(values[:, 2:])
         self.row += rb.num_rows
+
+    def _count_categories(self, column: pa.Array, q: np.ndarray, f: Path, file_row: int) -> None:
+        """Take in a batch's text categories (a missing one is an error naming its row)."""
+        import pyarrow.compute as pc
+
+        if column.null_count:
+            r = int(np.flatnonzero(np.asarray(column.is_null()))[0])
+            raise DataError(f"{f}, row {file_row + r + 1} (1-based, query {show_value(q[r])}): missing group category "
+                            f"in column {self.columns.group!r}")
+        counts = pc.value_counts(column.cast(pa.string()))
+        for value, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()):
+            self.category_counts[value] = self.category_counts.get(value, 0) + int(n)
+
+    def categories(self) -> list[str] | None:
+        """The text categories in code order: the reference (declared, else the most frequent,
+        ties to the first in sorted order) then the others sorted; None for integer categories."""
+        if not self.text_groups:
+            return None
+        found = sorted(self.category_counts)
+        if self.reference is not None:
+            if str(self.reference) not in self.category_counts:
+                raise ConfigError(f"reference category {self.reference!r} does not occur; categories: {found}")
+            ref = str(self.reference)
+        else:
+            top = max(self.category_counts.values())
+            ref = next(c for c in found if self.category_counts[c] == top)
+        return [ref] + [c for c in found if c != ref]
 
     def _query_runs(self, rb: pa.RecordBatch, f: Path, file_row: int) -> np.ndarray:
         """The batch's query ids; records where each new query starts (an id met before, after
@@ -333,6 +390,7 @@ class _ScanState:
     def layout(self, files: Sequence[Path]) -> ParquetLayout:
         """The :class:`ParquetLayout` of the finished pass."""
         row, feats = self.row, self.feature_names
+        cats = self.categories()
         query_start = np.concatenate(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
         query_size = np.diff(np.concatenate([query_start, [row]]))
         unit_rows = np.asarray(self.unit_rows, dtype=np.int64)
@@ -348,9 +406,16 @@ class _ScanState:
             unit_row_group=np.asarray(self.unit_row_group, dtype=np.int64), unit_start=unit_start,
             unit_rows=unit_rows, query_ids=self.ids, query_start=query_start.astype(np.int64),
             query_size=query_size.astype(np.int64), unit_queries=unit_queries, mean=mean, scale=scale,
-            n_groups=max(2, self.max_group + 1), standardize=self.standardize,
-            file_start=np.asarray(self.file_start, dtype=np.int64),
+            n_groups=max(2, len(cats) if cats else self.max_group + 1), standardize=self.standardize,
+            file_start=np.asarray(self.file_start, dtype=np.int64), categories=cats,
         )
+
+
+def _is_text(t: pa.DataType) -> bool:
+    """Whether an Arrow column type holds text categories (string, large string, or a dictionary of them)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def _check_group_categories(g: np.ndarray, q: np.ndarray, f: Path, file_row: int, group: str) -> None:
@@ -372,8 +437,13 @@ def scan_parquet(
     colorblind: bool = False,
     standardize: bool = True,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    reference: object = None,
 ) -> ParquetLayout:
     """One streaming pass: validate, locate every query, and compute mean / population std.
+
+    The group column holds integer categories (0 = the reference) or text categories, coded as
+    :func:`fairltr.data.category_codes` codes them: ``reference`` (declared), else the most frequent
+    category, gets code 0 and the others follow in sorted order (:attr:`ParquetLayout.categories`).
 
     ``columns``: the column contract (default :data:`~fairltr.columns.DEFAULT_COLUMNS`); the
     query, group and judgment columns must exist.
@@ -385,7 +455,7 @@ def scan_parquet(
     if chunk_rows < 1:
         raise ConfigError(f"chunk_rows must be >= 1, got {chunk_rows}")
     files = parquet_files(path)
-    scan = _ScanState(c, standardize)
+    scan = _ScanState(c, standardize, reference=reference)
     for fi, f in enumerate(files):
         pf = _open(f)
         stat_cols = scan.start_file(pf, f, files[0], features, colorblind)
@@ -554,11 +624,11 @@ def iter_query_batches(
         if layout.standardize:  # in place: (x - mean) / scale
             x -= layout.mean
             x /= layout.scale
-        judgments, groups = _as_float(table.column(layout.judgment)), _as_float(table.column(layout.group))
+        judgments, groups = _as_float(table.column(layout.judgment)), layout.group_codes(table.column(layout.group))
         del table
         rows = np.concatenate([np.arange(lo, hi) for lo, hi in zip(run_lo.tolist(), run_hi.tolist())])
         yield pad_rows(
-            x, judgments, groups.astype(np.int64), sizes, rows=rows,
+            x, judgments, groups, sizes, rows=rows,
             query_ids=[layout.query_ids[k] for k in qs.tolist()],
             feature_names=layout.feature_names, dtype=dtype,
         )

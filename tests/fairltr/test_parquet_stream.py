@@ -209,3 +209,31 @@ def test_bad_columns_name_file_column_row_and_query(tmp_path):
         scan_parquet(tmp_path / "junk.parquet")
     with pytest.raises(DataError, match="Parquet path not found"):
         scan_parquet(tmp_path / "missing.parquet")
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 1000])
+def test_text_categories_stream_with_the_in_memory_coding(tmp_path, chunk_rows):
+    """Issue 29: text categories streamed from Parquet are coded as ``category_codes`` codes them
+    (the most frequent category, ties to the first sorted, is 0; the others in sorted order), the
+    text column is never a feature, and a missing category names its row."""
+    from fairltr.data import category_codes
+
+    rng = np.random.default_rng(3)
+    n = 120
+    df = pd.DataFrame({"query_id": np.repeat(np.arange(12), 10),
+                       "race": rng.choice(["White", "Black", "Asian American"], n, p=[0.3, 0.5, 0.2]),
+                       "x1": rng.normal(size=n), "judgment": rng.integers(0, 3, n).astype(float)})
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path, row_group_size=25)
+    c = RankingColumns(query="query_id", group="race", judgment="judgment")
+    layout = scan_parquet(path, columns=c, chunk_rows=chunk_rows)
+    codes, order = category_codes(df["race"])
+    assert layout.categories == order and layout.n_groups == 3 and layout.feature_names == ["x1"]
+    got = np.concatenate([b.groups[b.mask].numpy() for b in iter_query_batches(layout, batch_queries=5)])
+    np.testing.assert_array_equal(got, codes)
+    declared = scan_parquet(path, columns=c, reference="White")
+    assert declared.categories[0] == "White"
+    df.loc[37, "race"] = None
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
+    with pytest.raises(DataError, match=r"row 38 .*missing group category"):
+        scan_parquet(path, columns=c)
