@@ -28,7 +28,7 @@ import pytest
 
 __all__ = [
     "MlflowServer", "start_mlflow_server", "free_port",
-    "running_runs", "mlflow_server", "mlflow_postgres_server", "postgres_uri", "optuna_postgres_uri", "fresh_postgres_database", "mlflow_tracking", "tiny_rankings",
+    "running_runs", "mlflow_server", "mlflow_postgres_server", "postgres_uri", "optuna_postgres_uri", "fresh_postgres_database", "mlflow_tracking", "mlflow_tracking_module", "tiny_rankings",
 ]
 
 SERVER_START_TIMEOUT = float(os.environ.get("FAIRLTR_TEST_MLFLOW_START_TIMEOUT", "180"))
@@ -206,6 +206,34 @@ def mlflow_postgres_server(postgres_uri, tmp_path_factory) -> Iterator[MlflowSer
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def mlflow_tracking_module(mlflow_server) -> Iterator[str]:
+    """:func:`mlflow_tracking` for a whole module (its fixtures share fitted and registered models)."""
+    import mlflow
+
+    keys = ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
+    old = {k: os.environ.get(k) for k in keys}
+    for k in keys[1:]:
+        os.environ.pop(k, None)
+    os.environ["MLFLOW_TRACKING_URI"] = mlflow_server.uri
+    mlflow.set_tracking_uri(mlflow_server.uri)
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
+    try:
+        yield mlflow_server.uri
+    finally:
+        while mlflow.active_run() is not None:
+            mlflow.end_run()
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        from mlflow.tracking._tracking_service import utils as _tracking_utils
+
+        _tracking_utils._tracking_uri = None
 
 
 @pytest.fixture

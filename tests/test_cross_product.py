@@ -103,29 +103,7 @@ def _one_line_refusal(res, where: str, needle: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def tracking(mlflow_server):
-    """The session's MLflow server for every cell of this module (restored afterwards)."""
-    import os
-
-    import mlflow
-
-    old = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
-    os.environ["MLFLOW_TRACKING_URI"] = mlflow_server.uri
-    os.environ.pop("MLFLOW_RUN_ID", None)
-    mlflow.set_tracking_uri(mlflow_server.uri)
-    yield mlflow_server.uri
-    for key, value in old.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-    from mlflow.tracking._tracking_service import utils as _tracking_utils
-
-    _tracking_utils._tracking_uri = None
-
-
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory, tracking):
+def cases(tmp_path_factory, mlflow_tracking_module):
     """Per variant: its files, the untracked and the tracked + registered training, the model's
     scores of the test table and the independent figures."""
     import uuid

@@ -165,13 +165,16 @@ def test_corrupt_champion_does_not_block_its_replacement(mlflow_server, model_na
                       "--unloadable-champion", "fail")
     assert strict.exit_code == 1, strict.output
     assert "Traceback" not in strict.output
-    assert "champion v1 unloadable: relative gate failed (policy fail)" in strict.output
+    assert "champion v1 unavailable (" in strict.output and "relative gate failed (fail closed)" in strict.output
     assert "PASS exposure_ratio>=0.1" in strict.output
     assert _alias(model_name) == "1"
     assert decision_record(_tags(model_name, "2"))["champion_status"].startswith("unloadable: ")
-    replaced = _promote("--model", model_name, "--version", "2", "--data", str(test_csv), *gates)  # default: pass
+    default = _promote("--model", model_name, "--version", "2", "--data", str(test_csv), *gates)  # fail closed
+    assert default.exit_code == 1 and "relative gate failed (fail closed)" in default.output, default.output
+    replaced = _promote("--model", model_name, "--version", "2", "--data", str(test_csv), *gates,
+                        "--if-champion-unavailable", "pass")  # skipping is an explicit choice
     assert replaced.exit_code == 0, replaced.output
-    assert "champion v1 unloadable: relative gate skipped (policy pass)" in replaced.output
+    assert "SKIP kendall_tau>=champion-0.5" in replaced.output and "skipped: champion v1 unavailable (" in replaced.output
     assert _alias(model_name) == "2"
 
 
