@@ -16,9 +16,13 @@ The objectives are recomputed exactly as :func:`fairltr.metrics.evaluate_ranking
   N = sum w, n0 = N (N - 1) / 2, n1 = sum w_i (w_i - 1) / 2, n2 = sum over judgment values v of
   W_v (W_v - 1) / 2 (W_v the weight of the candidates judged v): tau_b = S / sqrt((n0 - n1) (n0 - n2)),
   which is the plain tau-b when every w is 1;
+  With tied scores (``RankedFolds.score``) the pairs of one tie group count 0 in S (docs/spec.md
+  section 3, "Ties": the expectation over the orders of the ties; the denominator keeps every
+  pair, as the tied group becomes some order);
 * ``exposure_ratio``: mean over queries of Exp(protected) / Exp(non-protected), Exp(group) the
   weighted mean of v(rank) = 1 / ln(1 + rank) over the group's candidates (ranks of the
-  evaluated list); ``exposure_disparity`` = 1 - min(R, 1/R) of that mean R;
+  evaluated list; with tied scores the mean of v over the tie group's positions);
+  ``exposure_disparity`` = 1 - min(R, 1/R) of that mean R;
 * several folds (TREC): each objective is the mean over the folds where it is defined, the
   disparity taken from the mean ratio (:func:`fairltr.workflows.sweep.mean_over_folds`).
 
@@ -78,6 +82,7 @@ class RankedFolds:
     judgment: np.ndarray
     rank: np.ndarray
     row: np.ndarray
+    score: np.ndarray | None = None  # the evaluated scores: equal ones form tie groups (None: no ties)
 
 
 def _padded(values: np.ndarray, query: np.ndarray, rank: np.ndarray, n_queries: int, width: int, fill) -> np.ndarray:
@@ -107,8 +112,9 @@ def resampled_objectives(trial: RankedFolds, weights: np.ndarray, unit: str) -> 
         wq = None
     else:
         raise ConfigError(f"unit must be 'queries' or 'candidates', got {unit!r}")
-    tau = np.broadcast_to(_weighted_tau_b(y, mask, w), (w_all.shape[0], n_q))  # (batch, Q)
-    ratio = np.broadcast_to(_weighted_exposure_ratio(g, mask, w), (w_all.shape[0], n_q))
+    ties = None if trial.score is None else _padded(_tie_ids(trial), trial.query, trial.rank, n_q, width, -1)
+    tau = np.broadcast_to(_weighted_tau_b(y, mask, w, ties), (w_all.shape[0], n_q))  # (batch, Q)
+    ratio = np.broadcast_to(_weighted_exposure_ratio(g, mask, w, ties), (w_all.shape[0], n_q))
     fold_of_query = np.zeros(n_q, dtype=np.int64)
     fold_of_query[trial.query] = trial.fold
     folds = np.unique(trial.fold)
@@ -138,7 +144,58 @@ BLOCK = 128
 """Slots per block of :func:`_weighted_tau_b`'s sweep down the ranking."""
 
 
-def _weighted_tau_b(y: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _tie_ids(trial: RankedFolds) -> np.ndarray:
+    """Per row, the rank of the first row of its tie group (equal scores within one query of one
+    fold form a group; they are contiguous in the rank order)."""
+    score = np.asarray(trial.score, dtype=np.float64)
+    order = np.lexsort((trial.rank, trial.query))
+    q, s, r = trial.query[order], score[order], trial.rank[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (q[1:] != q[:-1]) | (s[1:] != s[:-1])
+    first = r[new][np.cumsum(new) - 1]
+    out = np.empty(len(order), dtype=np.int64)
+    out[order] = first
+    return out
+
+
+_WITHIN_CELLS = 4_000_000
+"""(resample x slot x judgment value) cells per chunk of :func:`_within_ties` (its memory bound)."""
+
+
+def _within_ties(y: np.ndarray, mask: np.ndarray, w: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """(batch, Q) sum over pairs i before j of ONE tie group of w_i w_j sign(y_i - y_j): the part
+    of S that the expectation over the orders of the ties removes. Tie groups are contiguous runs
+    of slots, so a group's earlier slots are its run's: cumulative weights per judgment value
+    restart at each group's first slot (vectorised over queries and slots; resamples in chunks)."""
+    q, n = y.shape
+    levels, codes = np.unique(np.where(mask, y, np.nanmin(y)), return_inverse=True)
+    codes = codes.reshape(q, n)
+    onehot = np.zeros((q, n, len(levels)))
+    np.put_along_axis(onehot, codes[..., None], 1.0, axis=-1)
+    onehot *= mask[..., None]
+    start = np.ones((q, n), dtype=bool)
+    start[:, 1:] = ties[:, 1:] != ties[:, :-1]
+    first_idx = np.maximum.accumulate(np.where(start, np.arange(n)[None, :], 0), axis=1)  # each slot's run start
+    prev = np.maximum(first_idx - 1, 0)[..., None]
+    has_prev = (first_idx > 0)[..., None]
+    out = np.zeros(w.shape[:2])
+    step = max(1, _WITHIN_CELLS // max(1, q * n * len(levels)))
+    for b0 in range(0, w.shape[0], step):  # chunks of resamples: bounded memory, no loop over queries
+        wb = w[b0:b0 + step]
+        contrib = wb[..., None] * onehot  # (chunk, Q, N, L)
+        cum = np.cumsum(contrib, axis=2)
+        before = np.where(has_prev[None], np.take_along_axis(cum, np.broadcast_to(prev[None], (wb.shape[0], q, n, 1)),
+                                                             axis=2), 0.0)
+        earlier = cum - contrib - before  # weight per value of the earlier slots of the same run
+        below = np.cumsum(earlier, axis=-1) - earlier
+        above = earlier.sum(-1, keepdims=True) - below - earlier
+        idx = np.broadcast_to(codes[None, :, :, None], wb.shape + (1,))
+        out[b0:b0 + step] = (wb * (np.take_along_axis(above, idx, -1)[..., 0]
+                                   - np.take_along_axis(below, idx, -1)[..., 0])).sum(-1)
+    return out
+
+
+def _weighted_tau_b(y: np.ndarray, mask: np.ndarray, w: np.ndarray, ties: np.ndarray | None = None) -> np.ndarray:
     """(batch, Q) tau-b of the module docstring; ``y`` (Q, N) judgments in rank order, ``w``
     (batch, Q, N) weights (0 on padding).
 
@@ -171,6 +228,8 @@ def _weighted_tau_b(y: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarra
         onehot = sparse.csr_matrix((mb.ravel().astype(np.float64), (np.arange(cells.size), cells)),
                                    shape=(cells.size, q * n_lv))
         acc += (onehot.T @ wb.reshape(batch, -1).T).T.reshape(batch, q, n_lv)
+    if ties is not None:  # pairs of one tie group: concordant or discordant with probability 1/2 each
+        s -= _within_ties(y, mask, w, ties)
     total = w.sum(-1)
     n0 = total * (total - 1) / 2
     n1 = (w * (w - 1) / 2).sum(-1)
@@ -180,9 +239,23 @@ def _weighted_tau_b(y: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarra
         return np.where(denom > 0, s / np.where(denom > 0, denom, 1.0), np.nan)
 
 
-def _weighted_exposure_ratio(g: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """(batch, Q) Exp(protected) / Exp(non-protected) with weighted group means of v(rank)."""
-    v = 1.0 / np.log1p(np.arange(1, g.shape[1] + 1, dtype=np.float64))
+def _weighted_exposure_ratio(g: np.ndarray, mask: np.ndarray, w: np.ndarray, ties: np.ndarray | None = None
+                             ) -> np.ndarray:
+    """(batch, Q) Exp(protected) / Exp(non-protected) with weighted group means of v(rank) (with
+    ``ties``: of the mean of v over each tie group's positions)."""
+    n = g.shape[1]
+    v = 1.0 / np.log1p(np.arange(1, n + 1, dtype=np.float64))
+    if ties is not None:  # each slot's v: the mean over its tie group's positions
+        pos = np.arange(1, n + 1)
+        first = np.where(ties > 0, ties, pos[None, :])
+        run_start = np.ones(first.shape, dtype=bool)
+        run_start[:, 1:] = first[:, 1:] != first[:, :-1]
+        run_id = np.cumsum(run_start, axis=1) - 1
+        sizes = np.zeros(first.shape, dtype=np.int64)
+        np.add.at(sizes, (np.broadcast_to(np.arange(first.shape[0])[:, None], first.shape), run_id), 1)
+        size = np.take_along_axis(sizes, run_id, axis=1)
+        cum = np.concatenate([[0.0], np.cumsum(v)])
+        v = (cum[first - 1 + size] - cum[first - 1]) / size
     prot = ((g >= 1) & mask).astype(np.float64)
     nprot = ((g == 0) & mask).astype(np.float64)
     with np.errstate(all="ignore"):

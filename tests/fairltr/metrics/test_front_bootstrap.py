@@ -160,3 +160,27 @@ def test_interval_matches_a_brute_force_loop(unit):
     np.testing.assert_allclose(low, want[0], atol=1e-10)
     np.testing.assert_allclose(high, want[1], atol=1e-10)
     assert np.all(low <= high) and np.all(high > 0)
+
+
+@pytest.mark.parametrize("levels", [3, None])
+def test_tied_scores_give_evaluate_rankings_expectation(levels):
+    """A trial's scores with ties (docs/spec.md section 3, "Ties"): all-ones weights give
+    evaluate_ranking's tie-unordered figures, whatever order the ties were kept in."""
+    df = ranked_table(7, 5, 20, levels)
+    rng = np.random.default_rng(0)
+    score = np.round(rng.normal(size=len(df)), 0)
+    # the kept rank: by score, ties in some order (here: reversed row order)
+    order = np.lexsort((-np.arange(len(df)), -score, df["query_id"].to_numpy()))
+    rank = np.empty(len(df), dtype=np.int64)
+    pos = np.arange(len(df)) - np.searchsorted(df["query_id"].to_numpy()[order], df["query_id"].to_numpy()[order])
+    rank[order] = pos + 1
+    df = df.assign(rank=rank)
+    trial = RankedFolds(np.zeros(len(df), int), df["query_id"].to_numpy(), df["protected"].to_numpy(),
+                        df["judgment"].to_numpy(), rank, np.arange(len(df)), score=score)
+    want = evaluate_ranking(df, score)
+    for unit, units in (("candidates", len(df)), ("queries", 5)):
+        got = resampled_objectives(trial, np.ones((1, units)), unit)[0]
+        assert got == pytest.approx((want["kendall_tau"], want["exposure_disparity"]), abs=1e-10)
+    untied = resampled_objectives(RankedFolds(*[getattr(trial, f) for f in ("fold", "query", "group", "judgment",
+                                                                              "rank", "row")]), np.ones((1, 5)), "queries")
+    assert abs(untied[0][0] - want["kendall_tau"]) > 1e-6  # the kept order alone would differ (ties do matter here)
