@@ -185,11 +185,14 @@ GATE_PRESETS: dict[str, GatePreset] = {p.name: p for p in [
                "four-fifths rule of hiring audits: every audited category's pooled selection rate in the top k "
                "(its items in the top k / its items) is at least 80% of the most-selected category's, over every "
                "group attribute and their intersection (small categories excluded and listed)"),
+    GatePreset("scoring_four_fifths", "scoring_impact_ratio", ">=", 0.8, 0,
+               "four-fifths rule on LL144's scoring rates: every audited category's share of members scoring above "
+               "the sample's median is at least 80% of the highest category's (docs/spec.md section 3c)"),
 ]}
 
 
 def _preset_list() -> str:
-    return ", ".join(f"{n}, {n}@<k>" for n in GATE_PRESETS)
+    return ", ".join(f"{n}, {n}@<k>" if "{k}" in p.metric else n for n, p in GATE_PRESETS.items())
 
 
 def _guide(champion: bool) -> str:
@@ -204,6 +207,10 @@ def expand_preset(text: str, *, what: str = "gate") -> tuple[str, str] | None:
     if not m or m.group(1) not in GATE_PRESETS:
         return None
     preset, k_text = GATE_PRESETS[m.group(1)], m.group(2)
+    if "{k}" not in preset.metric:  # a preset without a cut-off (the scoring rate's)
+        if k_text is not None:
+            raise ConfigError(f"{what} {text.strip()!r}: preset {preset.name} has no cut-off (@k); write {preset.name}")
+        return preset.name, preset.expand()
     if k_text is None:
         return f"{preset.name}@{preset.default_k}", preset.expand()
     if not k_text.isdigit() or int(k_text) < 1:

@@ -9,11 +9,15 @@ Everything is computed from per-(query, category) sufficient statistics, built w
     sel(q, c)    of them ranked within the top k (1-based ranks by decreasing score, ties by row)
     exp(q, c)    sum of v(rank) = 1 / ln(1 + rank)   (the exposure discount of section 3)
     merit(q, c)  sum of judgments (merit figures are NaN when a judgment is negative)
+    above(q, c)  of them scoring above the median (the scoring rate of section 3c, when asked)
 
 Pooled over the table: SR(c) = sum_q sel / sum_q n; IR(c) = SR(c) / max_c' SR(c');
 Exp(c) = sum_q exp / sum_q n; ER(c) = Exp(c) / max_c' Exp(c'); U(c) = sum_q merit / sum_q n;
 exposure per merit Exp(c) / U(c) and its ratio to the largest (disparate treatment, Singh &
-Joachims 2018); c' runs over the attribute's non-excluded categories. A bootstrap resample only
+Joachims 2018); c' runs over the attribute's non-excluded categories. Scoring rate (section 3c,
+``AuditConfig(scoring="sample" | "per-query")``): SR_s(c) = sum_q above / sum_q n, its impact ratio
+to the largest. Unknown categories (``unknown_values``) are counted per attribute and left out of
+every rate and ratio (:mod:`fairltr.metrics.audit_blocks`). A bootstrap resample only
 re-weights queries (or candidates), so every resample is one matrix product of the weights with
 these statistics. NDKL (Geyik et al. 2019) is a per-query value averaged over queries.
 """
@@ -27,15 +31,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from scipy.special import rel_entr
 
 from fairltr.columns import RankingColumns
-from fairltr.data import (
-    category_codes, check_table, is_string_categories, numeric_column, show_value,
-)
+from fairltr.data import check_group_column, check_table, numeric_column, show_value
 from fairltr.errors import ConfigError, DataError
-from fairltr.metrics.labels import attribute_key, category_label, intersection_name
-from fairltr.metrics.ordering import expected_discount, expected_in_top, tied_ranks_of_rows
+from fairltr.metrics.audit_blocks import UNKNOWN, Block, category_blocks, sorted_query_codes, unknown_mask
+from fairltr.metrics.audit_stats import MEDIANS, N_STATS, above_median, ndkl_per_query, stat_matrices
+from fairltr.metrics.ordering import tied_ranks_of_rows
 from fairltr.metrics.resampling import bootstrap_candidates, bootstrap_queries, canonical_row_order, resolve_unit
 
 __all__ = ["AuditConfig", "AuditResult", "AuditPlan", "audit_ranking", "prepare_audit", "TABLE_COLUMNS",
@@ -65,7 +67,11 @@ class AuditConfig:
     reported with ``excluded=True`` and left out of the worst-case figures (never merged).
     ``ci``: confidence level in (0, 1), 0 = no intervals; ``n_boot`` resamples, ``seed``;
     ``unit``: ``"queries"``, ``"candidates"`` or ``"auto"`` (queries from 30 queries up);
-    ``method``: ``"percentile"`` or ``"BCa"`` (queries unit only).
+    ``method``: ``"percentile"`` or ``"BCa"`` (queries unit only). ``scoring``: also the scoring
+    rate of section 3c, the median over the whole sample or per query (``"none"``: not computed);
+    ``unknown_values``: group values counted as unknown (``""`` makes a missing cell unknown);
+    ``exclude_small=False`` keeps small categories in the worst cases (flagged in the table only);
+    ``exclusion_reason``: the auditor's reason for excluding them, carried into the results.
     """
 
     k: int = 10
@@ -75,6 +81,10 @@ class AuditConfig:
     seed: int = 0
     unit: str = "auto"
     method: str = "percentile"
+    scoring: str = "none"  # the scoring rate's median: "none" (no scoring rate), "sample" or "per-query"
+    unknown_values: tuple[str, ...] = ()  # group values that mean "unknown" ("" = a missing cell)
+    exclude_small: bool = True  # leave categories under min_category_share out of the worst cases
+    exclusion_reason: str | None = None  # why small categories are left out (recorded; section 3c)
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
@@ -95,6 +105,13 @@ class AuditConfig:
         if self.method == "BCa" and self.unit == "candidates":
             raise ConfigError("the BCa interval needs the queries unit (the candidate bootstrap is stratified); "
                               "use method 'percentile'")
+        if self.scoring not in MEDIANS:
+            raise ConfigError(f"scoring (the scoring rate's median) must be one of {MEDIANS}, got {self.scoring!r}")
+        if isinstance(self.unknown_values, str) or not all(isinstance(v, str) for v in self.unknown_values):
+            raise ConfigError(f"unknown_values must be a tuple of strings, got {self.unknown_values!r}")
+        object.__setattr__(self, "unknown_values", tuple(self.unknown_values))
+        if self.exclusion_reason is not None and not str(self.exclusion_reason).strip():
+            raise ConfigError("an exclusion reason must be a non-empty text")
 
     def interval(self, n_queries: int) -> dict[str, Any] | None:
         """The interval metadata recorded beside the bounds (None when ``ci == 0``)."""
@@ -117,36 +134,7 @@ class AuditResult:
     table: pd.DataFrame
     metrics: dict[str, float]
     interval: dict[str, Any] | None = None
-
-
-@dataclass
-class _Block:
-    """One attribute (or the intersection) with its categories, as global category indices."""
-
-    name: str
-    labels: list[str]
-    codes: np.ndarray  # (R,) 0..len(labels)-1
-    offset: int = 0
-    visible: bool = True  # the hidden binary block (section-3 coding) is not in the table
-
-    @property
-    def size(self) -> int:
-        return len(self.labels)
-
-    @property
-    def slice(self) -> slice:
-        return slice(self.offset, self.offset + self.size)
-
-
-def _labels(df: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str]]:
-    """Category codes in sorted order of the categories as written (ints numerically)."""
-    values = df[col]
-    if is_string_categories(values):
-        codes, uniques = pd.factorize(values.astype(str), sort=True)
-        return codes.astype(np.int64), [str(u) for u in uniques]
-    ints = pd.to_numeric(values).to_numpy(dtype=np.float64).astype(np.int64)
-    codes, uniques = pd.factorize(ints, sort=True)
-    return codes.astype(np.int64), [str(int(u)) for u in uniques]
+    unknown_counts: dict[str, int] = field(default_factory=dict)  # per attribute: rows of unknown category
 
 
 def _judgments(df: pd.DataFrame, c: RankingColumns) -> tuple[np.ndarray, bool]:
@@ -154,23 +142,6 @@ def _judgments(df: pd.DataFrame, c: RankingColumns) -> tuple[np.ndarray, bool]:
     with a negative one, ``merit``, ``exposure_per_merit`` and ``disparate_treatment_ratio`` are NaN)."""
     y = numeric_column(df, c.judgment, query=c.query)
     return y, bool((y >= 0).all())
-
-
-def sorted_query_codes(df: pd.DataFrame, query: str) -> tuple[np.ndarray, list]:
-    """Integer code per row with the queries numbered in sorted order of their ids (numbers
-    numerically, text as text; mixed ids by their text), and the ids in that order: a bootstrap
-    over these codes draws the same queries whatever the table's row order."""
-    values = df[query]
-    try:
-        codes, uniques = pd.factorize(values, sort=True)
-        return codes.astype(np.int64), list(uniques)
-    except TypeError:  # ids of mixed types do not sort together: sort by (type, text)
-        key = values.map(lambda v: f"{type(v).__name__}\x1f{v}")
-        codes, _ = pd.factorize(key, sort=True)
-        codes = codes.astype(np.int64)
-        first = np.full(int(codes.max()) + 1, len(codes), dtype=np.int64)
-        np.minimum.at(first, codes, np.arange(len(codes)))
-        return codes, [values.iloc[i] for i in first]
 
 
 def finite_scores(df: pd.DataFrame, scores: Any, c: RankingColumns) -> np.ndarray:
@@ -198,12 +169,12 @@ class AuditPlan:
     or resampled, is :meth:`figures` of re-weighted statistics."""
 
     config: AuditConfig
-    blocks: list[_Block]
+    blocks: list[Block]
     n_queries: int
     n_rows: int
     query_of_row: np.ndarray
-    row_stats: sparse.csr_matrix  # (R, Q * C * 4): row r's contribution to (q, c, stat)
-    query_stats: sparse.csr_matrix  # (Q, C * 4): per-query sums
+    row_stats: sparse.csr_matrix  # (R, Q * C * S): row r's contribution to (q, c, stat), S = N_STATS
+    query_stats: sparse.csr_matrix  # (Q, C * S): per-query sums
     ndkl: np.ndarray  # (Q, visible blocks)
     excluded: np.ndarray  # (C,) bool, decided on the whole table
     strata: np.ndarray  # (R,) query x intersection category: the candidate bootstrap's strata
@@ -213,39 +184,67 @@ class AuditPlan:
     query_ids: list = field(default_factory=list)  # the queries in the plan's (sorted) order
     row_order: np.ndarray | None = None  # the candidate bootstrap's canonical row order (by stratum, score, judgment)
 
+    unknown_queries: dict = field(default_factory=dict)  # per attribute: queries holding an unknown row
+
     @property
     def n_categories(self) -> int:
         return sum(b.size for b in self.blocks)
 
     @property
-    def visible(self) -> list[_Block]:
+    def unknown_counts(self) -> dict[str, int]:
+        """Per visible attribute (and the intersection): the rows whose category is unknown there."""
+        return {b.name: int(b.n_unknown) for b in self.visible} if self.config.unknown_values else {}
+
+    @property
+    def table_columns(self) -> list[str]:
+        """:data:`TABLE_COLUMNS`, with the scoring rate's two columns after the impact ratio when asked."""
+        cols = list(TABLE_COLUMNS)
+        if self.config.scoring != "none":
+            at = cols.index("impact_ratio_at_k") + 1
+            cols[at:at] = ["scoring_rate", "scoring_impact_ratio"]
+        return cols
+
+    @property
+    def ci_columns(self) -> list[str]:
+        """The table columns with intervals (:data:`CI_TABLE_COLUMNS`, and the scoring ones when asked)."""
+        return list(CI_TABLE_COLUMNS) + (["scoring_rate", "scoring_impact_ratio"] if self.config.scoring != "none"
+                                         else [])
+
+    @property
+    def visible(self) -> list[Block]:
         return [b for b in self.blocks if b.visible]
 
     # ------------------------------------------------------------------ figures
     def figures(self, totals: np.ndarray, per_query: np.ndarray | None = None,
                 ndkl: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Worst-case metrics (name -> (batch,)) and table cells (column -> (batch, C)) from pooled
-        ``totals`` (batch, C, 4); ``per_query`` (batch, Q, C, 4) gives the section-3 binary
+        ``totals`` (batch, C, S); ``per_query`` (batch, Q, C, S) gives the section-3 binary
         figures per query (candidate unit); ``ndkl`` (batch, visible blocks) the averaged NDKL."""
         k = self.config.k
-        n, sel, exp, merit = (totals[..., i] for i in range(4))
+        n, sel, exp, merit, above = (totals[..., i] for i in range(N_STATS))
+        scoring = self.config.scoring != "none"
         with np.errstate(all="ignore"):
             sr = np.where(n > 0, sel / n, np.nan)
+            scr = np.where(n > 0, above / n, np.nan)
             ex = np.where(n > 0, exp / n, np.nan)
             mer = np.where((n > 0) & self.merit_defined, merit / n, np.nan)
             epm = np.where((merit > 0) & self.merit_defined, exp / merit, np.nan)
         ir = np.full_like(sr, np.nan)
         er = np.full_like(sr, np.nan)
         dt = np.full_like(sr, np.nan)
+        sir = np.full_like(sr, np.nan)
         metrics: dict[str, np.ndarray] = {}
         worst = {"impact_ratio": [], "exposure_ratio_worst": [], "disparate_treatment_ratio": []}
+        figures = [(sr, ir, "impact_ratio"), (ex, er, "exposure_ratio_worst"), (epm, dt, "disparate_treatment_ratio")]
+        if scoring:
+            worst["scoring_impact_ratio"] = []
+            figures.append((scr, sir, "scoring_impact_ratio"))
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: NaN, by design
             for b in self.visible:
                 sl = b.slice
                 inc = ~self.excluded[sl]
-                for value, ratio, name in ((sr, ir, "impact_ratio"), (ex, er, "exposure_ratio_worst"),
-                                           (epm, dt, "disparate_treatment_ratio")):
+                for value, ratio, name in figures:
                     block = value[:, sl]
                     top = np.nanmax(np.where(inc, block, np.nan), axis=1, keepdims=True) if inc.any() \
                         else np.full((block.shape[0], 1), np.nan)
@@ -266,15 +265,17 @@ class AuditPlan:
             metrics.update(self._binary(per_query))
         table = {"selection_rate_at_k": sr, "impact_ratio_at_k": ir, "exposure": ex, "exposure_ratio": er,
                  "merit": mer, "exposure_per_merit": epm}
+        if scoring:
+            table.update(scoring_rate=scr, scoring_impact_ratio=sir)
         return metrics, table
 
     def _binary(self, per_query: np.ndarray) -> dict[str, np.ndarray]:
         """Section 3's binary figures (group code 0 vs >= 1 of the first attribute) from per-query
-        statistics (batch, Q, C, 4): exposure_ratio, exposure_gap, exposure_disparity,
+        statistics (batch, Q, C, S): exposure_ratio, exposure_gap, exposure_disparity,
         exposure_shortfall, selection_ratio_at_k; per-query values averaged over the queries
         where they are defined, as :func:`fairltr.metrics.evaluate_ranking` does."""
         b = self.blocks[-1]
-        s = per_query[:, :, b.slice, :]  # (batch, Q, 2, 4): non-protected, protected
+        s = per_query[:, :, b.slice, :]  # (batch, Q, 2, S): non-protected, protected
         n0, n1 = s[..., 0, 0], s[..., 1, 0]
         with np.errstate(all="ignore"):
             e0, e1 = s[..., 0, 2] / n0, s[..., 1, 2] / n1
@@ -292,22 +293,22 @@ class AuditPlan:
 
     # ------------------------------------------------------------------ point and resamples
     def totals(self) -> np.ndarray:
-        """Pooled statistics of the whole table, (1, C, 4)."""
-        return np.asarray(self.query_stats.sum(axis=0)).reshape(1, self.n_categories, 4)
+        """Pooled statistics of the whole table, (1, C, S)."""
+        return np.asarray(self.query_stats.sum(axis=0)).reshape(1, self.n_categories, N_STATS)
 
     def resampled_totals_queries(self, weights: np.ndarray) -> np.ndarray:
-        """(batch, C, 4) pooled statistics of query-weighted tables ((batch, Q) multiplicities)."""
+        """(batch, C, S) pooled statistics of query-weighted tables ((batch, Q) multiplicities)."""
         t = np.asarray(self.query_stats.T @ weights.T).T
-        return t.reshape(weights.shape[0], self.n_categories, 4)
+        return t.reshape(weights.shape[0], self.n_categories, N_STATS)
 
     def resampled_ndkl(self, weights: np.ndarray) -> np.ndarray:
         """(batch, visible blocks) weighted means of the per-query NDKL."""
         return (weights @ self.ndkl) / weights.sum(axis=1, keepdims=True)
 
     def resampled_per_query(self, weights: np.ndarray) -> np.ndarray:
-        """(batch, Q, C, 4) per-query statistics of candidate-weighted tables ((batch, R) multiplicities)."""
+        """(batch, Q, C, S) per-query statistics of candidate-weighted tables ((batch, R) multiplicities)."""
         t = np.asarray(self.row_stats.T @ weights.T).T
-        return t.reshape(weights.shape[0], self.n_queries, self.n_categories, 4)
+        return t.reshape(weights.shape[0], self.n_queries, self.n_categories, N_STATS)
 
     def point(self) -> tuple[pd.DataFrame, dict[str, float]]:
         """The audit table (without intervals) and the worst-case metrics of the table."""
@@ -321,122 +322,60 @@ class AuditPlan:
                              "n_queries": int(self.n_queries_per_category[c]), "selected_at_k": float(totals[c, 1]),
                              **{col: float(cells[col][0, c]) for col in cells},
                              "excluded": bool(self.excluded[c])})
-        table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+            if self.config.unknown_values:  # counted and named, left out of every rate and ratio
+                rows.append({"attribute": b.name, "category": UNKNOWN, "n_candidates": b.n_unknown,
+                             "n_queries": int(self.unknown_queries.get(b.name, 0)), "excluded": True})
+        table = pd.DataFrame(rows, columns=self.table_columns)
         selected = table["selected_at_k"].to_numpy(dtype=np.float64)
-        if len(selected) and np.all(np.abs(selected - np.round(selected)) < 1e-9):  # no tie straddles a cut-off
-            table["selected_at_k"] = np.round(selected).astype(np.int64)
+        known = np.isfinite(selected)
+        if known.all() and len(selected) and np.all(np.abs(selected - np.round(selected)) < 1e-9):
+            table["selected_at_k"] = np.round(selected).astype(np.int64)  # no tie straddles the cut-off
         ordered = sorted(metrics, key=lambda key: "." in key)  # the worst cases first, then per attribute
         return table, {key: float(metrics[key][0]) for key in ordered}
 
 
-def _ndkl_per_query(qcodes: np.ndarray, first: np.ndarray, size: np.ndarray, sizes: np.ndarray, codes: np.ndarray,
-                    n_cat: int, k: int) -> np.ndarray:
-    """Per-query NDKL at k of one attribute, (Q,): (1/Z) sum_{i<=min(k, n_q)} KL(D_i || D) / log2(i + 1),
-    Z = sum_{i<=min(k, n_q)} 1 / log2(i + 1); D_i the category mix of the top i, D the query's. With
-    tied scores D_i is the expected mix over the orders of the ties (a row of a tie group of size m
-    starting at f counts 1/m at each position f .. f + m - 1): docs/spec.md section 3, "Ties"."""
-    q = len(sizes)
-    kk = int(min(k, sizes.max())) if q else 0
-    last = first + size - 1
-    w = 1.0 / size
-    on = first <= kk
-    off = on & (last < kk)
-    width = kk + 1
-    flat = np.concatenate([(qcodes[on] * width + (first[on] - 1)) * n_cat + codes[on],
-                           (qcodes[off] * width + last[off]) * n_cat + codes[off]])
-    weights = np.concatenate([w[on], -w[off]])
-    diff = np.bincount(flat, weights=weights, minlength=q * width * n_cat).reshape(q, width, n_cat)[:, :kk]
-    prefix = np.cumsum(np.cumsum(diff, axis=1), axis=1)  # expected count of each category in the top i
-    i = np.arange(1, kk + 1, dtype=np.float64)
-    d_i = np.clip(prefix, 0.0, None) / i[None, :, None]
-    pool = np.bincount(qcodes * n_cat + codes, minlength=q * n_cat).reshape(q, 1, n_cat) / sizes[:, None, None]
-    kl = rel_entr(d_i, pool).sum(axis=-1)  # (Q, kk); 0 * log 0 = 0
-    valid = i[None, :] <= sizes[:, None]
-    disc = np.where(valid, 1.0 / np.log2(i + 1.0)[None, :], 0.0)
-    return (kl * disc).sum(axis=1) / disc.sum(axis=1)
-
-
-def _category_blocks(df: pd.DataFrame, c: RankingColumns) -> list[_Block]:
-    """One block per group attribute, the intersection of them all (two or more attributes),
-    and the hidden binary block (first attribute's code >= 1); offsets set, in this order."""
-    blocks: list[_Block] = []
+def _check_groups(df: pd.DataFrame, c: RankingColumns, unknown_values: tuple[str, ...]) -> None:
+    """Every group attribute checked (one line naming the bad cell), its unknown cells aside."""
+    missing = [name for name in c.groups if name not in df.columns]
+    if missing:
+        raise DataError(f"missing column(s) {missing}; available columns: {list(df.columns)}")
     for name in c.groups:
-        codes, labels = _labels(df, name)
-        blocks.append(_Block(attribute_key(name), labels, codes))  # escaped: never ':' (the intersection's)
-    if len(c.groups) >= 2:
-        combined = np.zeros(len(df), dtype=np.int64)
-        for b in blocks:
-            combined = combined * b.size + b.codes
-        codes, uniques = pd.factorize(combined, sort=True)
-        labels = []
-        for u in uniques:
-            parts = []
-            for b in reversed(blocks):
-                parts.append(b.labels[int(u) % b.size])
-                u = int(u) // b.size
-            labels.append(category_label(reversed(parts)))  # '|' inside a category is escaped: A\|B|C
-        blocks.append(_Block(intersection_name(c.groups), labels, codes.astype(np.int64)))
-    binary = (category_codes(df[c.group])[0] >= 1).astype(np.int64)
-    blocks.append(_Block("__binary__", ["0", ">=1"], binary, visible=False))
-    offset = 0
-    for b in blocks:
-        b.offset = offset
-        offset += b.size
-    return blocks
-
-
-def _stat_matrices(blocks: Sequence[_Block], qcodes: np.ndarray, n_q: int, first: np.ndarray, size: np.ndarray,
-                   y: np.ndarray, k: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
-    """Per row (R, Q * C * 4) and per query (Q, C * 4) sparse statistics (count, selected at k,
-    exposure 1 / ln(1 + rank), judgment) of every category C of every block: every row
-    contributes to one category of each block, columns (q * C + c) * 4 + stat. Tied scores are
-    unordered: "selected" is P(rank <= k) and the exposure the mean of v over the tie group's
-    positions (the expectation over the orders of the ties, docs/spec.md section 3)."""
-    n_rows, n_cat = len(qcodes), sum(b.size for b in blocks)
-    selected = expected_in_top(first, size, k)
-    exposure = expected_discount(first, size, lambda r: 1.0 / np.log1p(r))
-    values = np.stack([np.ones(n_rows), selected, exposure, y], axis=1)  # (R, 4)
-    rows_idx, cols_idx, vals = [], [], []
-    for b in blocks:
-        cat = b.offset + b.codes
-        base = (qcodes * n_cat + cat) * 4
-        for stat in range(4):
-            rows_idx.append(np.arange(n_rows))
-            cols_idx.append(base + stat)
-            vals.append(values[:, stat])
-    r_i, c_i, v = np.concatenate(rows_idx), np.concatenate(cols_idx), np.concatenate(vals)
-    row_stats = sparse.csr_matrix((v, (r_i, c_i)), shape=(n_rows, n_q * n_cat * 4))
-    query_stats = sparse.csr_matrix((v, (qcodes[r_i], c_i - qcodes[r_i] * n_cat * 4)), shape=(n_q, n_cat * 4))
-    return row_stats, query_stats
+        unknown = unknown_mask(df[name], unknown_values)
+        part = df.loc[~unknown] if unknown.any() else df
+        if len(part):
+            check_group_column(part, name, query=c.query)
 
 
 def prepare_audit(df: pd.DataFrame, scores: Any, *, columns: RankingColumns, config: AuditConfig) -> AuditPlan:
     """Validate the table (one-line errors naming file, line, column, query) and build the
     :class:`AuditPlan` of the ranking ``scores`` (one per row, or a column name)."""
     c = columns.require("group", "judgment", purpose="the audit")
-    check_table(df, c)
+    check_table(df, c.replace(group=None))
+    _check_groups(df, c, config.unknown_values)
     s = finite_scores(df, scores, c)
     y, merit_defined = _judgments(df, c)
     qcodes, qids = sorted_query_codes(df, c.query)  # sorted ids: resamples independent of the row order
     n_q, n_rows = len(qids), len(df)
     sizes = np.bincount(qcodes, minlength=n_q)
     first, size = tied_ranks_of_rows(qcodes, s)
-    blocks = _category_blocks(df, c)
-    row_stats, query_stats = _stat_matrices(blocks, qcodes, n_q, first, size, y, config.k)
-    counts = np.asarray(query_stats[:, 0::4].todense())
+    blocks = category_blocks(df, c, config.unknown_values)
+    row_stats, query_stats = stat_matrices(blocks, qcodes, n_q, first, size, y,
+                                           above_median(s, qcodes, config.scoring), config.k)
+    counts = np.asarray(query_stats[:, 0::N_STATS].todense())
     n_queries_per_category = (counts > 0).sum(axis=0)
     share = counts.sum(axis=0) / n_rows
-    excluded = share < config.min_category_share
+    excluded = (share < config.min_category_share) if config.exclude_small else np.zeros(len(share), dtype=bool)
     excluded[blocks[-1].slice] = False
     visible = [b for b in blocks if b.visible]
-    ndkl = np.stack([_ndkl_per_query(qcodes, first, size, sizes, b.codes, b.size, config.k) for b in visible], axis=1)
+    ndkl = np.stack([ndkl_per_query(qcodes, first, size, sizes, b.codes, b.size, config.k) for b in visible], axis=1)
     finest = visible[-1]
-    strata = qcodes * finest.size + finest.codes
+    strata = qcodes * (finest.size + 1) + finest.codes + 1  # an unknown row is a stratum of its own
+    unknown_queries = {b.name: int(len(np.unique(qcodes[b.codes < 0]))) for b in visible}
     return AuditPlan(config=config, blocks=blocks, n_queries=n_q, n_rows=n_rows, query_of_row=qcodes,
                      query_ids=qids, row_order=canonical_row_order(strata, -s, y),
                      row_stats=row_stats, query_stats=query_stats, ndkl=ndkl, excluded=excluded, strata=strata,
                      n_queries_per_category=n_queries_per_category, attributes=tuple(c.groups),
-                     merit_defined=merit_defined)
+                     merit_defined=merit_defined, unknown_queries=unknown_queries)
 
 
 @dataclass
@@ -505,24 +444,30 @@ def interval_bounds(plan: AuditPlan, extra: PerQueryValues | None = None
         metrics, cells = figures(w)
         if not names:
             names.extend(metrics)
-        return np.concatenate([np.stack([metrics[m] for m in names])] + [cells[col].T for col in CI_TABLE_COLUMNS])
+        return np.concatenate([np.stack([metrics[m] for m in names])] + [cells[col].T for col in plan.ci_columns])
 
     low, high = run_bootstrap(plan, statistic, info["unit"])
     m = len(names)
     bounds = {name: (float(low[j]), float(high[j])) for j, name in enumerate(names)}
-    lows = {col: low[m + i * n_cat: m + (i + 1) * n_cat] for i, col in enumerate(CI_TABLE_COLUMNS)}
-    highs = {col: high[m + i * n_cat: m + (i + 1) * n_cat] for i, col in enumerate(CI_TABLE_COLUMNS)}
+    lows = {col: low[m + i * n_cat: m + (i + 1) * n_cat] for i, col in enumerate(plan.ci_columns)}
+    highs = {col: high[m + i * n_cat: m + (i + 1) * n_cat] for i, col in enumerate(plan.ci_columns)}
     return bounds, lows, highs
 
 
 def attach_table_bounds(plan: AuditPlan, table: pd.DataFrame, lows: dict[str, np.ndarray],
                         highs: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The audit table with ``<col>_ci_low`` / ``<col>_ci_high`` after the point columns."""
+    """The audit table with ``<col>_ci_low`` / ``<col>_ci_high`` after the point columns (NaN on the
+    rows of unknown categories, which have no rates)."""
     idx = np.concatenate([np.arange(b.offset, b.offset + b.size) for b in plan.visible])
+    known = np.ones(len(table), dtype=bool)
+    if plan.config.unknown_values:
+        known = (table["category"] != UNKNOWN).to_numpy()
     out = table.copy()
-    for col in CI_TABLE_COLUMNS:
-        out[f"{col}_ci_low"] = lows[col][idx]
-        out[f"{col}_ci_high"] = highs[col][idx]
+    for col in plan.ci_columns:
+        for end, values in (("_ci_low", lows[col]), ("_ci_high", highs[col])):
+            column = np.full(len(table), np.nan)
+            column[known] = values[idx]
+            out[f"{col}{end}"] = column
     return out
 
 
@@ -540,6 +485,6 @@ def audit_ranking(df: pd.DataFrame, scores: Any, *, columns: RankingColumns,
             if key in bounds:
                 metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = bounds[key]
         table = attach_table_bounds(plan, table, lows, highs)
-    return AuditResult(table=table, metrics=metrics, interval=interval)
+    return AuditResult(table=table, metrics=metrics, interval=interval, unknown_counts=plan.unknown_counts)
 
 

@@ -25,12 +25,11 @@ from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
 from fairltr.gates import expand_preset
 
-__all__ = ["audit_wanted", "make_audit_config", "audit_cutoff", "audit_cutoffs_in", "AUDIT_METRICS", "names_audit_metric",
+__all__ = ["names_scoring_rate", "audit_wanted", "make_audit_config", "audit_cutoff", "audit_cutoffs_in", "AUDIT_METRICS", "names_audit_metric",
            "audit_evaluation", "interval_metadata", "write_audit_table", "AUDIT_TABLE_COLUMNS", "INTERVAL_KEYS",
            "audit_to_config", "audit_from_config"]
 
-# the registry bases of SPEC 3b's worst-case figures (declared in fairltr/metrics/registry.py)
-AUDIT_METRICS = ("impact_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl")
+from fairltr.metrics.registry import AUDIT_METRICS  # noqa: E402  (SPEC 3b's worst-case figures, declared once)
 # the audit table's columns, in the contract's order (the _ci_low/_ci_high ones follow when ci > 0)
 AUDIT_TABLE_COLUMNS = ("attribute", "category", "n_candidates", "n_queries", "selected_at_k", "selection_rate_at_k",
                        "impact_ratio_at_k", "exposure", "exposure_ratio", "merit", "exposure_per_merit", "excluded")
@@ -39,7 +38,9 @@ _AUDIT_KEY = re.compile(r"\b(impact_ratio|ndkl)_at_(\d+)")
 
 
 def make_audit_config(*, k: int = 10, ci: float = 0.0, min_category_share: float = 0.02, n_boot: int = 2000,
-                      seed: int = 0, unit: str = "auto", method: str = "percentile"):
+                      seed: int = 0, unit: str = "auto", method: str = "percentile", scoring: str = "none",
+                      unknown_values: Sequence[str] = (), exclude_small: bool = True,
+                      exclusion_reason: str | None = None):
     """A checked :class:`fairltr.metrics.AuditConfig` (one-line :class:`ConfigError` otherwise)."""
     from fairltr.metrics.audit import AuditConfig
 
@@ -52,7 +53,8 @@ def make_audit_config(*, k: int = 10, ci: float = 0.0, min_category_share: float
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ConfigError(f"the audit's cut-off k must be an integer >= 1, got {k!r}")
     return AuditConfig(k=int(k), min_category_share=float(min_category_share), ci=float(ci), n_boot=int(n_boot),
-                       seed=int(seed), unit=unit, method=method)
+                       seed=int(seed), unit=unit, method=method, scoring=scoring, unknown_values=tuple(unknown_values),
+                       exclude_small=exclude_small, exclusion_reason=exclusion_reason)
 
 
 def audit_cutoff(ks: Sequence[int]) -> int:
@@ -89,18 +91,29 @@ def names_audit_metric(texts: Iterable[str]) -> bool:
     return any(re.search(rf"\b{base}", _named_metrics(t)) for t in texts for base in AUDIT_METRICS)
 
 
+_CONFIG_KEYS = ("k", "ci", "min_category_share", "n_boot", "seed", "unit", "method", "scoring", "unknown_values",
+                "exclude_small", "exclusion_reason")
+
+
 def audit_to_config(audit) -> dict[str, Any]:
     """An AuditConfig as plain values (the ``fair_ranking`` evaluator's ``audit`` config key)."""
-    return {"k": audit.k, "ci": audit.ci, "min_category_share": audit.min_category_share, "n_boot": audit.n_boot,
-            "seed": audit.seed, "unit": audit.unit, "method": audit.method}
+    out = {key: getattr(audit, key) for key in _CONFIG_KEYS}
+    out["unknown_values"] = list(out["unknown_values"])
+    return out
 
 
 def audit_from_config(value: Mapping[str, Any] | None):
     """The inverse of :func:`audit_to_config` (None stays None)."""
     if value is None:
         return None
-    return make_audit_config(**{k: value[k] for k in ("k", "ci", "min_category_share", "n_boot", "seed", "unit",
-                                                      "method") if k in value})
+    return make_audit_config(**{k: value[k] for k in _CONFIG_KEYS if k in value})
+
+
+def names_scoring_rate(texts: Iterable[str]) -> bool:
+    """Whether any of ``texts`` (gates, objectives, constraints) reads the scoring rate's impact
+    ratio (``scoring_impact_ratio``, or the ``scoring_four_fifths`` preset): the audit must then
+    compute scoring rates (docs/spec.md section 3c)."""
+    return any(re.search(r"\bscoring_impact_ratio", _named_metrics(t)) for t in texts)
 
 
 def audit_wanted(df: pd.DataFrame, columns: RankingColumns, audit, required: bool | None = None) -> bool:

@@ -263,7 +263,8 @@ def _audited(
                                                   interval["unit"], interval["method"])):
             metrics[meta] = value
     result = AuditResult(table=table, metrics={key: metrics[key] for key in metrics
-                                               if key.split("_ci_")[0] in audit_metrics}, interval=interval)
+                                               if key.split("_ci_")[0] in audit_metrics}, interval=interval,
+                         unknown_counts=plan.unknown_counts)
     return metrics, per_q, buckets, result, plan
 
 

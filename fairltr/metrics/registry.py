@@ -123,6 +123,9 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
                "min_category_share or of merit 0 excluded", kind="fairness", per_attribute=True),
     MetricInfo("ndkl", "lower", "averaged over queries; never undefined for a non-empty query", True,
                kind="fairness", ideal=0.0, per_attribute=True),
+    # LL144's scoring rate (docs/spec.md section 3c): share above the median score, pooled, over the largest
+    MetricInfo("scoring_impact_ratio", "higher", "pooled over the table; unknown categories left out; categories "
+               "below min_category_share excluded only with a reason", kind="fairness", per_attribute=True),
     # expected exposure (Diaz et al. 2020), RBP browsing model: fairltr.metrics.expected_exposure
     MetricInfo("ee_l", "lower", "never undefined for a non-empty query", kind="fairness", ideal=0.0),
     MetricInfo("ee_d", "lower", "never undefined for a non-empty query", kind="fairness"),
@@ -137,7 +140,7 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
                kind="fairness", ideal=0.0),
 ]}
 
-AUDIT_METRICS = ("impact_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl")
+AUDIT_METRICS = ("impact_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl", "scoring_impact_ratio")
 """Base names of the audit's worst-case figures (:func:`fairltr.metrics.audit_ranking`)."""
 
 CI_SUFFIXES = ("_ci_low", "_ci_high")
