@@ -33,6 +33,14 @@ class WindowAudit:
     metrics: dict[str, float]
     interval: dict | None = None
     failures: list[dict] = field(default_factory=list)  # filled by the gates
+    tables: dict = field(default_factory=dict)  # {k: audit table} of every cut-off computed (``table`` is config.k's)
+
+    def table_at(self, metric: str) -> pd.DataFrame:
+        """The audit table a gate's metric reads: the one at its cut-off (``impact_ratio_at_5``), else ``table``."""
+        import re
+
+        m = re.match(r"^(?:impact_ratio|ndkl)_at_(\d+)", metric)
+        return self.tables.get(int(m.group(1)), self.table) if m else self.table
 
     @property
     def label(self) -> str:
@@ -53,17 +61,19 @@ def audit_windows(frames: Iterable[tuple[int, pd.Timestamp, pd.Timestamp, pd.Dat
         scores = scores_of(frame)
         result = audit_ranking(frame, scores, columns=columns, config=config)
         metrics = dict(result.metrics)
+        tables = {int(config.k): result.table}
         for k in more:
-            metrics.update({key: v for key, v in audit_ranking(frame, scores, columns=columns,
-                                                               config=replace(config, k=k)).metrics.items()
-                            if key not in metrics})
+            extra = audit_ranking(frame, scores, columns=columns, config=replace(config, k=k))
+            metrics.update({key: v for key, v in extra.metrics.items() if key not in metrics})
+            tables[k] = extra.table
         yield WindowAudit(index=index, start=start, end=end, n_rows=len(frame),
                           n_queries=int(frame[columns.query].nunique()), table=result.table,
-                          metrics=metrics, interval=result.interval)
+                          metrics=metrics, interval=result.interval, tables=tables)
 
 
 # which audit-table column a worst-case metric is the minimum of
-_COLUMN_OF = {"impact_ratio": "impact_ratio_at_k", "exposure_ratio_worst": "exposure_ratio"}
+_COLUMN_OF = {"impact_ratio": "impact_ratio_at_k", "exposure_ratio_worst": "exposure_ratio",
+              "scoring_impact_ratio": "scoring_impact_ratio"}
 
 
 def category_column_of(metric: str) -> tuple[str | None, str | None]:
@@ -73,8 +83,8 @@ def category_column_of(metric: str) -> tuple[str | None, str | None]:
     base, _, attribute = metric.partition(".")
     if base.startswith("impact_ratio_at_"):
         return _COLUMN_OF["impact_ratio"], attribute or None
-    if base == "exposure_ratio_worst":
-        return _COLUMN_OF["exposure_ratio_worst"], attribute or None
+    if base in ("exposure_ratio_worst", "scoring_impact_ratio"):
+        return _COLUMN_OF[base], attribute or None
     return None, None
 
 

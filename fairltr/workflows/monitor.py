@@ -225,7 +225,7 @@ def _gate_window(w, gates: Sequence, confidence: float | None) -> list[dict]:
     for g, res in zip(gates, check_gates(gates, w.metrics, None, confidence=confidence)):
         if res.passed:
             continue
-        cats = failing_categories(w.table, g.metric, _passes(g, confidence), confidence is not None)
+        cats = failing_categories(w.table_at(g.metric), g.metric, _passes(g, confidence), confidence is not None)
         if not cats:
             low, high = w.metrics.get(f"{g.metric}_ci_low", math.nan), w.metrics.get(f"{g.metric}_ci_high", math.nan)
             cats = [{"attribute": "", "category": "(worst case)", "value": res.value if res.value is not None
@@ -325,8 +325,13 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
 
     spec = parse_window(cfg.window)
     gates = _parse_gates(cfg.gates)
+    from fairltr.metrics.audit_jobs import names_scoring_rate
     from fairltr.metrics.availability import check_computed
 
+    if names_scoring_rate(g.metric for g in gates) and cfg.audit.scoring == "none":
+        from dataclasses import replace
+
+        cfg = replace(cfg, audit=replace(cfg.audit, scoring="sample"))  # each window's median, LL144's scoring rate
     check_computed([(g.text, g.metric) for g in gates], evaluator="monitor", groups=cfg.columns.groups,
                    judgments=bool(cfg.columns.judgment))  # a gate on a metric never computed: refused now
     out = OutputSet(cfg.out_dir, managed=MONITOR_FILES)

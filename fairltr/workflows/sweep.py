@@ -148,14 +148,15 @@ def ranking_trial(method: str, folds: Sequence[Fold], *, loss: str = "exposure_h
 def _trial_audit(audit_texts: Sequence[str], columns: RankingColumns) -> tuple[Any, tuple[int, ...]]:
     """The point audit a sweep's trials run when its objectives or constraints name an audit
     metric, and the further cut-offs they name; (None, ()) otherwise."""
-    from fairltr.workflows.audit import audit_cutoffs_in, make_audit_config, names_audit_metric
+    from fairltr.workflows.audit import audit_cutoffs_in, make_audit_config, names_audit_metric, names_scoring_rate
 
     if not names_audit_metric(audit_texts):
         return None, ()
     if not columns.groups:
         raise ConfigError("the audit objectives need a group column (--group)")
     ks = audit_cutoffs_in(audit_texts) or [10]
-    return make_audit_config(k=ks[0], ci=0.0), tuple(ks[1:])
+    scoring = "sample" if names_scoring_rate(audit_texts) else "none"
+    return make_audit_config(k=ks[0], ci=0.0, scoring=scoring), tuple(ks[1:])
 
 
 def _pooled(folds: Sequence[Fold]) -> pd.DataFrame:

@@ -176,7 +176,9 @@ def _evaluation_config(parsed: list[Gate], c: RankingColumns, data: Any, extra_c
     extra keys) and the audit: it runs when the decision reads it (a gate on an audit figure, or
     intervals), at the cut-off the gates' impact ratios name."""
     from fairltr.metrics import DEFAULT_K
-    from fairltr.metrics.audit_jobs import audit_cutoffs_in, audit_to_config, make_audit_config, names_audit_metric
+    from fairltr.metrics.audit_jobs import (
+        audit_cutoffs_in, audit_to_config, make_audit_config, names_audit_metric, names_scoring_rate,
+    )
 
     extra = dict(extra_config or {})
     ks = sorted(set(int(k) for k in extra.pop("k", DEFAULT_K)) | set(gate_cutoffs(parsed)))
@@ -187,6 +189,8 @@ def _evaluation_config(parsed: list[Gate], c: RankingColumns, data: Any, extra_c
     if isinstance(data, pd.DataFrame) and groups and needs_audit:
         gate_ks = audit_cutoffs_in(g.metric for g in parsed)
         audit = replace(audit or make_audit_config(), k=gate_ks[0] if gate_ks else (audit.k if audit else 10))
+        if names_scoring_rate(g.metric for g in parsed) and audit.scoring == "none":
+            audit = replace(audit, scoring="sample")  # a scoring-rate gate: LL144's median of the whole sample
         if confidence is not None:
             audit = replace(audit, ci=float(confidence))
         config["audit"] = audit_to_config(audit)
