@@ -136,20 +136,24 @@ def audit_wanted(df: pd.DataFrame, columns: RankingColumns, audit, required: boo
 
 def audit_evaluation(df: pd.DataFrame, scores: np.ndarray | pd.Series | str, *, columns: RankingColumns,
                      k: Sequence[int], audit, extra_ks: Iterable[int] = (),
-                     required: bool | None = None) -> tuple[dict[str, float], dict[int, Any]]:
+                     required: bool | None = None, conventions=None) -> tuple[dict[str, float], dict[int, Any]]:
     """Today's metrics plus the audit's (one :func:`fairltr.metrics.evaluate_ranking_audit` pass at
     ``audit.k``; one more point-or-interval audit per cut-off of ``extra_ks``). Returns
     (metrics, {k: AuditResult}). Without a group column, or when :func:`audit_wanted` says no:
-    today's metrics only."""
+    today's metrics only. ``conventions``: the relevance metrics' conventions
+    (:class:`~fairltr.metrics.conventions.RelevanceConventions`; None = the default)."""
     from dataclasses import replace
 
     from fairltr.metrics import evaluate_ranking
     from fairltr.metrics.audit import audit_ranking
+    from fairltr.metrics.conventions import RelevanceConventions
     from fairltr.metrics.evaluate import evaluate_ranking_audit
 
+    conventions = conventions or RelevanceConventions()
     if not audit_wanted(df, columns, audit, required):
-        return evaluate_ranking(df, scores, columns=columns, k=tuple(k)), {}
-    metrics, result = evaluate_ranking_audit(df, scores, columns=columns, k=tuple(k), audit=audit)
+        return evaluate_ranking(df, scores, columns=columns, k=tuple(k), conventions=conventions), {}
+    metrics, result = evaluate_ranking_audit(df, scores, columns=columns, k=tuple(k), audit=audit,
+                                             conventions=conventions)
     results = {audit.k: result}
     for kk in sorted(set(int(x) for x in extra_ks) - {audit.k}):
         more = audit_ranking(df, scores, columns=columns, config=replace(audit, k=kk))

@@ -21,6 +21,7 @@ from fairltr.metrics.audit import (
     AuditConfig, AuditPlan, AuditResult, PerQueryValues, attach_table_bounds, finite_scores, interval_bounds,
     prepare_audit,
 )
+from fairltr.metrics.conventions import RelevanceConventions
 from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import TiedRanks, ranks_by, tied_ranks
 from fairltr.metrics.parity import (
@@ -59,8 +60,11 @@ def per_query_metrics(
     exposure_k: int | None = None,
     retrieval: bool = False,
     ties: str = "expected",
+    conventions: RelevanceConventions = RelevanceConventions(),
 ) -> dict[str, torch.Tensor]:
-    """Per-query metric tensors (Q,), NaN where undefined; ``ties``: :data:`TIE_POLICIES`.
+    """Per-query metric tensors (Q,), NaN where undefined; ``ties``: :data:`TIE_POLICIES`;
+    ``conventions``: empty queries and linear-gain nDCG
+    (:class:`~fairltr.metrics.conventions.RelevanceConventions`).
 
     ``batch`` is one padded batch with ``scores`` (Q, N), or length buckets with ``scores`` one
     (Q_b, N_b) tensor per bucket; either way the result is in table query order.
@@ -71,8 +75,8 @@ def per_query_metrics(
         if isinstance(scores, torch.Tensor) or len(scores) != len(batch.batches):
             raise ValueError(f"per_query_metrics: give one score tensor per bucket ({len(batch.batches)})")
         k = tuple(k)
-        per = [per_query_metrics(s, b, k=k, exposure_k=exposure_k, retrieval=retrieval, ties=ties)
-               for s, b in zip(scores, batch.batches)]
+        per = [per_query_metrics(s, b, k=k, exposure_k=exposure_k, retrieval=retrieval, ties=ties,
+                                 conventions=conventions) for s, b in zip(scores, batch.batches)]
         return {name: batch.per_query([p[name] for p in per]) for name in per[0]}
     mask = batch.mask.to(scores.device)
     judg = batch.judgments.to(scores.device)
@@ -84,6 +88,8 @@ def per_query_metrics(
     out: dict[str, torch.Tensor] = {}
     for kk in k:
         out[f"ndcg_at_{kk}"] = ndcg_at_k(pred, judg, mask, kk)
+        if conventions.linear_ndcg:
+            out[f"ndcg_linear_at_{kk}"] = ndcg_at_k(pred, judg, mask, kk, gain="linear")
         out[f"precision_at_{kk}"] = precision_at_k(pred, true, mask, kk)
         out[f"selection_ratio_at_{kk}"] = selection_ratio_at_k(pred, groups, mask, kk)
         if retrieval:
@@ -94,7 +100,7 @@ def per_query_metrics(
     out.update(exposure_per_query(pred, groups, mask, exposure_k))
     out["exposure_disparity"] = exposure_disparity(out["exposure_ratio"])
     out["exposure_shortfall"] = exposure_shortfall(out["exposure_ratio"])
-    return out
+    return conventions.apply(out, mask.sum(-1))
 
 
 def tied_score_share(pred: TiedRanks, mask: torch.Tensor) -> torch.Tensor:
@@ -171,6 +177,7 @@ def evaluate_ranking(
     retrieval: bool = False,
     audit: AuditConfig | None = None,
     ties: str = "expected",
+    conventions: RelevanceConventions = RelevanceConventions(),
 ) -> dict[str, float]:
     """Metrics of ``scores`` (one per row of ``df``, or a column name) averaged over queries;
     ``columns`` names the query, group and judgment columns (default
@@ -192,6 +199,9 @@ def evaluate_ranking(
     ``ties`` (:data:`TIE_POLICIES`): tied scores are unordered by default (every metric is its
     expectation over the orders of the ties); ``"input-order"`` only reproduces evaluations that
     broke ties by row order (the DELTR paper's), and cannot be combined with ``audit``.
+    ``conventions`` (:class:`~fairltr.metrics.conventions.RelevanceConventions`): queries without a
+    relevant item left out (default) or counted 0, ``ndcg_linear_at_<k>`` on request (the
+    dictionary holds numbers only: writers name the convention, see ``RelevanceConventions.metadata``).
     """
     c = _metric_columns(resolve_columns(columns, query=query, group=group, judgment=judgment, item=None))
     if audit is not None:
@@ -199,9 +209,10 @@ def evaluate_ranking(
             raise ConfigError("the audit treats tied scores as unordered; ties='input-order' is for reproducing "
                               "the DELTR paper's evaluation only")
         return evaluate_ranking_audit(df, scores, columns=c, k=k, exposure_k=exposure_k, retrieval=retrieval,
-                                      audit=audit)[0]
+                                      audit=audit, conventions=conventions)[0]
     buckets, s = score_buckets(df, scores, columns=c)
-    return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval, ties=ties)
+    return evaluate_batch(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval, ties=ties,
+                          conventions=conventions)
 
 
 def plan_order(buckets: BucketedBatch, plan: AuditPlan) -> np.ndarray:
@@ -236,13 +247,13 @@ def per_query_extra(per_q: dict[str, torch.Tensor], keys: Iterable[str],
 
 def _audited(
     df: pd.DataFrame, scores, c: RankingColumns, k: tuple[int, ...], exposure_k: int | None, retrieval: bool,
-    audit: AuditConfig,
+    audit: AuditConfig, conventions: RelevanceConventions = RelevanceConventions(),
 ) -> tuple[dict[str, float], dict[str, torch.Tensor], BucketedBatch, AuditResult, AuditPlan]:
     """One pass: today's per-query metrics and averages, the audit, and the intervals."""
     if audit.k not in k:
         k = (*k, audit.k)
     buckets, s = score_buckets(df, scores, columns=c)
-    per_q = per_query_metrics(s, buckets, k=k, exposure_k=exposure_k, retrieval=retrieval)
+    per_q = per_query_metrics(s, buckets, k=k, exposure_k=exposure_k, retrieval=retrieval, conventions=conventions)
     metrics = aggregate(per_q)
     plan = prepare_audit(df, scores, columns=c, config=audit)
     table, audit_metrics = plan.point()
@@ -277,12 +288,13 @@ def evaluate_ranking_audit(
     exposure_k: int | None = None,
     retrieval: bool = False,
     audit: AuditConfig = AuditConfig(),
+    conventions: RelevanceConventions = RelevanceConventions(),
 ) -> tuple[dict[str, Any], AuditResult]:
     """:func:`evaluate_ranking`'s dictionary with the audit (see there) and the
     :class:`~fairltr.metrics.audit.AuditResult` (per-category table, worst cases, interval
     metadata), from ONE pass; the same resampled queries give every interval."""
     c = _metric_columns(columns)
-    metrics, _, _, result, _ = _audited(df, scores, c, tuple(k), exposure_k, retrieval, audit)
+    metrics, _, _, result, _ = _audited(df, scores, c, tuple(k), exposure_k, retrieval, audit, conventions)
     return metrics, result
 
 
@@ -295,16 +307,18 @@ def evaluate_with_table(
     exposure_k: int | None = None,
     retrieval: bool = False,
     audit: AuditConfig | None = None,
+    conventions: RelevanceConventions = RelevanceConventions(),
 ) -> tuple[dict[str, float], pd.DataFrame]:
     """:func:`evaluate_ranking`'s dictionary and :func:`per_query_table`'s table from ONE pass of
     the per-query metrics (the averages are aggregated from the table's values); with ``audit``
     the dictionary holds the audit's keys too (as :func:`evaluate_ranking` with ``audit``)."""
     c = _metric_columns(columns)
     if audit is not None:
-        metrics, per_q, buckets, _, _ = _audited(df, scores, c, tuple(k), exposure_k, retrieval, audit)
+        metrics, per_q, buckets, _, _ = _audited(df, scores, c, tuple(k), exposure_k, retrieval, audit, conventions)
     else:
         buckets, s = score_buckets(df, scores, columns=c)
-        per_q = per_query_metrics(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval)
+        per_q = per_query_metrics(s, buckets, k=tuple(k), exposure_k=exposure_k, retrieval=retrieval,
+                                  conventions=conventions)
         metrics = aggregate(per_q)
     table = pd.DataFrame({name: v.detach().cpu().to(torch.float64).numpy() for name, v in per_q.items()})
     table.insert(0, c.query, buckets.query_ids)
@@ -319,9 +333,10 @@ def per_query_table(
     k: Iterable[int] = DEFAULT_K,
     exposure_k: int | None = None,
     retrieval: bool = False,
+    conventions: RelevanceConventions = RelevanceConventions(),
 ) -> pd.DataFrame:
     """One row per query (table order of first appearance): the query id in the contract's
     query column, then every :func:`per_query_metrics` value (NaN where undefined). Memory
     proportional to the rows (length buckets)."""
     return evaluate_with_table(df, scores, columns=_metric_columns(columns), k=k,
-                               exposure_k=exposure_k, retrieval=retrieval)[1]
+                               exposure_k=exposure_k, retrieval=retrieval, conventions=conventions)[1]

@@ -90,10 +90,14 @@ class MetricInfo:
 
 
 METRICS: dict[str, MetricInfo] = {m.name: m for m in [
-    MetricInfo("ndcg", "higher", "query left out when its ideal DCG is 0", True),
+    MetricInfo("ndcg", "higher", "query left out when its ideal DCG is 0 (0 with empty_queries=zero)", True),
+    # trec_eval's / ir-measures' nDCG: linear gains max(judgment, 0) (fairltr.metrics.conventions)
+    MetricInfo("ndcg_linear", "higher", "query left out when its ideal DCG is 0 (0 with empty_queries=zero)", True),
     MetricInfo("precision", "higher", "never undefined for a non-empty query", True),
-    MetricInfo("mrr", "higher", "query left out when it has no item with judgment > 0", True),
-    MetricInfo("recall", "higher", "query left out when it has no item with judgment > 0", True),
+    MetricInfo("mrr", "higher", "query left out when it has no item with judgment > 0 (0 with empty_queries=zero)",
+               True),
+    MetricInfo("recall", "higher", "query left out when it has no item with judgment > 0 (0 with empty_queries=zero)",
+               True),
     MetricInfo("kendall_tau", "higher", "query left out with < 2 items or all-equal judgments"),
     # how much of the ranking is decided by ties (docs/spec.md section 3: tied scores are unordered);
     # 1.0 = every query's scores all tied (a constant model): every relevance gate fails on it

@@ -4,7 +4,8 @@
 * kendall_tau = Kendall's tau-b between predicted positions and judgments (ties in
   judgments are ties), O(n log n) per query (Knight's algorithm); NaN for n_q < 2 or all-equal judgments.
 * ndcg_at_k: gains 2^rel - 1, discount 1 / log2(1 + r); rel = judgment, shifted by the query's
-  minimum when a query holds negative judgments; NaN when the ideal DCG is 0.
+  minimum when a query holds negative judgments; NaN when the ideal DCG is 0. ``gain="linear"``:
+  gains max(rel, 0), trec_eval's ``ndcg_cut`` (judgments <= 0 gain nothing, no shift).
 * mrr_at_k / recall_at_k: relevant = judgment > 0; NaN for a query without relevant items.
 """
 
@@ -16,7 +17,7 @@ from typing import Union
 
 from fairltr.metrics.ordering import TiedRanks, order_by, ranks_from_order
 
-__all__ = ["precision_at_k", "kendall_tau", "kendall_pair_counts", "ndcg_at_k", "mrr_at_k", "recall_at_k", "Ranks"]
+__all__ = ["precision_at_k", "kendall_tau", "kendall_pair_counts", "ndcg_at_k", "NDCG_GAINS", "mrr_at_k", "recall_at_k", "Ranks"]
 
 _NAN = float("nan")
 
@@ -199,17 +200,29 @@ def _kendall_tau_pairwise(
     return torch.where(denom > 0, s / denom.clamp(min=1e-300), _NAN)
 
 
-def _gains(judgments: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+NDCG_GAINS = ("exponential", "linear")
+"""nDCG's gain of a judgment rel: ``"exponential"`` 2^rel - 1 (Burges et al.; the default, with
+negative judgments shifted by the query's minimum) or ``"linear"`` max(rel, 0) (trec_eval's and
+ir-measures' ``nDCG@k``)."""
+
+
+def _gains(judgments: torch.Tensor, mask: torch.Tensor, gain: str = "exponential") -> torch.Tensor:
     rel = judgments.to(torch.float64)
+    if gain == "linear":
+        return rel.clamp(min=0.0).masked_fill(~mask, 0.0)
+    if gain != "exponential":
+        raise ValueError(f"gain must be one of {NDCG_GAINS}, got {gain!r}")
     qmin = rel.masked_fill(~mask, float("inf")).min(-1, keepdim=True).values
     shift = torch.where(qmin < 0, qmin, torch.zeros_like(qmin))
     return (torch.pow(2.0, rel - shift) - 1.0).masked_fill(~mask, 0.0)
 
 
-def ndcg_at_k(pred_ranks: Ranks, judgments: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
-    """DCG@k / ideal DCG@k, gains 2^rel - 1, discount 1 / log2(1 + r); with tie groups, the
-    expected DCG (each item's gain times the mean discount over its group's positions, cut at k)."""
-    gains = _gains(judgments, mask)
+def ndcg_at_k(pred_ranks: Ranks, judgments: torch.Tensor, mask: torch.Tensor, k: int,
+              gain: str = "exponential") -> torch.Tensor:
+    """DCG@k / ideal DCG@k, gains 2^rel - 1 (``gain="linear"``: max(rel, 0), see
+    :data:`NDCG_GAINS`), discount 1 / log2(1 + r); with tie groups, the expected DCG (each item's
+    gain times the mean discount over its group's positions, cut at k)."""
+    gains = _gains(judgments, mask, gain)
     dcg = (gains * _expected(pred_ranks, lambda r: torch.where(r <= k, 1.0 / torch.log2(1.0 + r), 0.0))
            ).masked_fill(~mask, 0.0).sum(-1)
     ideal_ranks = ranks_from_order(order_by(gains, mask))

@@ -14,6 +14,10 @@ The result's ``metrics`` (which MLflow also logs on the evaluated logged model) 
 metric list hold the values, fairness first; the ``<metric>_n_queries`` counts are the table
 ``metric_counts.json`` (the result's ``metric_counts`` artifact; :func:`metrics_with_counts`
 merges them back).
+Config keys ``empty_queries`` (``"skip"``, the default, or ``"zero"``: trec_eval's convention for
+a query without a relevant item) and ``linear_ndcg`` (add ``ndcg_linear_at_<k>``, linear gains)
+choose the relevance conventions (:mod:`fairltr.metrics.conventions`); ``empty_queries`` is
+logged as a param and stated in the report.
 Artifacts: ``exposure_by_position.png`` (DELTR Figure 2), ``per_query_relevance_exposure.png``
 (Figure 1 drawn per query), ``per_query_metrics.csv``, ``metric_counts.json`` and
 ``fairness_report.html`` (titled by the config's ``title``, else by its ``model_uri`` and
@@ -83,7 +87,10 @@ def audit_frame(df: pd.DataFrame, scores: np.ndarray, config: Mapping[str, Any])
     k = tuple(int(x) for x in config.get("k", (10,)))
     extra = [kk for kk in audit_cutoffs_in(str(x) for x in config.get("audit_metrics", ()))]
     required = True if config.get("audit_metrics") else None  # gates read the audit: never skipped
-    metrics, results = audit_evaluation(df, scores, columns=columns, k=k, audit=audit, extra_ks=extra, required=required)
+    from fairltr.metrics.conventions import conventions_from_config
+
+    metrics, results = audit_evaluation(df, scores, columns=columns, k=k, audit=audit, extra_ks=extra, required=required,
+                                        conventions=conventions_from_config(config))
     return (metrics, results) if results else None
 
 
@@ -119,10 +126,13 @@ def evaluate_frame(
             f"fair_ranking evaluator: column(s) {missing} not in the evaluation data; columns: {list(df.columns)} "
             f"(set evaluator_config={{'fair_ranking': {{'query': ..., 'group': ..., 'judgment': ...}}}})"
         )
+    from fairltr.metrics.conventions import conventions_from_config
+
     k = tuple(int(x) for x in config.get("k", DEFAULT_K))
     metrics, table = evaluate_with_table(df, scores, columns=RankingColumns(query=q, group=g, judgment=j), k=k,
                                          exposure_k=config.get("exposure_k"),
-                                         retrieval=bool(config.get("retrieval", False)))
+                                         retrieval=bool(config.get("retrieval", False)),
+                                         conventions=conventions_from_config(config))
     audited = audit_frame(df, scores, config)
     if audited is not None:  # the audit's figures and every headline metric's interval
         metrics = {**metrics, **{key: v for key, v in audited[0].items() if key not in metrics
@@ -289,6 +299,10 @@ class FairRankingEvaluator(ModelEvaluator):
         with tempfile.TemporaryDirectory(prefix="fairltr-eval-") as tmp:
             out = Path(tmp)
             log_result_metrics(run_id, ev.metrics, out)  # fairness first; the *_n_queries counts to a table
+            from fairltr.metrics.conventions import conventions_from_config
+            from fairltr.tracking.runs.life_cycle import log_params
+
+            log_params(run_id, conventions_from_config(ev.config).metadata(), client=client)  # how empty queries count
             if ev.interval:  # how the intervals were made: params of the run (level, resamples, seed, unit)
                 from fairltr.tracking.runs.life_cycle import log_params
 
@@ -342,6 +356,7 @@ class FairRankingEvaluator(ModelEvaluator):
     def _write_artifacts(tmp: Path, df, scores, metrics, per_query, config, audits=None, interval=None) -> list[Path]:
         from fairltr.tracking.evaluation.audit_artifacts import POSITION_CAPTION, binary_of
         from fairltr.tracking.evaluation.plots import exposure_by_position, figure_to_png, relevance_fairness_scatter
+        from fairltr.metrics.conventions import conventions_from_config
         from fairltr.tracking.evaluation.report import fairness_report_html
 
         columns = config_columns(config)
@@ -381,6 +396,7 @@ class FairRankingEvaluator(ModelEvaluator):
                                             if isinstance(v, (str, int, float, list, tuple))},
                                     audit=None if audit is None else audit.table, interval=interval,
                                     binary=binary_of(df, g), threshold=threshold, confidence=confidence,
+                                    conventions=conventions_from_config(config),
                                     audit_k=int((config.get("audit") or {}).get("k", 10)) if audit is not None else None)
         (tmp / "fairness_report.html").write_text(html, encoding="utf-8")
         paths.append(tmp / "fairness_report.html")

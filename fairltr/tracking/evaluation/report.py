@@ -165,6 +165,7 @@ def fairness_report_html(
     threshold: float = 0.8,
     confidence: bool = False,
     audit_k: int | None = None,
+    conventions: Any = None,
 ) -> str:
     """The report as one HTML string: ``title``, a ``subtitle`` line (run, model, data), the
     exposure headline (its two sides named by ``binary``, :func:`exposure_headline`), the metric
@@ -177,7 +178,9 @@ def fairness_report_html(
     audit table at cut-off ``audit_k``, SPEC 3b) adds the per-category tables with a verdict at
     ``threshold`` (on the interval's lower end with ``confidence`` when the table has intervals,
     :func:`audit_table_html`); a conclusion line is given for each gate-like figure, naming the
-    worst category of each impact ratio (:func:`conclusions`)."""
+    worst category of each impact ratio (:func:`conclusions`). The metric table's note names the
+    relevance ``conventions`` (:class:`~fairltr.metrics.conventions.RelevanceConventions`; None =
+    the default): how a query without a relevant item counts."""
     values, companion = split_counts(metrics)
     counts = {**companion, **(counts or {})}
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
@@ -196,7 +199,7 @@ def fairness_report_html(
         parts.append(audit_table_html(audit, threshold=threshold, confidence=confidence,
                                       k=_audit_cutoff(values, audit_k), interval=interval))
     if values:
-        parts.extend(_metrics_section(values, counts, interval))
+        parts.extend(_metrics_section(values, counts, interval, conventions))
     for caption, frame in (tables or {}).items():
         parts.append(f"<h2>{html.escape(caption)}</h2>"
                      + frame.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}", border=0))
@@ -218,9 +221,11 @@ def _conclusions_section(values: Mapping[str, float], audit: Any = None, audit_k
 
 
 def _metrics_section(values: Mapping[str, float], counts: Mapping[str, Any],
-                     interval: Mapping[str, Any] | None) -> list[str]:
-    """The metric table (an interval column when ``<metric>_ci_low`` entries exist) and the line
-    saying how the intervals were made."""
+                     interval: Mapping[str, Any] | None, conventions: Any = None) -> list[str]:
+    """The metric table (an interval column when ``<metric>_ci_low`` entries exist), the line
+    saying how the intervals were made and the one naming the relevance conventions."""
+    from fairltr.metrics.conventions import RelevanceConventions
+
     lows = {key[: -len("_ci_low")] for key in values if key.endswith("_ci_low")}
     shown = {key: v for key, v in values.items() if not key.endswith(("_ci_low", "_ci_high"))}
     head = "<th>value</th>" + ("<th>interval</th>" if lows else "")
@@ -229,6 +234,8 @@ def _metrics_section(values: Mapping[str, float], counts: Mapping[str, Any],
              "</table>"]
     if interval:
         parts.append(f"<p class=muted id=interval-note>{html.escape(_interval_words(interval))}</p>")
+    words = (conventions or RelevanceConventions()).describe()
+    parts.append(f"<p class=muted id=conventions-note>{html.escape(words[0].upper() + words[1:])}.</p>")
     return parts
 
 

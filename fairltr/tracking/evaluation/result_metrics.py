@@ -20,7 +20,7 @@ def log_result_metrics(run_id: str, metrics: Mapping[str, Any], artifact_dir: st
     """Log evaluation metrics the way a person reads them: the finite values in presentation
     order (:func:`~fairltr.tracking.evaluation.report.ordered_metric_keys`: headline, fairness, relevance),
     the bootstrap interval metadata (``ci_level``, ``ci_n_boot``, ``ci_seed``, ``ci_unit``,
-    ``ci_method``) as params,
+    ``ci_method``) and the relevance conventions (``empty_queries``) as params,
     the headline set in a first call so that it heads the run page's list; the
     ``<metric>_n_queries`` counts are not metrics but one JSON table ``metric_counts.json``
     written into ``artifact_dir`` (the caller uploads it with its other files). Returns the
@@ -29,10 +29,11 @@ def log_result_metrics(run_id: str, metrics: Mapping[str, Any], artifact_dir: st
     from fairltr.tracking.runs.life_cycle import finite_metrics, log_metrics
 
     from fairltr.metrics.audit_jobs import INTERVAL_KEYS
+    from fairltr.metrics.conventions import CONVENTION_KEYS
 
     values, counts = split_counts(metrics)
-    interval = {k: values.pop(k) for k in INTERVAL_KEYS if k in values}
-    if interval:  # how the bootstrap intervals were made (level, resamples, seed, unit): params, not metrics
+    interval = {k: values.pop(k) for k in (*INTERVAL_KEYS, *CONVENTION_KEYS) if k in values}
+    if interval:  # how intervals were made, how empty queries count: params, not metrics
         from fairltr.tracking.runs.life_cycle import log_params
 
         log_params(run_id, interval)

@@ -115,3 +115,38 @@ def test_default_regressor_evaluation_unaffected(mlflow_tracking):
                                         evaluator_config={"log_model_explainability": False})
     assert result.metrics["mean_squared_error"] == pytest.approx(float(((df["y"] - 2 * df["a"]) ** 2).mean()))
     assert not any(k.startswith("exposure") for k in result.metrics)
+
+
+def test_trec_conventions_are_computed_logged_and_reported(mlflow_tracking, tiny_rankings):
+    """``empty_queries="zero"`` / ``linear_ndcg`` in the config: the values of
+    ``fairltr.metrics.conventions.TREC_CONVENTIONS``, the convention a param of the run and a line of
+    the report; the default run names its convention too."""
+    import mlflow
+
+    from fairltr.metrics.conventions import TREC_CONVENTIONS
+
+    _, test = tiny_rankings
+    data = test.assign(score=np.random.default_rng(1).normal(size=len(test)))
+    empty = data.query_id.isin(data.query_id.unique()[:2])
+    data.loc[empty, "judgment"] = 0  # two queries without a relevant item
+    mlflow.set_experiment("test-evaluator")
+    runs = {}
+    for name, extra in [("zero", {"empty_queries": "zero", "linear_ndcg": True}), ("skip", {})]:
+        with mlflow.start_run() as run:
+            result = mlflow.models.evaluate(data=data, predictions="score", targets="judgment", model_type="fair_ranking",
+                                            evaluators=["fair_ranking"],
+                                            evaluator_config={"fair_ranking": {**CONFIG, "k": [5], **extra}})
+        runs[name] = (run.info.run_id, result)
+    expected = evaluate_ranking(data.drop(columns="score"), data.score.to_numpy(), k=(5,), conventions=TREC_CONVENTIONS)
+    zero = metrics_with_counts(runs["zero"][1])
+    _same_finite(zero, expected)
+    assert zero["ndcg_at_5_n_queries"] == data.query_id.nunique() and "ndcg_linear_at_5" in zero
+    skip = metrics_with_counts(runs["skip"][1])
+    assert skip["ndcg_at_5_n_queries"] == data.query_id.nunique() - 2 and "ndcg_linear_at_5" not in skip
+    assert skip["ndcg_at_5"] > zero["ndcg_at_5"]
+    client = mlflow.MlflowClient()
+    for name, (run_id, _) in runs.items():
+        assert client.get_run(run_id).data.params["empty_queries"] == name
+        report = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="fairness_report.html")
+        text = open(report, encoding="utf-8").read()
+        assert f"empty_queries={name}" in text
