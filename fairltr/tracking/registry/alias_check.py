@@ -201,12 +201,15 @@ def lock_held(client: Any, model: str) -> bool:
 
 def settled_check(check: Callable[[], AliasCheck], client: Any, model: str, *, wait_s: float = 90.0,
                   poll_s: float = 0.25) -> AliasCheck:
-    """``check()``; when it finds problems while ``model``'s promotion lock is held, wait (at
-    most ``wait_s`` seconds) for the lock to be released and check again: a promotion moves the
-    alias before it writes its decision record, both under the lock."""
+    """``check()``; when it finds problems and ``model``'s promotion lock was held when it started
+    or is held now, wait (at most ``wait_s`` seconds) for the lock to be released and check again:
+    a promotion moves the alias before it writes its decision record, both under the lock, so
+    once the lock is seen free after an alias event, the record of that move is written."""
+    held = lock_held(client, model)  # read BEFORE the check: a promotion may end while it runs
     result = check()
     deadline = time.monotonic() + wait_s
-    while not result.ok and lock_held(client, model) and time.monotonic() < deadline:
+    while not result.ok and (held or lock_held(client, model)) and time.monotonic() < deadline:
+        held = False
         while lock_held(client, model) and time.monotonic() < deadline:
             time.sleep(poll_s)
         result = check()

@@ -69,8 +69,9 @@ def check_delivery(secret: str, headers: Mapping[str, str], body: bytes, now: fl
     except ValueError:
         return delivery_id, Refusal(401, f"{TIMESTAMP_HEADER} {stamp[:40]!r} is not Unix seconds")
     if abs(now - sent) > tolerance_s:
-        return delivery_id, Refusal(403, f"timestamp {sent} is {now - sent:+.0f} s from now, outside the "
-                                         f"{tolerance_s:g} s window (a replay, or clocks apart)")
+        when = f"sent {now - sent:.0f} s ago" if now > sent else f"dated {sent - now:.0f} s ahead"
+        return delivery_id, Refusal(403, f"timestamp {sent} ({when}) is outside the {tolerance_s:g} s window "
+                                         "(a replay, or clocks apart)")
     expected = sign(secret, delivery_id, stamp, body)
     candidates = [s for s in given.split() if s.startswith("v1,")]
     if not any(hmac.compare_digest(expected.encode(), s.encode()) for s in candidates):
