@@ -70,8 +70,10 @@ def verify_alias_cmd(model_name, alias, all_aliases, tracking_uri, allow_unverif
 @click.option("--tracking-uri", default=None, help="MLflow tracking URI [default: MLFLOW_TRACKING_URI or ./mlflow.db]")
 @click.option("--register", is_flag=True,
               help="create (or update) the MLflow webhook 'fairltr-alias-check' for the alias events at this address")
-@click.option("--url", default=None, help="the URL MLflow posts to, with --register [default: http://HOST:PORT/webhook]")
-@click.option("--webhook-name", default="fairltr-alias-check", show_default=True, help="name of the webhook, with --register")
+@click.option("--url", default=None,
+              help="the URL MLflow posts to, with --register [default: http://HOST:PORT/webhook]")
+@click.option("--webhook-name", default="fairltr-alias-check", show_default=True,
+              help="name of the webhook, with --register")
 @click.option("--revert", is_flag=True,
               help="on a FAIL, move the alias back to the latest version a promotion accepted for it")
 @click.option("--allow-unverified", is_flag=True, help="accept versions promoted without a recorded digest")

@@ -183,7 +183,8 @@ def check_all_aliases(client: Any, model: str, *, allow_unverified: bool = False
     aliases = dict(getattr(client.get_registered_model(model), "aliases", None) or {})
     if not aliases:
         return [AliasCheck(model, "*", None, [f"{model} has no aliases"])]
-    return [check_version(client, model, str(v), a, allow_unverified=allow_unverified) for a, v in sorted(aliases.items())]
+    return [check_version(client, model, str(v), a, allow_unverified=allow_unverified)
+            for a, v in sorted(aliases.items())]
 
 
 def lock_held(client: Any, model: str) -> bool:
