@@ -3,7 +3,8 @@ and names every way an alias can point around the gates: moved with ``MlflowClie
 version never promoted, to a REJECTED one, to one promoted for another alias, a decision record
 copied from another version or missing from the model's log, files changed after promotion
 (with and without the digest tags rewritten to match), an unset alias; usage and connection
-errors exit 2 with one line."""
+errors exit 2 with one line; the check waits for a promotion in flight (its lock), and only for
+so long."""
 
 from __future__ import annotations
 
@@ -145,3 +146,58 @@ def test_lean_records_keep_model_and_version():
     lean = d.record(3)
     assert (lean["model"], lean["version"], lean["requested_alias"], lean["digest"]) == ("m", "4", "champion",
                                                                                          "sha256:x")
+
+
+class _LockClient:
+    """A registry whose only content is (or is not) the promotion lock of every model."""
+
+    def __init__(self, held: bool) -> None:
+        self.held = held
+
+    def get_registered_model(self, name):
+        from mlflow.exceptions import MlflowException
+
+        if self.held and name.startswith("fairltr.lock."):
+            return object()
+        raise MlflowException(f"{name} not found")
+
+
+def _checks(client, release_on_call=None, fixed_after=2):
+    """A check that fails until call ``fixed_after`` and may release the lock on a call."""
+    from fairltr.tracking.registry.alias_check import AliasCheck
+
+    calls = []
+
+    def check():
+        calls.append(1)
+        if release_on_call == len(calls):
+            client.held = False  # the promotion in flight ends while this check runs
+        return AliasCheck("m", "champion", "2", [] if len(calls) >= fixed_after else ["no record yet"])
+
+    return check, calls
+
+
+def test_settled_check_waits_for_a_promotion_in_flight():
+    import threading
+    import time
+
+    from fairltr.tracking.registry.alias_check import settled_check
+
+    free = _LockClient(held=False)
+    check, calls = _checks(free)
+    assert not settled_check(check, free, "m", poll_s=0.01).ok and len(calls) == 1  # no promotion: reported at once
+
+    held = _LockClient(held=True)
+    check, calls = _checks(held)
+    threading.Timer(0.2, lambda: setattr(held, "held", False)).start()
+    assert settled_check(check, held, "m", poll_s=0.01).ok and len(calls) == 2  # re-checked after the release
+
+    ended = _LockClient(held=True)  # the lock is released while the first check reads the registry
+    check, calls = _checks(ended, release_on_call=1)
+    assert settled_check(check, ended, "m", poll_s=0.01).ok and len(calls) == 2
+
+    stuck = _LockClient(held=True)  # a lock that is never released delays the verdict by wait_s only
+    check, calls = _checks(stuck, fixed_after=99)
+    started = time.monotonic()
+    assert not settled_check(check, stuck, "m", wait_s=0.3, poll_s=0.01).ok
+    assert time.monotonic() - started < 2
