@@ -9,6 +9,12 @@ is re-read (if it moved, the gates are re-checked against it: measured outside t
 it is new), the lease checked, the alias moved and the decision recorded. Concurrent promotions
 therefore move the alias one at a time, each checked against the champion it replaces. After
 ``max_attempts`` attempts without a decision the verdict is ``contention`` (gates not decided).
+
+The record's ``champion_before`` is the champion the decision was taken against: for a promotion
+the version ``@alias`` pointed to when it was re-read under the lock, just before the move (so
+the records of concurrent promotions chain: each names the version it replaced); for a
+rejection the champion it was last checked against; ``champion_first_read`` is the one read
+before the candidate was measured (the notes say how it moved meanwhile).
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ def _version_words(v: str | None, unset: str = "unset") -> str:
 @dataclass
 class Race:
     """One promotion's state while it races for ``@alias``: the champion it last read
-    (``before``; ``champion_before`` is the first one read), the latest gate results against it,
-    and the notes. :meth:`decide` records a verdict (:func:`write_decision`)."""
+    (``before``: under the lock, the one the move replaces; ``first_read`` is the first one read),
+    the latest gate results against it, and the notes. :meth:`decide` records a verdict
+    (:func:`write_decision`) with ``champion_before`` = ``before``."""
 
     client: Any
     versions: VersionSource
@@ -53,7 +60,7 @@ class Race:
     champion_metrics: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
-        self.champion_before = self.before
+        self.first_read = self.before
         self.model, self.version = self.versions.model, self.versions.candidate
 
     def current(self) -> str | None:
@@ -81,7 +88,7 @@ class Race:
         champ = self.before if self.before != self.version else None
         decision = PromotionDecision(
             model=self.model, version=self.version, alias=self.alias, verdict=verdict, results=self.results,
-            champion_before=self.champion_before, champion_after=self.current(),
+            champion_before=self.before, champion_after=self.current(), champion_first_read=self.first_read,
             time=datetime.now(timezone.utc).isoformat(timespec="microseconds"), decision_id=self.decision_id,
             candidate_metrics=self.cand.metrics or {}, champion_metrics=self.champion_metrics,
             evaluation_run_id=self.evaluation_run_id, notes=self.notes, reason=reason, kind=self.cand.kind,

@@ -28,7 +28,8 @@ from typing import Any, Mapping, Sequence
 from fairltr.gates import GateResult
 
 __all__ = ["PromotionDecision", "TAG_PREFIX", "EXIT_CODES", "TAG_LIMIT", "json_within", "decision_record",
-           "DECISION_ARTIFACT", "VERDICT_MARK", "with_verdict", "write_decision", "log_decision_run"]
+           "DECISION_ARTIFACT", "VERDICT_MARK", "ALIAS_CHECK_MARK", "with_verdict", "with_alias_check",
+           "write_decision", "log_decision_run", "cut_text"]
 
 TAG_PREFIX = "fairltr.promotion."
 TAG_LIMIT = 4900  # model version / registered model tag values are VARCHAR(5000) in MLflow's SQL stores
@@ -39,17 +40,26 @@ _STALE_TAGS = tuple(f"fairltr.promotion.{k}" for k in (
     "decision_id", "requested_alias", "gates", "results", "values", "champion_values", "champion_before",
     "champion_after", "champion_status", "digest", "reason", "notes"))
 VERDICT_MARK = "\n\nPromotion decision: "  # separates the version's training summary from the latest verdict
+ALIAS_CHECK_MARK = "\n\nAlias check: "  # the latest alias-integrity FAIL (alias_record.py), after everything else
 _NO_DECISION = " No promotion decision yet."
 
 
 def with_verdict(description: str | None, verdict_line: str) -> str:
     """The version description with ``verdict_line`` as its latest decision: the training
     summary above :data:`VERDICT_MARK` is kept (its "No promotion decision yet." dropped), an
-    earlier verdict replaced."""
-    summary = (description or "").split(VERDICT_MARK, 1)[0].replace(_NO_DECISION, "").rstrip()
+    earlier verdict replaced, an alias check's FAIL line (:data:`ALIAS_CHECK_MARK`) dropped: the
+    description tells the version's current state, the FAIL stays in the registered model's log."""
+    summary = (description or "").split(ALIAS_CHECK_MARK, 1)[0].split(VERDICT_MARK, 1)[0].replace(_NO_DECISION, "").rstrip()
     if not summary:
-        return _cut_text(verdict_line, 4900)
-    return summary[:2500] + VERDICT_MARK + _cut_text(verdict_line, 4900 - min(len(summary), 2500) - len(VERDICT_MARK))
+        return cut_text(verdict_line, 4900)
+    return summary[:2500] + VERDICT_MARK + cut_text(verdict_line, 4900 - min(len(summary), 2500) - len(VERDICT_MARK))
+
+
+def with_alias_check(description: str | None, line: str) -> str:
+    """The version description with ``line`` as its latest alias check (after
+    :data:`ALIAS_CHECK_MARK`, an earlier one replaced), within 4,900 characters."""
+    base = (description or "").split(ALIAS_CHECK_MARK, 1)[0][:3500]
+    return base + ALIAS_CHECK_MARK + cut_text(line, 4900 - len(base) - len(ALIAS_CHECK_MARK))
 
 
 def decision_record(tags: Mapping[str, str]) -> dict[str, Any]:
@@ -70,7 +80,8 @@ def json_within(candidates: Sequence[Any], limit: int = TAG_LIMIT) -> str:
     return json.dumps({"summary": "too long to store", "chars": len(json.dumps(candidates[-1]))})
 
 
-def _cut_text(text: str, limit: int = TAG_LIMIT) -> str:
+def cut_text(text: str, limit: int = TAG_LIMIT) -> str:
+    """``text`` within ``limit`` characters, a cut one saying how much was left out."""
     if len(text) <= limit:
         return text
     tail = f" ... (+{len(text) - limit + 40} characters)"
@@ -100,6 +111,7 @@ class PromotionDecision:
     champion_status: str = "none"
     confidence: float | None = None
     interval: dict[str, Any] | None = None  # how the intervals were made: level, n_boot, seed, unit, method
+    champion_first_read: str | None = None  # the champion read before the candidate was measured
 
     @property
     def promoted(self) -> bool:
@@ -143,16 +155,18 @@ class PromotionDecision:
             "requested_alias": self.alias, "model": self.model, "version": self.version,
             "gates": [r.gate for r in self.results], "results": results, "values": values,
             "champion_values": champ, "champion_before": self.champion_before,
-            "champion_after": self.champion_after, "champion_status": self.champion_status or None,
+            "champion_after": self.champion_after, "champion_first_read": self.champion_first_read,
+            "champion_status": self.champion_status or None,
             "digest": self.digest, "reason": self.reason, "notes": list(self.notes) if lean < 1 else self.notes[:5],
             "confidence": self.confidence, "interval": self.interval, "evaluation_run": self.evaluation_run_id,
         }
         if lean >= 3:
             failed = [r.gate[:100] for r in self.results if not r.passed]
-            out = {k: out[k] for k in ("decision_id", "verdict", "time", "requested_alias", "champion_before",
-                                       "champion_after", "digest", "confidence", "evaluation_run")}
+            out = {k: out[k] for k in ("decision_id", "verdict", "time", "requested_alias", "model", "version",
+                                       "champion_before", "champion_after", "digest", "confidence",
+                                       "evaluation_run")}
             out.update(n_gates=len(self.results), n_failed=len(failed), failed=failed[:20],
-                       reason=_cut_text(self.reason or "", 1000) or None)
+                       reason=cut_text(self.reason or "", 1000) or None)
         return out
 
     def version_tags(self) -> dict[str, str]:
@@ -194,13 +208,13 @@ class PromotionDecision:
                          else f"already held @{self.alias}")
         else:
             parts.append(f"@{self.alias} stays {'v' + self.champion_after if self.champion_after else 'unset'}")
-        return _cut_text("; ".join(parts) + ".")
+        return cut_text("; ".join(parts) + ".")
 
     def model_tag(self) -> tuple[str, str]:
         """(key, value) of the registered model's decision log entry: ``v<version> <description>``."""
         stamp = self.time.replace("+00:00", "Z").replace("-", "").replace(":", "")
         key = f"fairltr.decision.{stamp}.v{self.version}.{self.decision_id[:8]}"
-        return key, _cut_text(f"v{self.version} {self.description()}")
+        return key, cut_text(f"v{self.version} {self.description()}")
 
     def run_metrics(self) -> dict[str, float]:
         """The decision as metrics of the promotion run: per gated metric the candidate's and the
@@ -239,7 +253,7 @@ def _run_description(decision: PromotionDecision) -> str:
     """The promotion run's description (Markdown): the verdict line, then one line per gate."""
     lines = [f"**{decision.model} v{decision.version}:** {decision.description()}"]
     lines += [f"- `{r.describe()}`" for r in decision.results]
-    return _cut_text("\n".join(lines), 7900)  # MLflow keeps at most 8,000 characters of a run tag
+    return cut_text("\n".join(lines), 7900)  # MLflow keeps at most 8,000 characters of a run tag
 
 
 # ---------------------------------------------------------------------------- writing it

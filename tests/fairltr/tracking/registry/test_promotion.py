@@ -254,7 +254,9 @@ def test_champion_moving_before_the_lock_is_measured_outside_it(registered, monk
     assert calls == [name]  # the second attempt is rejected before it needs the lock
     assert not decision.promoted and decision.verdict == "rejected" and _alias(name) == "2"
     assert any("before the lock was taken" in n for n in decision.notes), decision.notes
-    assert decision.results[0].threshold is not None and decision.champion_before is None
+    assert decision.results[0].threshold is not None
+    # the record names the champion it was checked against (v2), and the one first read (none)
+    assert decision.champion_before == decision.champion_after == "2" and decision.champion_first_read is None
     assert _tags(name, "1")["fairltr.promotion.verdict"] == "rejected"
 
 
