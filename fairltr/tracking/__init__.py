@@ -47,6 +47,9 @@ _EXPORTS = {
     "PromotionDecision": "registry.decision", "promote": "registry.promotion",
     "current_champion": "registry.sources", "evaluate_model_uri": "registry.sources",
     "acquire_lock": "registry.lock", "LockTimeout": "registry.lock",
+    # alias integrity: verify-alias's checks and the registry-webhook receiver
+    **dict.fromkeys(("AliasCheck", "check_alias", "check_version"), "registry.alias_check"),
+    **dict.fromkeys(("AliasEventReceiver", "register_webhook"), "registry.webhook_receiver"),
 }
 
 __all__ = sorted(_EXPORTS)

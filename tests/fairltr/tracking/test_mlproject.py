@@ -15,7 +15,7 @@ from fairltr.cli import cli
 
 REPO = Path(__file__).resolve().parents[3]
 ENTRY_POINTS = ["quickstart", "train_deltr", "train_lambdamart", "train_plrank", "reproduce_deltr", "train_dpr", "evaluate", "evaluate_registered",
-                "promote", "compare_runs", "sweep"]
+                "promote", "compare_runs", "verify_alias", "sweep"]
 
 
 def _project():

@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 ALL_ENTRY_POINTS = {"quickstart", "train_deltr", "train_lambdamart", "train_plrank", "reproduce_deltr", "train_dpr",
-                    "evaluate", "evaluate_registered", "promote", "compare_runs", "sweep"}
+                    "evaluate", "evaluate_registered", "promote", "compare_runs", "verify_alias", "sweep"}
 
 
 def _declared_entry_points(group: str) -> dict[str, str]:
@@ -46,7 +46,7 @@ def plugin_path(tmp_path_factory) -> str:
 
 
 def mlflow_run(entry: str, params: dict[str, object], experiment: str | None, cwd: Path, uri: str,
-               plugin_path: str = ""):
+               plugin_path: str = "", check: bool = True):
     env = dict(os.environ, MLFLOW_TRACKING_URI=uri)
     if plugin_path:
         env["PYTHONPATH"] = os.pathsep.join(x for x in (plugin_path, env.get("PYTHONPATH", "")) if x)
@@ -61,7 +61,7 @@ def mlflow_run(entry: str, params: dict[str, object], experiment: str | None, cw
     for k, v in params.items():
         cmd += ["-P", f"{k}={v}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=cwd)
-    assert proc.returncode == 0, f"mlflow run -e {entry} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0 or not check, f"mlflow run -e {entry} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
     return proc
 
 
@@ -235,6 +235,28 @@ def test_promote(files, tmp_path, registered, mlflow_tracking):
     assert champion.version == "2"
 
 
+def test_verify_alias(files, tmp_path, registered, mlflow_tracking):
+    """`mlflow run -e verify_alias`: passes on a champion `fairltr promote` set, fails (the run fails,
+    naming the problem) once the alias is moved around the gates with MlflowClient."""
+    import mlflow
+
+    client, name = mlflow.MlflowClient(), registered[0]
+    if "champion" not in client.get_registered_model(name).aliases:
+        mlflow_run("promote", {"model": name, "version": 2, "gates": "kendall_tau>=0", "data": files / "test.csv"},
+                   exp_name("promote"), tmp_path, mlflow_tracking)
+    champion = client.get_model_version_by_alias(name, "champion").version
+    ok = mlflow_run("verify_alias", {"model": name}, exp_name("verify"), tmp_path, mlflow_tracking)
+    assert f"OK {name}@champion" in ok.stdout + ok.stderr
+    other = "1" if champion == "2" else "2"
+    client.set_registered_model_alias(name, "champion", other)  # moved around the gates
+    try:
+        moved = mlflow_run("verify_alias", {"model": name}, exp_name("verify"), tmp_path, mlflow_tracking, check=False)
+        assert moved.returncode != 0
+        assert f"FAIL {name}@champion -> v{other}" in moved.stdout + moved.stderr
+    finally:
+        client.set_registered_model_alias(name, "champion", champion)
+
+
 def test_compare_runs(tmp_path, registered, mlflow_tracking):
     import mlflow
 
@@ -294,7 +316,8 @@ def test_each_entry_point_defaults_to_its_commands_experiment():
     assert got == {"quickstart": "fairltr-quickstart", "train_deltr": "fairltr", "train_lambdamart": "fairltr",
                    "train_plrank": "fairltr", "reproduce_deltr": "fairltr-reproduce", "train_dpr": "fairltr-dpr",
                    "evaluate": "fairltr", "evaluate_registered": "fairltr-evaluation",
-                   "promote": "fairltr-promotion", "compare_runs": "fairltr", "sweep": "fairltr-sweep"}
+                   "promote": "fairltr-promotion", "compare_runs": "fairltr", "verify_alias": "fairltr",
+                   "sweep": "fairltr-sweep"}
     # the table is each command's own --experiment default (read from the click commands here)
     import click
 
