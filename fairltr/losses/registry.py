@@ -29,15 +29,14 @@ options ``fn`` is called with.
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import math
 import numbers
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from typing import Any, Callable, Iterator, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from fairltr.errors import ConfigError
+from fairltr.plugins.params import HyperParam
+from fairltr.plugins.registry import PluginRegistry
 
 __all__ = [
     "HyperParam",
@@ -52,57 +51,10 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "FUSED_VARIANTS",
     "RETRIEVAL_INPUTS",
+    "LOSSES",
 ]
 
 ENTRY_POINT_GROUP = "fairltr.losses"
-_log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class HyperParam:
-    """One tunable hyper-parameter: name, default and search range.
-
-    ``log=True`` means a log-uniform search over [low, high]; ``include_zero=True`` adds the
-    value 0 to a log-scale range (e.g. DELTR's gamma, where 0 is standard ListNet);
-    ``integer=True``: the value used is rounded to the nearest integer (LightGBM's leaves).
-    """
-
-    name: str
-    default: float
-    low: float
-    high: float
-    log: bool = False
-    include_zero: bool = False
-    description: str = ""
-    integer: bool = False  # the value used is the sampled one rounded to the nearest integer
-
-    def __post_init__(self) -> None:
-        if not self.low <= self.high:
-            raise ConfigError(f"hyper-parameter {self.name!r}: low {self.low} > high {self.high}")
-        if self.log and self.low <= 0:
-            raise ConfigError(f"hyper-parameter {self.name!r}: a log range needs low > 0, got {self.low}")
-
-    def validate(self, value: float | str) -> float:
-        """Return ``value`` as float or raise naming the allowed range (0 allowed if declared).
-
-        The one check of a loss weight's domain (DELTR's gamma, the bi-encoders' alpha): the
-        estimator, the Lightning modules, the workflows' settings and the objectives call it.
-        Numbers and numeric text are accepted (CLI and Optuna values); booleans, other text and
-        non-finite values are not; a range starting at >= 0 rejects negatives.
-        """
-        if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
-            raise ConfigError(f"{self.name} must be a finite number, got {value!r}")
-        try:
-            number = float(value)
-        except ValueError:
-            raise ConfigError(f"{self.name} must be a finite number, got {value!r}") from None
-        if not math.isfinite(number):
-            raise ConfigError(f"{self.name} must be finite, got {number}")
-        if number == 0.0 and (self.include_zero or self.low <= 0.0):
-            return number
-        if number < 0 and self.low >= 0:
-            raise ConfigError(f"{self.name} must be >= 0, got {number}")
-        return number
 
 
 FUSED_VARIANTS = ("hinge", "symmetric")
@@ -212,88 +164,47 @@ class FairnessLoss:
         raise ConfigError(f"loss {self.name!r} has no hyper-parameter {name!r}; it has {[p.name for p in self.params]}")
 
 
-_REGISTRY: dict[str, FairnessLoss] = {}
-_entry_points_loaded = False
+LOSSES: PluginRegistry[FairnessLoss] = PluginRegistry("fairness loss", FairnessLoss, builtins=("fairltr.losses.builtin",),
+                                                      group=ENTRY_POINT_GROUP)
+"""Every fairness loss (:mod:`fairltr.plugins.registry`: built-ins, then the ``fairltr.losses``
+entry points)."""
+_REGISTRY = LOSSES._items  # the registry's own dict (tests snapshot it)
 
 
 def register_loss(loss: FairnessLoss, *, overwrite: bool = False) -> FairnessLoss:
     """Add ``loss`` to the registry (``overwrite=False`` refuses a taken name)."""
     if not isinstance(loss, FairnessLoss):
         raise TypeError(f"register_loss expects a FairnessLoss, got {type(loss).__name__}")
-    if loss.name in _REGISTRY and not overwrite and _REGISTRY[loss.name] is not loss:
-        raise ConfigError(f"a fairness loss named {loss.name!r} is already registered")
-    _REGISTRY[loss.name] = loss
-    return loss
+    return LOSSES.register(loss, replace=overwrite)
 
 
 def unregister_loss(name: str) -> FairnessLoss | None:
     """Remove the loss called ``name`` (a no-op for an unknown name); returns what was removed."""
-    return _REGISTRY.pop(name, None)
+    return LOSSES.unregister(name)
 
 
-@contextlib.contextmanager
-def temporary_loss(loss: FairnessLoss, *, overwrite: bool = False) -> Iterator[FairnessLoss]:
+def temporary_loss(loss: FairnessLoss, *, overwrite: bool = False):
     """Register ``loss`` for the ``with`` block; afterwards the name holds what it held before
     (nothing, or the loss ``overwrite=True`` replaced). For tests and experiments."""
-    previous = _REGISTRY.get(loss.name)
-    register_loss(loss, overwrite=overwrite)
-    try:
-        yield loss
-    finally:
-        if previous is None:
-            _REGISTRY.pop(loss.name, None)
-        else:
-            _REGISTRY[loss.name] = previous
+    return LOSSES.temporary(loss, replace=overwrite)
 
 
-@contextlib.contextmanager
-def registry_snapshot() -> Iterator[None]:
+def registry_snapshot():
     """Restore the whole registry (and whether the entry points were scanned) after the
     ``with`` block, whatever it registered, removed or reloaded."""
-    global _entry_points_loaded
-    saved, scanned = dict(_REGISTRY), _entry_points_loaded
-    try:
-        yield
-    finally:
-        _REGISTRY.clear()
-        _REGISTRY.update(saved)
-        _entry_points_loaded = scanned
-
-
-def _load_entry_points() -> None:
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-            loss = obj() if callable(obj) and not isinstance(obj, FairnessLoss) else obj
-            if loss.name not in _REGISTRY:
-                register_loss(loss)
-        except Exception as exc:  # a broken plugin must not break the library
-            _log.warning("could not load fairness loss plugin %r (%s): %s", ep.name, ep.value, exc)
+    return LOSSES.snapshot()
 
 
 def reload_entry_points() -> None:
     """Re-scan the ``fairltr.losses`` entry points (after installing a plugin at run time)."""
-    global _entry_points_loaded
-    _entry_points_loaded = False
-    _load_entry_points()
+    LOSSES.reload_entry_points()
 
 
 def get_loss(name: str) -> FairnessLoss:
     """The registered loss called ``name``; the error lists the available names."""
-    _load_entry_points()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown fairness loss {name!r}; available: {sorted(_REGISTRY)}"
-        ) from None
+    return LOSSES.require(name)
 
 
 def available_losses(kind: str | None = None) -> list[str]:
     """Names of the registered losses, optionally of one kind."""
-    _load_entry_points()
-    return sorted(n for n, l in _REGISTRY.items() if kind is None or l.kind == kind)
+    return sorted(n for n in LOSSES.names() if kind is None or LOSSES.require(n).kind == kind)

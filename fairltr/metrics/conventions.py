@@ -20,8 +20,7 @@ import torch
 
 from fairltr.errors import ConfigError
 
-__all__ = ["RelevanceConventions", "conventions_from_config", "EMPTY_QUERY_POLICIES", "CONVENTION_KEYS", "TREC_CONVENTIONS",
-           "ZEROED_WHEN_EMPTY"]
+__all__ = ["RelevanceConventions", "conventions_from_config", "EMPTY_QUERY_POLICIES", "CONVENTION_KEYS", "TREC_CONVENTIONS"]
 
 EMPTY_QUERY_POLICIES = ("skip", "zero")
 """A query without a relevant item: ``"skip"`` (left out of the mean: the default) or ``"zero"``
@@ -30,8 +29,6 @@ EMPTY_QUERY_POLICIES = ("skip", "zero")
 CONVENTION_KEYS = ("empty_queries",)
 """Keys of an evaluation dictionary that state its conventions (strings, logged as params)."""
 
-ZEROED_WHEN_EMPTY = ("ndcg_at_", "ndcg_linear_at_", "mrr_at_", "recall_at_")
-"""Per-query metrics undefined for a query without a relevant item (prefixes of their keys)."""
 
 
 @dataclass(frozen=True)
@@ -61,14 +58,17 @@ class RelevanceConventions:
         return f"queries without a relevant item: {empty} (empty_queries={self.empty_queries})"
 
     def apply(self, per_query: dict[str, torch.Tensor], n_candidates: torch.Tensor) -> dict[str, torch.Tensor]:
-        """``per_query`` with the undefined values of :data:`ZEROED_WHEN_EMPTY` metrics set to 0
-        for every query that has candidates (``n_candidates`` (Q,)), when ``empty_queries="zero"``."""
+        """``per_query`` with the undefined values of the metrics declared ``needs_relevant``
+        (:class:`~fairltr.metrics.registry.MetricInfo`: nDCG, MRR, recall, plugins that say so) set
+        to 0 for every query that has candidates (``n_candidates`` (Q,)), when ``empty_queries="zero"``."""
         if self.empty_queries == "skip":
             return per_query
+        from fairltr.metrics.registry import is_metric_key, metric_info
+
         has = n_candidates > 0
         out = dict(per_query)
         for name, values in per_query.items():
-            if name.startswith(ZEROED_WHEN_EMPTY):
+            if is_metric_key(name) and metric_info(name).needs_relevant:
                 out[name] = torch.where(torch.isnan(values) & has.to(values.device), torch.zeros_like(values), values)
         return out
 

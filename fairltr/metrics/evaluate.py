@@ -22,13 +22,11 @@ from fairltr.metrics.audit import (
     prepare_audit,
 )
 from fairltr.metrics.conventions import RelevanceConventions
-from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import TiedRanks, ranks_by, tied_ranks
-from fairltr.metrics.parity import (
-    RATIO_DERIVED, derive_from_ratio, exposure_disparity, exposure_shortfall, selection_ratio_at_k,
-)
-from fairltr.metrics.registry import CI_SUFFIXES, headline_metrics
-from fairltr.metrics.relevance import kendall_tau, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
+from fairltr.metrics.parity import RATIO_DERIVED, derive_from_ratio
+from fairltr.metrics.per_query_builtins import RankingView
+from fairltr.metrics.per_query_builtins import tied_share
+from fairltr.metrics.registry import CI_SUFFIXES, headline_metrics, per_query_declarations
 
 __all__ = ["per_query_metrics", "tied_score_share", "aggregate", "evaluate_batch", "evaluate_ranking", "per_query_table", "score_buckets",
            "evaluate_with_table", "evaluate_ranking_audit", "CI_METADATA_KEYS", "per_query_extra", "TIE_POLICIES",
@@ -64,7 +62,9 @@ def per_query_metrics(
 ) -> dict[str, torch.Tensor]:
     """Per-query metric tensors (Q,), NaN where undefined; ``ties``: :data:`TIE_POLICIES`;
     ``conventions``: empty queries and linear-gain nDCG
-    (:class:`~fairltr.metrics.conventions.RelevanceConventions`).
+    (:class:`~fairltr.metrics.conventions.RelevanceConventions`). The metrics are those the
+    registry declares with a ``compute`` (:func:`~fairltr.metrics.registry.per_query_declarations`:
+    built-ins and plugins alike), each at every cut-off of ``k`` when it takes one.
 
     ``batch`` is one padded batch with ``scores`` (Q, N), or length buckets with ``scores`` one
     (Q_b, N_b) tensor per bucket; either way the result is in table query order.
@@ -85,30 +85,24 @@ def per_query_metrics(
         pred, true = tied_ranks(scores, mask), tied_ranks(judg, mask)
     else:
         pred, true = ranks_by(scores, mask), ranks_by(judg, mask)
-    out: dict[str, torch.Tensor] = {}
-    for kk in k:
-        out[f"ndcg_at_{kk}"] = ndcg_at_k(pred, judg, mask, kk)
-        if conventions.linear_ndcg:
-            out[f"ndcg_linear_at_{kk}"] = ndcg_at_k(pred, judg, mask, kk, gain="linear")
-        out[f"precision_at_{kk}"] = precision_at_k(pred, true, mask, kk)
-        out[f"selection_ratio_at_{kk}"] = selection_ratio_at_k(pred, groups, mask, kk)
-        if retrieval:
-            out[f"mrr_at_{kk}"] = mrr_at_k(pred, judg, mask, kk)
-            out[f"recall_at_{kk}"] = recall_at_k(pred, judg, mask, kk)
-    out["kendall_tau"] = kendall_tau(pred, judg, mask)
-    out["tied_score_share"] = tied_score_share(tied_ranks(scores, mask) if ties != "expected" else pred, mask)
-    out.update(exposure_per_query(pred, groups, mask, exposure_k))
-    out["exposure_disparity"] = exposure_disparity(out["exposure_ratio"])
-    out["exposure_shortfall"] = exposure_shortfall(out["exposure_ratio"])
-    return conventions.apply(out, mask.sum(-1))
+    view = RankingView(scores=scores, judgments=judg, groups=groups, mask=mask, pred=pred, true=true,
+                       tied=pred if isinstance(pred, TiedRanks) else tied_ranks(scores, mask), exposure_k=exposure_k)
+    wanted = {"always": True, "retrieval": retrieval, "linear_ndcg": conventions.linear_ndcg}
+    declared = [m for m in per_query_declarations() if wanted[m.when]]
+    for kk in k:  # the metrics at a cut-off, cut-off by cut-off (ndcg_at_5, precision_at_5, ..., ndcg_at_10, ...)
+        for info in (m for m in declared if m.takes_k):
+            _store(view.done, f"{info.name}_at_{kk}", info.compute_fn()(view, kk))
+    for info in (m for m in declared if not m.takes_k):
+        _store(view.done, info.name, info.compute_fn()(view))
+    return conventions.apply(view.done, mask.sum(-1))
 
 
-def tied_score_share(pred: TiedRanks, mask: torch.Tensor) -> torch.Tensor:
-    """Per query (Q,): the share of its candidates whose score equals another candidate's of the
-    query (1.0 = every score tied, a constant model: its ranking is arbitrary); NaN with < 2 candidates."""
-    n = mask.sum(-1).to(torch.float64)
-    tied = (pred.tied & mask).sum(-1).to(torch.float64)
-    return torch.where(n >= 2, tied / n.clamp(min=1), float("nan"))
+def _store(out: dict[str, torch.Tensor], key: str, value: torch.Tensor | dict[str, torch.Tensor]) -> None:
+    """A metric's per-query values under its key (a dict: several keys computed together)."""
+    out.update(value if isinstance(value, dict) else {key: value})
+
+
+tied_score_share = tied_share  # per query (Q,): the share of candidates whose score another candidate shares
 
 
 def aggregate(per_query: dict[str, torch.Tensor]) -> dict[str, float]:

@@ -29,16 +29,23 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from fairltr.errors import ConfigError
+from fairltr.plugins.registry import PluginRegistry
 
 __all__ = [
     "DIRECTIONS", "MetricInfo", "METRICS", "metric_info", "is_metric_key", "higher_is_better", "direction",
     "ideal", "distance_from_ideal", "is_better", "optimisation_direction", "direction_label",
-    "HEADLINE_METRICS", "headline_metrics", "CI_SUFFIXES", "AUDIT_METRICS", "key_part",
+    "HEADLINE_METRICS", "headline_metrics", "CI_SUFFIXES", "AUDIT_METRICS", "key_part", "COMPUTED_WHEN",
+    "per_query_declarations",
 ]
 
 DIRECTIONS = ("higher", "lower", "target", "none")
+COMPUTED_WHEN = ("always", "retrieval", "linear_ndcg")
+"""Which evaluations compute a per-query metric: every one, those of retrieved lists
+(``retrieval=True``: MRR, recall), or those asking for linear-gain nDCG."""
+_BUILTIN = "fairltr.metrics.per_query_builtins:"
 
 
 def key_part(name: str) -> str:
@@ -68,6 +75,12 @@ class MetricInfo:
     distance: str = "absolute"
     variants: tuple[str, ...] = ()
     per_attribute: bool = False  # also reported per group attribute: <key>.<attribute>
+    # how a per-query metric is computed (fairltr.metrics.per_query_builtins states the contract):
+    # a callable or "module:function"; None = computed elsewhere (the audit, a companion's compute,
+    # the retrieval or policy evaluations)
+    compute: Any = None
+    when: str = "always"  # which evaluations compute it: COMPUTED_WHEN
+    needs_relevant: bool = False  # undefined for a query without a relevant item (empty_queries=zero: 0)
 
     def __post_init__(self) -> None:
         if isinstance(self.direction, bool):
@@ -80,6 +93,24 @@ class MetricInfo:
             raise ConfigError(f"metric {self.name!r}: distance must be 'absolute' or 'ratio', got {self.distance!r}")
         if self.distance == "ratio" and not (self.ideal is not None and self.ideal > 0):
             raise ConfigError(f"metric {self.name!r}: a ratio distance needs a positive ideal value")
+        if self.when not in COMPUTED_WHEN:
+            raise ConfigError(f"metric {self.name!r}: when must be one of {COMPUTED_WHEN}, got {self.when!r}")
+        if self.compute is not None and not (callable(self.compute) or (isinstance(self.compute, str)
+                                                                        and ":" in self.compute)):
+            raise ConfigError(f"metric {self.name!r}: compute must be a callable or 'module:function', "
+                              f"got {self.compute!r}")
+        if not re.match(r"^[a-z][a-z0-9_]*$", self.name) or "_at_" in self.name:
+            raise ConfigError(f"metric name {self.name!r}: lower-case letters, digits and _ (no '_at_': "
+                              "the cut-off is appended)")
+
+    def compute_fn(self):
+        """The compute function (a ``"module:function"`` reference imported on first use)."""
+        if self.compute is None or callable(self.compute):
+            return self.compute
+        module, _, attr = self.compute.partition(":")
+        import importlib
+
+        return getattr(importlib.import_module(module), attr)
 
     @property
     def higher_is_better(self) -> bool:
@@ -89,31 +120,43 @@ class MetricInfo:
         return self.direction == "higher"
 
 
-METRICS: dict[str, MetricInfo] = {m.name: m for m in [
-    MetricInfo("ndcg", "higher", "query left out when its ideal DCG is 0 (0 with empty_queries=zero)", True),
+METRICS: PluginRegistry[MetricInfo] = PluginRegistry("metric", MetricInfo)
+"""Every metric (:mod:`fairltr.plugins.registry`: the built-ins below, then the
+``fairltr.metrics`` entry points: a :class:`MetricInfo` with a ``compute`` function is computed
+by every evaluation, gated on and optimised like a built-in). A read-only mapping name -> info."""
+
+for _info in [
+    MetricInfo("ndcg", "higher", "query left out when its ideal DCG is 0 (0 with empty_queries=zero)", True,
+               compute=_BUILTIN + "ndcg", needs_relevant=True),
     # trec_eval's / ir-measures' nDCG: linear gains max(judgment, 0) (fairltr.metrics.conventions)
-    MetricInfo("ndcg_linear", "higher", "query left out when its ideal DCG is 0 (0 with empty_queries=zero)", True),
-    MetricInfo("precision", "higher", "never undefined for a non-empty query", True),
+    MetricInfo("ndcg_linear", "higher", "query left out when its ideal DCG is 0 (0 with empty_queries=zero)", True,
+               compute=_BUILTIN + "ndcg_linear", when="linear_ndcg", needs_relevant=True),
+    MetricInfo("precision", "higher", "never undefined for a non-empty query", True, compute=_BUILTIN + "precision"),
     MetricInfo("mrr", "higher", "query left out when it has no item with judgment > 0 (0 with empty_queries=zero)",
-               True),
+               True, compute=_BUILTIN + "mrr", when="retrieval", needs_relevant=True),
     MetricInfo("recall", "higher", "query left out when it has no item with judgment > 0 (0 with empty_queries=zero)",
-               True),
-    MetricInfo("kendall_tau", "higher", "query left out with < 2 items or all-equal judgments"),
+               True, compute=_BUILTIN + "recall", when="retrieval", needs_relevant=True),
+    MetricInfo("kendall_tau", "higher", "query left out with < 2 items or all-equal judgments",
+               compute=_BUILTIN + "kendall_tau"),
     # how much of the ranking is decided by ties (docs/spec.md section 3: tied scores are unordered);
     # 1.0 = every query's scores all tied (a constant model): every relevance gate fails on it
-    MetricInfo("tied_score_share", "lower", "query left out with < 2 items", ideal=0.0),
-    MetricInfo("exposure_protected", "none", "query left out without a protected item", kind="fairness"),
+    MetricInfo("tied_score_share", "lower", "query left out with < 2 items", ideal=0.0,
+               compute=_BUILTIN + "tied_score_share"),
+    # one compute gives the four exposure terms (exposure_protected, _nonprotected, _ratio, _gap)
+    MetricInfo("exposure_protected", "none", "query left out without a protected item", kind="fairness",
+               compute=_BUILTIN + "exposure"),
     MetricInfo("exposure_nonprotected", "none", "query left out without a non-protected item", kind="fairness"),
     MetricInfo("exposure_ratio", "target", "query left out unless both groups are present", kind="fairness",
                ideal=1.0, distance="ratio"),
     MetricInfo("exposure_gap", "target", "query left out unless both groups are present", kind="fairness",
                ideal=0.0),
     MetricInfo("exposure_disparity", "lower", "computed from exposure_ratio (same queries); NaN when it is",
-               kind="fairness", ideal=0.0),
+               kind="fairness", ideal=0.0, compute=_BUILTIN + "exposure_disparity"),
     MetricInfo("exposure_shortfall", "lower", "computed from exposure_ratio (same queries); NaN when it is",
-               kind="fairness", ideal=0.0),
+               kind="fairness", ideal=0.0, compute=_BUILTIN + "exposure_shortfall"),
     MetricInfo("selection_ratio", "target", "query left out unless both groups are present and the "
-               "non-protected selection rate is > 0", True, kind="fairness", ideal=1.0, distance="ratio"),
+               "non-protected selection rate is > 0", True, kind="fairness", ideal=1.0, distance="ratio",
+               compute=_BUILTIN + "selection_ratio"),
     MetricInfo("mrc", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness",
                variants=("intersection",)),
     MetricInfo("overlap", "higher", "parallel group left out with fewer than 2 languages", True, kind="fairness"),
@@ -142,7 +185,14 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     # to relevance over the sequence of rankings
     MetricInfo("iaa", "lower", "query left out when a ranking's relevance sums to 0 (normalised attention)",
                kind="fairness", ideal=0.0),
-]}
+]:
+    METRICS.register(_info)
+
+def per_query_declarations() -> list[MetricInfo]:
+    """The metrics every evaluation computes per query (those with a ``compute``), in
+    declaration order: the built-ins, then plugins."""
+    return [m for m in METRICS.values() if m.compute is not None]
+
 
 AUDIT_METRICS = ("impact_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl", "scoring_impact_ratio")
 """Base names of the audit's worst-case figures (:func:`fairltr.metrics.audit_ranking`)."""

@@ -5,7 +5,9 @@ workflow builds trials from here, docs/sweeps.md's method table is :func:`method
 and ``benchmarks/pareto_comparison.py`` runs every ranking method registered here.
 
 The built-in methods are declared in :mod:`fairltr.workflows.sweep_methods` (loaded on the first
-lookup); another package registers its own with :func:`register_sweep_method`.
+lookup); another package registers its own with :func:`register_sweep_method`, or declares it
+through the ``fairltr.sweep_methods`` entry-point group (a :class:`SweepMethod`, or a callable
+returning one), with no edit to fairltr.
 
 Method names are user-facing (``lambdamart+fair``); where a name becomes part of an MLflow key
 or a file name use :attr:`SweepMethod.key` / :func:`fairltr.metrics.key_part` (MLflow keys allow letters,
@@ -22,13 +24,12 @@ from typing import Any, Callable, Mapping
 from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
 from fairltr.metrics.registry import key_part
+from fairltr.plugins.registry import PluginRegistry
 
 __all__ = ["SweepInputs", "SweepMethod", "RankingContext", "RankingPlan", "register_sweep_method", "unregister_sweep_method", "get_sweep_method",
-           "sweep_method_names", "sweep_methods", "methods_markdown", "DATA_KINDS"]
+           "sweep_method_names", "sweep_methods", "methods_markdown", "DATA_KINDS", "SWEEP_METHODS"]
 
 DATA_KINDS = ("ranking", "parallel")  # ranking files / folds; a parallel-query folder (retrieval)
-_REGISTRY: dict[str, "SweepMethod"] = {}
-_BUILTINS_LOADED = False
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+_.-]*$")
 
 
@@ -130,35 +131,35 @@ class SweepMethod:
         return {kw: given[param] for param, kw in self.options.items() if given.get(param) is not None}
 
 
-def _load_builtins() -> None:
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        import fairltr.workflows.sweep_methods  # noqa: F401  (declares the built-in methods)
+def _same_key(method: "SweepMethod", others: dict[str, "SweepMethod"]) -> None:
+    keys = {m.key: m.name for m in others.values()}
+    if method.key in keys:
+        raise ConfigError(f"sweep method {method.name!r} has the same key {method.key!r} as {keys[method.key]!r}")
+
+
+SWEEP_METHODS: PluginRegistry["SweepMethod"] = PluginRegistry(
+    "sweep method", SweepMethod, builtins=("fairltr.workflows.sweep_methods",), check=_same_key)
+"""Every sweep method (:mod:`fairltr.plugins.registry`: the built-ins of
+:mod:`fairltr.workflows.sweep_methods`, then the ``fairltr.sweep_methods`` entry points)."""
 
 
 def register_sweep_method(method: SweepMethod, *, replace: bool = False) -> SweepMethod:
     """Add ``method`` to the registry (``replace=True`` to redeclare a name). Returns it."""
     if not isinstance(method, SweepMethod):
         raise ConfigError(f"register_sweep_method takes a SweepMethod, got {type(method).__name__}")
-    if method.name in _REGISTRY and not replace:
+    if method.name in SWEEP_METHODS._items and not replace:
         raise ConfigError(f"sweep method {method.name!r} is already registered")
-    keys = {m.key: m.name for m in _REGISTRY.values() if m.name != method.name}
-    if method.key in keys:
-        raise ConfigError(f"sweep method {method.name!r} has the same key {method.key!r} as {keys[method.key]!r}")
-    _REGISTRY[method.name] = method
-    return method
+    return SWEEP_METHODS.register(method, replace=True)
 
 
 def unregister_sweep_method(name: str) -> None:
     """Remove a method (tests, plugins); unknown names are ignored."""
-    _REGISTRY.pop(name, None)
+    SWEEP_METHODS.unregister(name)
 
 
 def sweep_methods(data: str | None = None) -> list[SweepMethod]:
     """The registered methods in declaration order (``data``: only that kind)."""
-    _load_builtins()
-    return [m for m in _REGISTRY.values() if data is None or m.data == data]
+    return [m for m in SWEEP_METHODS.declarations() if data is None or m.data == data]
 
 
 def sweep_method_names(data: str | None = None) -> list[str]:
@@ -167,11 +168,7 @@ def sweep_method_names(data: str | None = None) -> list[str]:
 
 def get_sweep_method(name: str) -> SweepMethod:
     """The method called ``name``; an unknown name is a :class:`ConfigError` listing the choices."""
-    _load_builtins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown sweep method {name!r}; choose one of {sweep_method_names()}") from None
+    return SWEEP_METHODS.require(name)
 
 
 def methods_markdown() -> str:
