@@ -14,7 +14,6 @@ that every later error names ``file:line``, the column, the query and the value.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -23,7 +22,11 @@ import pandas as pd
 import torch
 
 from fairltr.columns import DEFAULT_COLUMNS, UNSET, RankingColumns, check_column_roles, resolve_columns
+from fairltr.duplicate_rows import DUPLICATE_POLICIES, check_duplicate_rows
 from fairltr.errors import ConfigError, DataError
+from fairltr.query_order import positions_in_query, query_codes, rank_within_query, score_order
+from fairltr.row_origin import (ORIGIN_KEY, cell_problem, frame_source, locate_row, row_place, set_origin,
+                                show_value, source_prefix)
 
 __all__ = [
     "RankingBatch", "to_batch", "check_table", "select_features", "check_column_roles",
@@ -89,103 +92,6 @@ class RankingBatch:
         )
 
 
-# ---------------------------------------------------------------------------- origins
-ORIGIN_KEY = "fairltr_origin"
-"""Key in ``DataFrame.attrs`` under which the readers record where a frame came from."""
-
-
-def set_origin(df: pd.DataFrame, path: str | os.PathLike, lines: int | Sequence[int] | None) -> pd.DataFrame:
-    """Record in ``df.attrs`` that ``df`` was read from ``path`` (in place; returns ``df``).
-
-    ``lines``: the 1-based file line of data row 0 when rows occupy consecutive lines (an int),
-    the line of every row (a sequence: blank or comment lines in between, multi-line records),
-    or None for a file without lines (Parquet: rows are then named 1-based). Rows are found by
-    index label, so a filtered, sampled or re-sorted frame still names the right line; a frame
-    whose index was reset after re-ordering must drop the origin (``df.attrs.pop(ORIGIN_KEY)``).
-    The record is a small JSON-able dict (pandas deep-copies ``attrs`` on every operation).
-    """
-    n = len(df)
-    by_label = isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1
-    rows: list[int] | None
-    starts: list[int] | None
-    if lines is None:
-        rows = starts = None
-    elif isinstance(lines, (int, np.integer)):
-        rows, starts = [0], [int(lines)]
-    else:
-        arr = np.asarray(lines, dtype=np.int64)
-        if len(arr) != n:
-            raise ValueError(f"set_origin: {len(arr)} line numbers for {n} rows")
-        # keep only the rows where the numbering jumps: line(r) = starts[i] + (r - rows[i])
-        jump = np.flatnonzero(np.diff(arr) != 1) + 1
-        keep = np.concatenate([[0], jump]).astype(np.int64) if n else np.zeros(0, np.int64)
-        rows, starts = keep.tolist(), arr[keep].tolist()
-    df.attrs[ORIGIN_KEY] = {"path": str(path), "n_rows": n, "by_label": bool(by_label),
-                            "rows": rows, "lines": starts}
-    return df
-
-
-def frame_source(df: pd.DataFrame, source: str | None = None) -> str | None:
-    """The file ``df`` was read from (its recorded origin), else ``source``."""
-    origin = df.attrs.get(ORIGIN_KEY)
-    if isinstance(origin, dict) and isinstance(origin.get("path"), str):
-        return origin["path"]
-    return source
-
-
-def _prefix(df: pd.DataFrame, source: str | None) -> str:
-    name = frame_source(df, source)
-    return f"{name}: " if name else ""
-
-
-def row_place(df: pd.DataFrame, pos: int, source: str | None = None) -> tuple[str | None, str]:
-    """(file or None, place) of the row at position ``pos``: place is ``"line 5"`` (1-based file
-    line), ``"row 3 (1-based)"`` (a file without lines) or ``"row 2 (0-based)"`` (a frame
-    without a recorded origin, or a row the origin cannot map)."""
-    origin = df.attrs.get(ORIGIN_KEY)
-    if isinstance(origin, dict) and isinstance(origin.get("path"), str):
-        path = origin["path"]
-        row: int | None = pos
-        if origin.get("by_label", True):
-            label = df.index[pos]
-            row = int(label) if isinstance(label, (int, np.integer)) and not isinstance(label, bool) else None
-        if row is not None and 0 <= row < int(origin.get("n_rows", 0)):
-            rows, starts = origin.get("rows"), origin.get("lines")
-            if rows is None or starts is None:
-                return path, f"row {row + 1} (1-based)"
-            i = int(np.searchsorted(np.asarray(rows), row, side="right")) - 1
-            return path, f"line {int(starts[i]) + row - int(rows[i])}"
-        return path, f"row {pos} (0-based)"
-    return source, f"row {pos} (0-based)"
-
-
-def locate_row(df: pd.DataFrame, pos: int, source: str | None = None) -> str:
-    """Where the row at position ``pos`` is, for the start of an error message:
-    ``train.csv:5`` (file and 1-based line), ``t.parquet, row 3 (1-based)``, or, for a frame
-    not read from a file, ``[source, ]row 2 (0-based)``."""
-    path, place = row_place(df, pos, source)
-    if path is None:
-        return place
-    if place.startswith("line "):
-        return f"{path}:{place[5:]}"
-    return f"{path}, {place}"
-
-
-def show_value(value: object, limit: int = 80) -> str:
-    """repr of a cell for error messages (numpy scalars as plain Python values, long reprs cut)."""
-    item = getattr(value, "item", None)
-    if isinstance(value, np.generic) and callable(item):
-        value = item()
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# ---------------------------------------------------------------------------- cells
-def _cell_problem(df: pd.DataFrame, pos: int, col: object, query: str | None, source: str | None, what: str) -> str:
-    q = f" (query {show_value(df[query].iloc[pos])})" if query is not None and query in df.columns else ""
-    return f"{locate_row(df, pos, source)}: {what} in column {col!r}{q}"
-
-
 def numeric_column(
     df: pd.DataFrame, col: object, *, query: str | None = None, source: str | None = None, hint: str = ""
 ) -> np.ndarray:
@@ -202,20 +108,20 @@ def numeric_column(
         bad = (converted.isna() & values.notna()).to_numpy()
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise DataError(_cell_problem(df, pos, col, query, source,
+            raise DataError(cell_problem(df, pos, col, query, source,
                                           f"non-numeric value {show_value(values.iloc[pos])}") + hint)
         arr = converted.to_numpy(dtype=np.float64, na_value=np.nan)
     else:  # datetimes, categories, intervals, complex numbers: not a number
         present = values.notna().to_numpy()
         pos = int(np.flatnonzero(present)[0]) if present.any() else 0
         what = f"non-numeric value {show_value(values.iloc[pos])} (dtype {values.dtype})"
-        raise DataError(_cell_problem(df, pos, col, query, source, what) + hint)
+        raise DataError(cell_problem(df, pos, col, query, source, what) + hint)
     bad = ~np.isfinite(arr)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
         what = ("missing value (NaN or empty cell)" if np.isnan(arr[pos])
                 else f"infinite value {show_value(values.iloc[pos])}")
-        raise DataError(_cell_problem(df, pos, col, query, source, what)
+        raise DataError(cell_problem(df, pos, col, query, source, what)
                         + f"; {int(bad.sum())} bad value(s) in that column")
     return arr
 
@@ -228,7 +134,7 @@ def numeric_matrix(
     columns = list(columns)
     missing = [c for c in dict.fromkeys(columns) if c not in df.columns]
     if missing:
-        raise DataError(f"{_prefix(df, source)}missing column(s) {missing}; available columns: {list(df.columns)}")
+        raise DataError(f"{source_prefix(df, source)}missing column(s) {missing}; available columns: {list(df.columns)}")
     if not columns:
         return np.zeros((len(df), 0))
     plain = all(pd.api.types.is_float_dtype(df[c]) for c in columns)
@@ -265,7 +171,7 @@ def select_features(
     name (pandas' ``Unnamed: 0``, usually a saved index), is a :class:`DataError`.
     """
     c = NAMES_ONLY if columns is None else resolve_columns(columns)
-    prefix = _prefix(df, source)
+    prefix = source_prefix(df, source)
     if features is None:
         special = set(c.special) | {g for g in c.groups if g in df.columns and is_string_categories(df[g])}
         chosen = [col for col in df.columns if col not in special]
@@ -318,7 +224,7 @@ def check_group_column(df: pd.DataFrame, col: str, *, query: str | None = None, 
     missing = values.isna().to_numpy()
     if missing.any():
         pos = int(np.flatnonzero(missing)[0])
-        raise DataError(_cell_problem(df, pos, col, query, source, "missing group category")
+        raise DataError(cell_problem(df, pos, col, query, source, "missing group category")
                         + f"; {int(missing.sum())} missing value(s) in that column")
     if is_string_categories(values):
         return
@@ -399,7 +305,7 @@ def check_table(
     the contract names an item column. ``source`` names a frame without a recorded origin.
     """
     query, group, judgment, item = columns.query, columns.group, columns.judgment, columns.item
-    prefix = _prefix(df, source)
+    prefix = source_prefix(df, source)
     if len(df) == 0:
         raise DataError(f"{prefix}empty ranking table: no rows")
     checked = list(dict.fromkeys([*numeric, *([judgment] if judgment else [])]))
@@ -437,96 +343,6 @@ def check_table(
                 f"{locate_row(df, pos, source)}: duplicate (query, item) pair: query {show_value(q)}, "
                 f"item {show_value(it)}; first seen at {row_place(df, first, source)[1]}"
             )
-
-
-DUPLICATE_POLICIES = ("refuse", "keep", "once")
-"""What to do with rows that repeat another row of their query in every column when no item column
-names the candidates: refuse (the default: fairltr cannot tell one candidate listed twice from two
-candidates with equal values), keep them as distinct candidates, or count each once."""
-
-
-def check_duplicate_rows(df: pd.DataFrame, columns: RankingColumns, policy: str = "refuse",
-                         source: str | None = None) -> pd.DataFrame:
-    """``df`` under the duplicate-row ``policy`` (:data:`DUPLICATE_POLICIES`): with an item column,
-    or ``"keep"``, unchanged (a repeated (query, item) pair is :func:`check_table`'s error);
-    ``"refuse"``: a :class:`DataError` naming the first repeated row, the row it repeats and how
-    many there are; ``"once"``: the repeats dropped, with a :class:`~fairltr.errors.FairltrWarning`."""
-    if policy not in DUPLICATE_POLICIES:
-        raise ConfigError(f"duplicate-row policy must be one of {DUPLICATE_POLICIES}, got {policy!r}")
-    if columns.item is not None or policy == "keep" or len(df) < 2:
-        return df
-    try:
-        dup = df.duplicated(keep="first").to_numpy()
-    except TypeError:  # unhashable cells (lists): compare their text
-        dup = df.astype(str).duplicated(keep="first").to_numpy()
-    if not dup.any():
-        return df
-    n = int(dup.sum())
-    pos = int(np.flatnonzero(dup)[0])
-    if policy == "refuse":
-        row = df.iloc[pos]
-        same = (df == row).all(axis=1).to_numpy() if not df.isna().any().any() else \
-            (df.astype(str) == row.astype(str)).all(axis=1).to_numpy()
-        first = int(np.flatnonzero(same)[0])
-        q = f" (query {show_value(df[columns.query].iloc[pos])})" if columns.query in df.columns else ""
-        raise DataError(f"{locate_row(df, pos, source)}: this row repeats {row_place(df, first, source)[1]} in every "
-                        f"column{q}; {n} repeated row(s) in all. fairltr cannot tell one candidate listed twice from "
-                        "two candidates with equal values: name each candidate's id column (--item COLUMN), or say "
-                        "what they are: --duplicate-rows keep (distinct candidates) or --duplicate-rows once "
-                        "(count each once)")
-    import warnings
-
-    from fairltr.errors import FairltrWarning
-
-    name = frame_source(df, source) or "the table"
-    warnings.warn(f"{name}: {n} row(s) repeat another row of their query in every column; counted once "
-                  "(--duplicate-rows once)", FairltrWarning, stacklevel=2)
-    attrs = dict(df.attrs)
-    out = df.loc[~dup]
-    out.attrs.update(attrs)
-    return out
-
-
-def query_codes(df: pd.DataFrame, query: str) -> tuple[np.ndarray, list]:
-    """Integer code per row (queries numbered by first appearance) and the ordered query ids."""
-    codes, uniques = pd.factorize(df[query], sort=False)
-    return codes.astype(np.int64), list(uniques)
-
-
-def positions_in_query(codes: np.ndarray, n_queries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(slots, sizes): the 0-based position of every row inside its query, counting the query's
-    rows in row order, and the number of rows of each query. ``codes[r]`` is row r's query
-    (0..Q-1, e.g. from :func:`query_codes`); ``n_queries`` defaults to max code + 1. The one
-    implementation of "position within query": padding slots, ranks of a sorted table
-    (:func:`rank_within_query`) and FA*IR's layout all use it."""
-    codes = np.asarray(codes, dtype=np.int64)
-    if n_queries is None:
-        n_queries = int(codes.max()) + 1 if len(codes) else 0
-    sizes = np.bincount(codes, minlength=n_queries)
-    starts = np.cumsum(sizes) - sizes
-    if len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1])):  # rows already grouped by query
-        return np.arange(len(codes), dtype=np.int64) - starts[codes], sizes
-    order = np.argsort(codes, kind="stable")
-    slots = np.empty(len(codes), dtype=np.int64)
-    slots[order] = np.arange(len(codes), dtype=np.int64) - starts[codes[order]]
-    return slots, sizes
-
-
-def score_order(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """Row permutation that groups the queries (in code order) and sorts each by decreasing
-    score; ties keep row order."""
-    codes = np.asarray(codes, dtype=np.int64)
-    return np.lexsort((np.arange(len(codes)), -np.asarray(scores, dtype=np.float64).reshape(-1), codes))
-
-
-def rank_within_query(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """1-based rank of every row inside its query by decreasing score (ties: the earlier row
-    first), in the rows' own order (not sorted)."""
-    order = score_order(codes, scores)
-    slots, _ = positions_in_query(np.asarray(codes, dtype=np.int64)[order])
-    ranks = np.empty(len(order), dtype=np.int64)
-    ranks[order] = slots + 1
-    return ranks
 
 
 @dataclass
