@@ -24,14 +24,16 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from fairltr.columns import ColumnNames, RankingColumns, resolve_columns
+from fairltr.columns import RankingColumns, resolve_columns
 from fairltr.data import RankingBatch, positions_in_query, show_value
 from fairltr.errors import ConfigError, DataError
+from fairltr.parquet_layout import (DEFAULT_CHUNK_ROWS, ParquetLayout, RunningMoments, as_float, check_finite,
+                                    choose_features, feature_matrix, open_parquet, parquet_files,
+                                    text_type)
 
 __all__ = [
     "RunningMoments", "ParquetLayout", "parquet_files", "scan_parquet", "split_units",
@@ -39,227 +41,6 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike
-DEFAULT_CHUNK_ROWS = 1 << 16
-
-
-# --------------------------------------------------------------------------- statistics
-class RunningMoments:
-    """Count, mean and M2 = sum (x - mean)^2 per column, merged chunk by chunk.
-
-    Chan et al.: for parts A and B with delta = mean_B - mean_A and n = n_A + n_B,
-    mean = mean_A + delta * n_B / n and M2 = M2_A + M2_B + delta^2 * n_A * n_B / n.
-    Each chunk's own mean and M2 are computed in two passes, so nothing is squared before
-    centring (no catastrophic cancellation). Population variance = M2 / n.
-    """
-
-    def __init__(self, n_columns: int) -> None:
-        self.n = 0
-        self.mean = np.zeros(n_columns, dtype=np.float64)
-        self.m2 = np.zeros(n_columns, dtype=np.float64)
-
-    def update(self, x: np.ndarray) -> "RunningMoments":
-        """Add the rows of ``x`` (rows, columns)."""
-        x = np.asarray(x, dtype=np.float64)
-        if x.ndim != 2 or x.shape[1] != self.mean.shape[0]:
-            raise ValueError(f"expected (rows, {self.mean.shape[0]}) values, got shape {x.shape}")
-        if len(x) == 0:
-            return self
-        part = RunningMoments(x.shape[1])
-        part.n = len(x)
-        part.mean = x.mean(axis=0)
-        part.m2 = ((x - part.mean) ** 2).sum(axis=0)
-        return self.merge(part)
-
-    def merge(self, other: "RunningMoments") -> "RunningMoments":
-        """Fold ``other`` into this one (in place) and return self."""
-        if other.n == 0:
-            return self
-        if self.n == 0:
-            self.n, self.mean, self.m2 = other.n, other.mean.copy(), other.m2.copy()
-            return self
-        n = self.n + other.n
-        delta = other.mean - self.mean
-        self.mean = self.mean + delta * (other.n / n)
-        self.m2 = self.m2 + other.m2 + delta * delta * (self.n * other.n / n)
-        self.n = n
-        return self
-
-    @property
-    def variance(self) -> np.ndarray:
-        """Population variance M2 / n."""
-        return self.m2 / max(self.n, 1)
-
-    @property
-    def std(self) -> np.ndarray:
-        return np.sqrt(self.variance)
-
-    @property
-    def scale(self) -> np.ndarray:
-        """Population std with 1 where it is 0 (the estimator's convention)."""
-        s = self.std
-        return np.where(s > 0, s, 1.0)
-
-
-# --------------------------------------------------------------------------- layout
-@dataclass
-class ParquetLayout(ColumnNames):
-    """What one streaming pass learnt about a ranking table stored as Parquet.
-
-    A *unit* is one row group of one file; units are numbered in reading order and
-    ``unit_start[u]`` is the global row (over all files) of unit ``u``'s first row.
-    Query ``k`` occupies the global rows ``query_start[k] .. query_start[k] + query_size[k] - 1``;
-    the queries that start in unit ``u`` are ``unit_queries[u] .. unit_queries[u + 1] - 1``.
-    ``mean`` / ``scale`` are the standardisation statistics of ``feature_names`` over all rows
-    (0 / 1 when ``standardize`` is False). ``columns``: the column contract of the table.
-    """
-
-    files: list[str]
-    columns: RankingColumns
-    feature_names: list[str]
-    unit_file: np.ndarray
-    unit_row_group: np.ndarray
-    unit_start: np.ndarray
-    unit_rows: np.ndarray
-    query_ids: list
-    query_start: np.ndarray
-    query_size: np.ndarray
-    unit_queries: np.ndarray
-    mean: np.ndarray
-    scale: np.ndarray
-    n_groups: int
-    standardize: bool = True
-    file_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
-    categories: list[str] | None = None  # text categories in code order (the reference first); None: integers
-
-    def group_codes(self, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Integer codes of a batch's group column: the integers as written, or the position of
-        each text category in :attr:`categories` (``fairltr.data.category_codes``' coding)."""
-        if self.categories is None:
-            return _as_float(column).astype(np.int64)
-        values = column.to_pandas() if hasattr(column, "to_pandas") else pd.Series(column)
-        codes = pd.Categorical(values.astype(str), categories=self.categories).codes.astype(np.int64)
-        if (codes < 0).any():
-            raise DataError(f"group column {self.group!r} holds {show_value(values[codes < 0].iloc[0])}, a category the "
-                            "scan did not see (the file changed while streaming it)")
-        return codes
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.unit_start[-1] + self.unit_rows[-1]) if len(self.unit_rows) else 0
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.query_start)
-
-    @property
-    def n_units(self) -> int:
-        return len(self.unit_rows)
-
-    @property
-    def max_query_size(self) -> int:
-        return int(self.query_size.max()) if len(self.query_size) else 0
-
-    @property
-    def read_columns(self) -> list[str]:
-        """Columns read per record batch: group, judgment, then the features."""
-        return list(dict.fromkeys([self.group, self.judgment, *self.feature_names]))
-
-    def queries_of(self, units: Sequence[int]) -> np.ndarray:
-        """Positions of the queries that start in ``units``, in the order of ``units``."""
-        units = np.asarray(units, dtype=np.int64)
-        if len(units) == 0:
-            return np.zeros(0, dtype=np.int64)
-        lo, hi = self.unit_queries[units], self.unit_queries[units + 1]
-        sizes = hi - lo
-        return np.repeat(lo - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(sizes.sum())
-
-    def where(self, global_row: int) -> tuple[str, int]:
-        """(file, 0-based row in that file) of a global row."""
-        f = int(np.searchsorted(self.file_start, global_row, side="right") - 1)
-        return self.files[f], int(global_row - self.file_start[f])
-
-
-def parquet_files(path: PathLike) -> list[Path]:
-    """The file itself, or a folder's ``*.parquet`` files (recursively) in sorted path order."""
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"Parquet path not found: {p}")
-    if p.is_dir():
-        files = sorted(f for f in p.rglob("*.parquet") if f.is_file())
-        if not files:
-            raise DataError(f"no *.parquet files in folder {p}")
-        return files
-    return [p]
-
-
-def _numeric(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-
-
-def _open(path: Path) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DataError(f"cannot read {path} as Parquet: {exc}") from None
-
-
-def _choose_features(
-    schema: pa.Schema, where: Path, columns: RankingColumns, features: Sequence[str] | None, colorblind: bool,
-) -> list[str]:
-    names = schema.names
-    query, group, judgment = columns.query, columns.group, columns.judgment
-    for role, col in (("query", query), ("group", group), ("judgment", judgment)):
-        if col not in names:
-            raise DataError(f"{role} column {col!r} not found in {where}; columns: {names}")
-    if not (_numeric(schema.field(group).type) or _is_text(schema.field(group).type)):
-        raise DataError(f"group column {group!r} in {where} holds neither integers nor text (type "
-                        f"{schema.field(group).type})")
-    if not _numeric(schema.field(judgment).type):
-        raise DataError(f"judgment column {judgment!r} in {where} is not numeric (type {schema.field(judgment).type})")
-    if features is None:
-        special = set(columns.special) | ({group} if _is_text(schema.field(group).type) else set())
-        feats = [c for c in names if c not in special and _numeric(schema.field(c).type)]
-    else:
-        feats = list(features)
-        missing = [c for c in feats if c not in names]
-        if missing:
-            raise DataError(f"feature column(s) {missing} not found in {where}; columns: {names}")
-        for c in feats:
-            t = schema.field(c).type
-            if not _numeric(t):
-                raise DataError(f"feature column {c!r} in {where} is not numeric (type {t})")
-    if colorblind:
-        feats = [c for c in feats if c != group]
-    if not feats:
-        raise DataError(f"no feature columns to train on in {where} (after dropping the group column for colorblind)")
-    return feats
-
-
-def _as_float(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """float64 copy of a numeric column; nulls become NaN."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    if pa.types.is_boolean(col.type) or pa.types.is_integer(col.type):
-        col = col.cast(pa.float64())
-    return col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-
-
-def _matrix(rb: pa.RecordBatch | pa.Table, names: Sequence[str]) -> np.ndarray:
-    out = np.empty((rb.num_rows, len(names)), dtype=np.float64)
-    for j, name in enumerate(names):
-        out[:, j] = _as_float(rb.column(name))
-    return out
-
-
-def _check_finite(values: np.ndarray, names: Sequence[str], qids: np.ndarray, where: Path, row0: int) -> None:
-    bad = ~np.isfinite(values)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        kind = "NaN or missing" if np.isnan(values[r, c]) else "infinite"
-        raise DataError(
-            f"{kind} value in {where}, column {names[c]!r}, row {row0 + int(r) + 1} (1-based), "
-            f"query {show_value(qids[r])}"
-        )
 
 
 @dataclass
@@ -292,7 +73,7 @@ class _ScanState:
         """Record where file ``f`` starts and return the columns to read statistics of: group,
         judgment, then its features (which must equal the first file's when chosen automatically)."""
         self.file_start.append(self.row)
-        chosen = _choose_features(pf.schema_arrow, f, self.columns, features, colorblind)
+        chosen = choose_features(pf.schema_arrow, f, self.columns, features, colorblind)
         if self.feature_names is None:
             self.feature_names = chosen
             self.moments = RunningMoments(len(chosen))
@@ -312,7 +93,7 @@ class _ScanState:
         its queries, group categories and feature moments."""
         q = self._query_runs(rb, f, file_row)
         column = rb.column(self.columns.group)
-        text = _is_text(column.type)
+        text = text_type(column.type)
         if self.text_groups is None:
             self.text_groups = text
         elif text != self.text_groups:
@@ -320,11 +101,11 @@ class _ScanState:
                             f"but earlier files or row groups hold {'numbers' if text else 'text'}")
         if text:
             self._count_categories(column, q, f, file_row)
-            values = np.concatenate([np.zeros((rb.num_rows, 1)), _matrix(rb, stat_cols[1:])], axis=1)
-            _check_finite(values[:, 1:], stat_cols[1:], q, f, file_row)
+            values = np.concatenate([np.zeros((rb.num_rows, 1)), feature_matrix(rb, stat_cols[1:])], axis=1)
+            check_finite(values[:, 1:], stat_cols[1:], q, f, file_row)
         else:
-            values = _matrix(rb, stat_cols)
-            _check_finite(values, stat_cols, q, f, file_row)
+            values = feature_matrix(rb, stat_cols)
+            check_finite(values, stat_cols, q, f, file_row)
             g = values[:, 0]
             _check_group_categories(g, q, f, file_row, self.columns.group)
             self.max_group = max(self.max_group, int(g.max()))
@@ -411,13 +192,6 @@ class _ScanState:
         )
 
 
-def _is_text(t: pa.DataType) -> bool:
-    """Whether an Arrow column type holds text categories (string, large string, or a dictionary of them)."""
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
 def _check_group_categories(g: np.ndarray, q: np.ndarray, f: Path, file_row: int, group: str) -> None:
     """A :class:`DataError` at the first group value that is not an integer >= 0."""
     nonint = g != np.round(g)
@@ -457,7 +231,7 @@ def scan_parquet(
     files = parquet_files(path)
     scan = _ScanState(c, standardize, reference=reference)
     for fi, f in enumerate(files):
-        pf = _open(f)
+        pf = open_parquet(f)
         stat_cols = scan.start_file(pf, f, files[0], features, colorblind)
         read = list(dict.fromkeys([c.query, *stat_cols]))
         for rg in range(pf.num_row_groups):
@@ -507,7 +281,7 @@ class _RowCursor:
 
     def _file(self, fi: int) -> pq.ParquetFile:
         if fi not in self._files:
-            self._files = {fi: _open(Path(self.layout.files[fi]))}  # one open file at a time
+            self._files = {fi: open_parquet(Path(self.layout.files[fi]))}  # one open file at a time
         return self._files[fi]
 
     def _open_unit(self, u: int) -> None:
@@ -620,11 +394,11 @@ def iter_query_batches(
             pieces.extend(cursor.take(lo, hi))
         table = pa.Table.from_batches(pieces)
         del pieces
-        x = _matrix(table, layout.feature_names)
+        x = feature_matrix(table, layout.feature_names)
         if layout.standardize:  # in place: (x - mean) / scale
             x -= layout.mean
             x /= layout.scale
-        judgments, groups = _as_float(table.column(layout.judgment)), layout.group_codes(table.column(layout.group))
+        judgments, groups = as_float(table.column(layout.judgment)), layout.group_codes(table.column(layout.group))
         del table
         rows = np.concatenate([np.arange(lo, hi) for lo, hi in zip(run_lo.tolist(), run_hi.tolist())])
         yield pad_rows(
