@@ -14,7 +14,6 @@ objectives or gates read: :func:`fairltr.retrieval.retrieval_cutoffs`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -24,7 +23,9 @@ from typing import Any, Callable, Sequence
 
 from fairltr.errors import ConfigError
 from fairltr.retrieval.evaluate import SUMMARY_KEYS, summary_of
+from fairltr.workflows.corpus_cache import CorpusEmbeddingCache, default_cache_dir, encode_corpus
 from fairltr.workflows.options import TrackingOptions
+from fairltr.workflows.retriever_tracking import TrackedTraining, log_trained_retriever
 from fairltr.workflows.registry import RetrievalEvalData
 
 __all__ = ["RetrieverSpec", "TrainRetrieverConfig", "TrainRetrieverResult", "train_retriever",
@@ -165,123 +166,6 @@ def fit_module(module, data, spec: RetrieverSpec, *, train_split: str = "train",
                          train_split=train_split, max_train_items=spec.max_train_items,
                          accelerator=spec.accelerator, devices=spec.devices, precision=spec.precision,
                          logger=logger, callbacks=callbacks, progress=progress)
-
-
-class CorpusEmbeddingCache:
-    """Corpus embeddings of a frozen document tower on disk (safetensors), keyed by a digest of
-    the encoder's weights and the settings that change the embeddings (pooling, normalisation,
-    document length, the corpus ids and texts). One sweep (or benchmark) encodes the corpus once."""
-
-    def __init__(self, folder: str | Path | None = None) -> None:
-        self.folder = Path(folder) if folder is not None else default_cache_dir()
-
-    @staticmethod
-    def tower_key(tower, corpus, *, pooling: str, normalize: bool, max_doc_length: int) -> str:
-        """sha256 of the document tower's weights (every tensor's name, dtype, shape and bytes),
-        the settings that change an embedding, and the corpus ids and texts. Any tower (a
-        checkpoint on disk, a fine-tuned module in memory) keys by what it computes with. The
-        Hugging Face pooler (``pooler.*``) is left out: fairltr pools the last hidden states itself,
-        and a tower saved without one gets a freshly *random* pooler on every load, which would
-        make a saved frozen tower (``OUT/encoder/doc``) miss the cache every time."""
-        import torch
-
-        h = hashlib.sha256()
-        with torch.no_grad():
-            for name, tensor in tower.state_dict().items():
-                if name.startswith("pooler.") or ".pooler." in name:
-                    continue
-                t = tensor.detach().to("cpu").contiguous()
-                h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
-                h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-        h.update(json.dumps({"pooling": pooling, "normalize": normalize, "max_doc_length": max_doc_length}).encode())
-        for col in ("_id", "text"):
-            h.update("\x1f".join(corpus[col].tolist()).encode("utf-8"))
-        return h.hexdigest()[:32]
-
-    @classmethod
-    def module_key(cls, module, corpus) -> str:
-        """:meth:`tower_key` of a :class:`~lightning_modules.BiEncoderModule`'s document tower."""
-        hp = module.hparams
-        return cls.tower_key(module.doc_encoder, corpus, pooling=hp.pooling, normalize=hp.normalize,
-                             max_doc_length=hp.max_doc_length)
-
-    @staticmethod
-    def key(encoder: str, corpus, *, pooling: str, normalize: bool, max_doc_length: int) -> str:
-        h = hashlib.sha256()
-        enc = Path(encoder)
-        if enc.is_dir():
-            for f in sorted(enc.glob("*.safetensors")) + sorted(enc.glob("*.bin")):
-                st = f.stat()
-                h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-        h.update(str(enc.resolve() if enc.exists() else encoder).encode())
-        h.update(json.dumps({"pooling": pooling, "normalize": normalize, "max_doc_length": max_doc_length}).encode())
-        for col in ("_id", "text"):
-            h.update("\x1f".join(corpus[col].tolist()).encode("utf-8"))
-        return h.hexdigest()[:32]
-
-    def get_or_compute(self, key: str, compute: Callable[[], Any], echo: Echo = lambda _: None):
-        """The cached embeddings of ``key``, or ``compute()`` saved atomically. Processes sharing
-        the folder (the workers of one sweep) take a file lock, so the corpus is encoded once:
-        the others wait and read it."""
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file, save_file
-
-        from fairltr.files import atomic_path, file_lock
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / f"corpus-{key}.safetensors"
-        with file_lock(path.with_name(path.name + ".lock"), timeout=3600.0):
-            if path.is_file():
-                try:
-                    emb = load_file(str(path))["embeddings"]
-                    echo(f"corpus embeddings read from the cache {path}")
-                    return emb
-                except (SafetensorError, KeyError, OSError):  # a damaged cache file is recomputed, never trusted
-                    path.unlink(missing_ok=True)
-            emb = compute()
-            with atomic_path(path) as tmp:
-                save_file({"embeddings": emb.contiguous()}, str(tmp))
-        return emb
-
-
-def default_cache_dir() -> Path:
-    """``corpus-embeddings`` in fairltr's state folder (:func:`fairltr.files.state_dir`)."""
-    from fairltr.files import state_dir
-
-    return state_dir() / "corpus-embeddings"
-
-
-def encode_corpus(module, corpus, *, cache: CorpusEmbeddingCache | None = None, batch_size: int = 128,
-                  echo: Echo = lambda _: None):
-    """E_D of every corpus document with ``module``'s document tower (eval mode, then back to
-    the mode it was in), read from ``cache`` when that tower has encoded this corpus before.
-    Progress goes to ``echo`` (a line every 10 s or 10% off a TTY, a bar on one)."""
-    from fairltr.progress import Progress
-    from fairltr.retrieval import encode_chunked
-
-    def compute():
-        was_training = module.training
-        module.eval()
-        t0 = time.perf_counter()
-        progress = Progress(f"encoding {len(corpus)} documents", len(corpus), echo)
-        try:
-            emb = encode_chunked(module.encode_documents, corpus["text"].tolist(), batch_size, progress=progress)
-        finally:
-            progress.close()
-            module.train(was_training)
-        echo(f"encoded {len(corpus)} documents in {time.perf_counter() - t0:.0f} s")
-        return emb
-
-    if cache is None:
-        return compute()
-    return cache.get_or_compute(cache.module_key(module, corpus), compute, echo)
-
-
-def corpus_embeddings(module, corpus, spec: RetrieverSpec, *, cache: CorpusEmbeddingCache | None = None,
-                      batch_size: int = 128, echo: Echo = lambda _: None):
-    """E_D of every corpus document with ``module``'s document tower, cached when given
-    (:func:`encode_corpus`; ``spec`` is kept for callers, the key comes from the tower itself)."""
-    return encode_corpus(module, corpus, cache=cache, batch_size=batch_size, echo=echo)
 
 
 def evaluate_module(module, data, *, k: int = 100, mrc_k: int = 5, batch_size: int = 128, doc_embeddings=None,
@@ -441,7 +325,7 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
     uri = check_tracking_uri() if cfg.tracking.enabled else None
     module = build_module(spec)
 
-    with _tracked(cfg, module) as (run, logger):
+    with TrackedTraining(cfg, module) as (run, logger):
         cache = CorpusEmbeddingCache(cfg.cache_dir) if cfg.use_cache else None
         ev = cfg.evaluation
         k, mrc_k = (ev.k, ev.mrc_k) if ev is not None else (100, 5)
@@ -464,101 +348,9 @@ def train_retriever(cfg: TrainRetrieverConfig, echo: Echo = lambda _: None) -> T
         files["encoder"] = out.out_dir / "encoder"
         result = TrainRetrieverResult(report, files, train_s, evaluation=evaluation)
         if run is not None:
-            _log_retriever(cfg, run, module, data, report, doc_emb, result, echo)
+            log_trained_retriever(cfg, run, module, data, report, doc_emb, result, echo)
             echo(f"logged to MLflow at {redact_uri(uri)}")
     return result
-
-
-class _tracked:
-    """The job run (when tracking) with a Lightning MLFlowLogger writing into it."""
-
-    def __init__(self, cfg: TrainRetrieverConfig, module) -> None:
-        self.cfg, self.module = cfg, module
-        self._ctx = None
-
-    def __enter__(self):
-        if not self.cfg.tracking.enabled:
-            return None, False
-        from fairltr.tracking.runs.config import logger_target
-        from fairltr.tracking.runs.life_cycle import job_run
-        from lightning_modules import mlflow_logger
-
-        spec = self.cfg.spec
-        name = self.cfg.tracking.run_name or f"dpr {spec.fairness_loss} alpha={self.module.alpha:g}"
-        self._ctx = job_run(self.cfg.tracking.experiment, name, tags=self.cfg.tracking.tags)
-        run = self._ctx.__enter__()
-        uri, run_id = logger_target()
-        return run, mlflow_logger(self.cfg.tracking.experiment, run_name=name, tracking_uri=uri, run_id=run_id)
-
-    def __exit__(self, *exc):
-        if self._ctx is not None:
-            return self._ctx.__exit__(*exc)
-        return False
-
-
-def _log_retriever(cfg: TrainRetrieverConfig, run, module, data, report, doc_emb, result, echo) -> None:
-    from fairltr.tracking.job_logging.retrieval_logging import log_retrieval_run
-    from fairltr.tracking.models.retriever import build_retriever_package, log_retriever_model
-
-    ev = cfg.evaluation
-    k, mrc_k = (ev.k, ev.mrc_k) if ev is not None else (100, 5)
-    log_retrieval_run(run.info.run_id, report, out_dir=cfg.out_dir, k=k, mrc_k=mrc_k,
-                      split=ev.split if ev is not None else None)
-    _log_datasets(cfg, data)
-    result.run_id = run.info.run_id
-    spec = cfg.spec
-    enc = cfg.out_dir / "encoder"
-    doc_dir = enc / "doc" if (enc / "doc").is_dir() else None
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="fairltr-retriever-") as tmp:
-        t0 = time.perf_counter()
-        package = build_retriever_package(
-            Path(tmp) / "retriever", query_encoder=enc / "query", doc_encoder=doc_dir, corpus=data.corpus,
-            pooling=spec.pooling, normalize=spec.normalize, max_query_length=spec.max_query_length,
-            max_doc_length=spec.max_doc_length, doc_embeddings=doc_emb if spec.freeze_documents else None)
-        t1 = time.perf_counter()
-        info = log_retriever_model(package, name="model", register=cfg.tracking.register)
-        t2 = time.perf_counter()
-        result.timings.update(package_s=t1 - t0, log_register_s=t2 - t1)
-        echo(f"retriever packaged in {t1 - t0:.0f} s, logged{' and registered' if cfg.tracking.register else ''} "
-             f"in {t2 - t1:.1f} s ({info.model_uri})")
-    import mlflow
-
-    mlflow.set_tag("fairltr.model_uri", info.model_uri)
-    result.model_uri = info.model_uri
-    if cfg.tracking.register:
-        result.registered_version = str(info.registered_model_version)
-        mlflow.set_tags({"fairltr.registered_model": cfg.tracking.register,
-                         "fairltr.registered_version": result.registered_version})
-        metrics = report.get("metrics")
-        if metrics:  # the version page: the training summary (promotions add their verdict to it)
-            from fairltr.tracking.evaluation.retrieval_report import retrieval_description
-
-            params = dict(report.get("params", {}))
-            text = retrieval_description(f"{cfg.tracking.register} v{result.registered_version}: DPR retriever "
-                                         f"({params.get('fairness_loss')}, alpha={params.get('alpha')}), "
-                                         f"run {run.info.run_id}", metrics, k, mrc_k, params=params,
-                                         split=ev.split if ev is not None else None)
-            mlflow.MlflowClient().update_model_version(cfg.tracking.register, result.registered_version,
-                                                       description=text)
-
-
-def _log_datasets(cfg: TrainRetrieverConfig, data) -> None:
-    """The train and evaluation queries as ``mlflow.data`` inputs of the active run (source: the
-    data folder; digest: of the rows), so the run page lists what the retriever saw."""
-    import mlflow
-
-    def log(split: str, context: str) -> None:
-        rows = data.queries[data.queries["split"] == split].reset_index(drop=True)
-        if len(rows):
-            dataset = mlflow.data.from_pandas(rows, source=str(Path(cfg.data).resolve()),
-                                              name=f"{Path(cfg.data).name} {split} queries")
-            mlflow.log_input(dataset, context=context)
-
-    log(cfg.train_split, "training")
-    if cfg.evaluation is not None and cfg.evaluation.split != cfg.train_split:
-        log(cfg.evaluation.split, "evaluation")
 
 
 # ---------------------------------------------------------------------------------- evaluate
