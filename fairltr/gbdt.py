@@ -265,17 +265,6 @@ class LambdaMART(FittedRanker):
         atomic_write_text(p, json.dumps(state, indent=1))
         return p
 
-    @staticmethod
-    def is_model_file(path: str | Path) -> bool:
-        """Whether ``path`` is a JSON file whose ``format`` is ``fairltr.LambdaMART``."""
-        p = Path(path)
-        if p.suffix != ".json" or not p.is_file():
-            return False
-        try:
-            return json.loads(p.read_text(encoding="utf-8")).get("format") == FORMAT
-        except (OSError, ValueError, AttributeError, UnicodeDecodeError):
-            return False
-
     @classmethod
     def load(cls, path: str | Path, booster_path: str | Path | None = None) -> "LambdaMART":
         """Read a model written by :meth:`save`: every field checked, the booster file's SHA-256

@@ -140,10 +140,6 @@ class ParquetLayout(ColumnNames):
         return len(self.unit_rows)
 
     @property
-    def max_query_size(self) -> int:
-        return int(self.query_size.max()) if len(self.query_size) else 0
-
-    @property
     def read_columns(self) -> list[str]:
         """Columns read per record batch: group, judgment, then the features."""
         return list(dict.fromkeys([self.group, self.judgment, *self.feature_names]))

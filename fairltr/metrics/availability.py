@@ -28,11 +28,6 @@ EVALUATORS = ("ranker", "retriever", "monitor")
 """The jobs :func:`uncomputed_reason` knows: a ranker's evaluation, a retriever's, the monitor's windows."""
 
 
-def _what(evaluator: str) -> str:
-    return {"ranker": "a ranker's evaluation", "retriever": "a retriever's evaluation",
-            "monitor": "fairltr monitor (the audit of each window)"}[evaluator]
-
-
 def uncomputed_reason(key: str, *, evaluator: str, groups: Sequence[str] = (), judgments: bool = True) -> str | None:
     """Why ``key`` is never computed by ``evaluator`` (:data:`EVALUATORS`) with these group
     attributes, or None when it is. Unknown keys raise :class:`ConfigError` (the registry's)."""
