@@ -9,6 +9,9 @@ import click
 
 from fairltr.cli.app import cli, reproduce, train
 from fairltr.cli.formatting import metrics_table
+from fairltr.cli.option_rules import (
+    audit_rules, fair_preprocess_rules, given, option_rules, reading_rules, tracking_rules, used_when,
+)
 from fairltr.cli.options import (
     audit_config, audit_options, data_options, fair_preprocess_from, fair_preprocess_options, feature_options,
     parse_features, parse_ks, ranker_output_options, ranking_source, tracking_from, tracking_options,
@@ -46,14 +49,53 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
                   + (f"; registered as {register!r} version {version}" if register else ""))
 
 
+def _lightning(values) -> bool:
+    return values["engine"] == "lightning"
+
+
+def _estimator_only(option: str, instead: str):
+    return used_when(lambda v: not _lightning(v), f"{option} applies to --engine estimator; --engine lightning {instead}")
+
+
+def _lightning_only(option: str, instead: str):
+    return used_when(_lightning, f"{option} applies to --engine lightning; the estimator engine {instead}")
+
+
+TRAIN_DELTR_RULES = {
+    "gamma": used_when(lambda v: v["gamma"] == 0 or v["fairness_loss"] != "none",
+                       "--gamma weighs the fairness loss, and --fairness-loss none has none: use --gamma 0"),
+    "fairness_loss": used_when(lambda v: v["gamma"] != 0 or v["fairness_loss"] == "none",
+                               "--fairness-loss is weighted by --gamma; with --gamma 0 (ListNet) it is not trained"),
+    "max_iter": _estimator_only("--max-iter", "takes --epochs"),
+    "device": _estimator_only("--device", "takes --accelerator and --devices"),
+    "reference_group": _estimator_only("--reference-group", "does not take it"),
+    "epochs": _lightning_only("--epochs", "takes --max-iter"),
+    "batch_queries": _lightning_only("--batch-queries", "trains on every query at once"),
+    "accelerator": _lightning_only("--accelerator", "takes --device"),
+    "devices": _lightning_only("--devices", "runs in one process (--device)"),
+    # --num-nodes N > 1 without lightning: RankerSpec's one-line refusal (exit 1, before any file)
+    "num_nodes": used_when(lambda v: _lightning(v) or v["num_nodes"] > 1,
+                           "--num-nodes applies to --engine lightning; the estimator engine runs in one process"),
+    "ddp_timeout": used_when(lambda v: _lightning(v) and v["num_nodes"] > 1,
+                             "--ddp-timeout applies to --engine lightning with --num-nodes > 1 (the wait for the "
+                             "other nodes)"),
+    **fair_preprocess_rules(),
+    **audit_rules(lambda v: bool(v["test_path"]), "no test metrics are computed without --test"),
+    "wide": used_when(lambda v: bool(v["test_path"]), "--wide prints the test metrics; there are none without --test"),
+    **tracking_rules(register=True, serve_rerank=True),
+    **reading_rules(lambda v: (v["train_path"], v["test_path"])),
+}
+"""When each option of ``train deltr`` applies (:mod:`fairltr.cli.option_rules`)."""
+
+
 @train.command("deltr")
 @train_test_options("training ranking file (--engine lightning streams a .parquet file)")
 @click.option("--gamma", type=float, required=True, help="weight of the exposure penalty (0 = standard ListNet)")
 @feature_options()
 @click.option("--fairness-loss", default="exposure_hinge", show_default=True, help="registered ranking fairness loss")
 @click.option("--optimizer", type=click.Choice(["lbfgs", "adam"]), default="lbfgs", show_default=True,
-              help="estimator engine's optimizer")
-@click.option("--max-iter", type=int, default=None, help="iterations (default 200 lbfgs / 3000 adam)")
+              help="optimizer (--engine lightning: default lbfgs on full batches, else adam)")
+@click.option("--max-iter", type=int, default=None, help="estimator: iterations (default 200 lbfgs / 3000 adam)")
 @click.option("--lr", type=float, default=None, help="learning rate (default 1.0 lbfgs / 0.01 adam)")
 @click.option("--l2", type=float, default=0.0, show_default=True, help="L2 penalty on the weights")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -79,6 +121,9 @@ def _tracked_line(run_id: str | None, uri: str | None, register: str | None = No
 @wide_option()
 @tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
+@option_rules(TRAIN_DELTR_RULES, always=(
+    "train_path", "test_path", "colorblind", "features", "optimizer", "lr", "l2", "seed", "engine", "fair_p",
+    "out_dir", "model_format", "no_track", "fmt", "query", "group", "judgment", "item"))
 def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_loss, optimizer, max_iter, lr, l2, seed,
                 device, engine, epochs, batch_queries, accelerator, devices, num_nodes, ddp_timeout, fair_p,
                 fair_alpha, reference_group, out_dir, model_format, ci, min_category_share, n_boot, ci_seed, wide,
@@ -93,7 +138,9 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         optimizer=optimizer, max_iter=max_iter, lr=lr, l2=l2, seed=seed, device=device,
         fair_pre=fair_preprocess_from(fair_p, fair_alpha), engine=engine,
         lightning=LightningOptions(epochs=epochs, batch_queries=batch_queries, accelerator=accelerator,
-                                   devices=devices, num_nodes=num_nodes, ddp_timeout=ddp_timeout),
+                                   devices=devices, num_nodes=num_nodes, ddp_timeout=ddp_timeout, lr=lr,
+                                   # the engine picks its optimizer by batch shape unless one is given
+                                   optimizer=optimizer if given(click.get_current_context(), "optimizer") else None),
         reference_group=(int(reference_group) if reference_group and reference_group.lstrip("-").isdigit()
                          else reference_group),
     )
@@ -131,6 +178,9 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
 @audit_options()
 @wide_option()
 @data_options()
+@option_rules({**audit_rules(), **reading_rules(lambda v: (v["data_path"],))},
+              always=("model_path", "data_path", "out_path", "predictions", "ks", "audit_path", "wide", "fmt",
+                      "query", "group", "judgment", "item"))
 def evaluate_cmd(model_path, data_path, out_path, predictions, ks, audit_path, ci, min_category_share, n_boot, ci_seed,
                  wide, fmt, query, group, judgment, item):
     """Score a ranking file with a saved DELTR model and print the metrics (with the group
@@ -165,6 +215,8 @@ def evaluate_cmd(model_path, data_path, out_path, predictions, ks, audit_path, c
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="outputs/quickstart", show_default=True)
 @tracking_options("fairltr-quickstart")
+@option_rules(tracking_rules(), always=("queries", "candidates", "protected_share", "bias", "gamma", "seed", "out_dir",
+                                        "no_track"))
 def quickstart(queries, candidates, protected_share, bias, gamma, seed, out_dir, experiment, no_track):
     """The main job on embedded defaults: synthetic biased data -> standard, colorblind and DELTR -> comparison."""
     from pathlib import Path
@@ -199,6 +251,12 @@ def quickstart(queries, candidates, protected_share, bias, gamma, seed, out_dir,
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--track/--no-track", default=False, show_default=True, help="log the table and figure to MLflow")
 @click.option("--experiment", default="fairltr-reproduce", show_default=True, help="MLflow experiment")
+@option_rules({
+    "fair_alpha": used_when(lambda v: not v["no_fair"], "--fair-alpha is the FA*IR rows' significance; --no-fair "
+                                                        "skips those rows"),
+    "experiment": used_when(lambda v: v["track"], "--experiment names the MLflow experiment; nothing is logged "
+                                                  "without --track"),
+}, always=("data_dir", "out_dir", "datasets", "no_fair", "seed", "track"))
 def reproduce_deltr(data_dir, out_dir, datasets, no_fair, fair_alpha, seed, track, experiment):
     """Reproduce the DELTR paper's table (ours beside the paper's numbers) as CSV + Markdown."""
     from pathlib import Path

@@ -11,8 +11,9 @@ from pathlib import Path
 import click
 
 from fairltr.cli.app import cli, train
+from fairltr.cli.option_rules import option_rules, tracking_rules, used_when
 from fairltr.cli.options import tracking_from, tracking_options
-from fairltr.losses import ALPHA, available_losses
+from fairltr.losses import ALPHA, available_losses, get_loss
 
 FAIRNESS_CHOICES = ["none", *available_losses("retrieval")]
 
@@ -30,6 +31,38 @@ def _print_report(res: dict, k: int, mrc_k: int) -> None:
 
 def _languages(text: str | None) -> tuple[str, ...] | None:
     return tuple(x.strip() for x in text.split(",") if x.strip()) if text else None
+
+
+def _evaluated(values) -> bool:
+    return bool(values["eval_split"])
+
+
+def _corpus_encoded(values) -> bool:
+    """The corpus is encoded (through the cache) for the evaluation and for a frozen document tower."""
+    return _evaluated(values) or values["freeze_documents"]
+
+
+def _no_cache_dir(values) -> str | None:
+    if not _corpus_encoded(values):
+        return "--cache-dir caches corpus embeddings; none are computed without an evaluation (--eval-split '') or " \
+               "--freeze-documents"
+    return "--cache-dir names the cache that --no-cache turns off" if values["no_cache"] else None
+
+
+TRAIN_DPR_RULES = {
+    "alpha": used_when(lambda v: get_loss(v["fairness_loss"]).weight_param is not None,
+                       lambda v: f"--alpha weighs the fairness loss; --fairness-loss {v['fairness_loss']} has no weight"),
+    "shared": used_when(lambda v: not (v["shared"] and v["freeze_documents"]),
+                        "--shared: --freeze-documents keeps a separate, pretrained document tower (it implies "
+                        "--separate)"),
+    "max_eval_items": used_when(_evaluated, "--max-eval-items samples the evaluation; --eval-split '' skips it"),
+    "languages": used_when(_evaluated, "--languages filters the evaluation; --eval-split '' skips it"),
+    "cache_dir": _no_cache_dir,
+    "no_cache": used_when(_corpus_encoded, "--no-cache: no corpus embeddings are computed without an evaluation "
+                                           "(--eval-split '') or --freeze-documents"),
+    **tracking_rules(register=True),
+}
+"""When each option of ``train dpr`` applies (:mod:`fairltr.cli.option_rules`)."""
 
 
 @train.command("dpr")
@@ -67,6 +100,10 @@ def _languages(text: str | None) -> tuple[str, ...] | None:
                    "length) [default: corpus-embeddings in fairltr's state folder]")
 @click.option("--no-cache", is_flag=True, help="encode the corpus without reading or writing the cache")
 @tracking_options("fairltr-dpr", register=True)
+@option_rules(TRAIN_DPR_RULES, always=(
+    "data_dir", "model_path", "fairness_loss", "steps", "batch_size", "lr", "warmup_steps", "temperature", "pooling",
+    "normalize", "freeze_documents", "max_query_length", "max_doc_length", "train_split", "eval_split",
+    "accelerator", "devices", "precision", "threads", "seed", "out_dir", "no_track"))
 def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr, warmup_steps, temperature, pooling,
               normalize, shared, freeze_documents, max_query_length, max_doc_length, train_split, eval_split,
               max_eval_items, languages, accelerator, devices, precision, threads, seed, out_dir, cache_dir,
@@ -97,6 +134,25 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
                                                  if res.registered_version else ""))
 
 
+def _encoder_only(option: str, what: str):
+    return used_when(lambda v: not v["bm25"], f"{option} {what}; --bm25 has no encoder")
+
+
+EVALUATE_RETRIEVAL_RULES = {
+    "doc_model": _encoder_only("--doc-model", "is the encoder's document tower"),
+    "pooling": _encoder_only("--pooling", "pools the encoder's token embeddings"),
+    "normalize": _encoder_only("--normalize/--no-normalize", "sets the encoder's embedding length"),
+    "max_query_length": _encoder_only("--max-query-length", "truncates the encoder's queries"),
+    "max_doc_length": _encoder_only("--max-doc-length", "truncates the encoder's documents"),
+    "threads": _encoder_only("--threads", "sets the encoder's torch threads"),
+    "cache_dir": lambda v: ("--cache-dir caches the encoder's corpus embeddings; --bm25 has no encoder" if v["bm25"]
+                            else "--cache-dir names the cache that --no-cache turns off" if v["no_cache"] else None),
+    "no_cache": _encoder_only("--no-cache", "turns off the encoder's corpus-embedding cache"),
+    "seed": used_when(lambda v: v["max_items"] is not None, "--seed seeds the --max-items sample; give --max-items N"),
+}
+"""When each option of ``evaluate-retrieval`` applies (:mod:`fairltr.cli.option_rules`)."""
+
+
 @cli.command("evaluate-retrieval")
 @click.option("--data", "data_dir", required=True, type=click.Path(file_okay=False))
 @click.option("--model", "model_path", default=None,
@@ -113,12 +169,14 @@ def train_dpr(data_dir, model_path, fairness_loss, alpha, steps, batch_size, lr,
 @click.option("--k", type=int, default=100, show_default=True)
 @click.option("--mrc-k", type=int, default=5, show_default=True)
 @click.option("--threads", type=int, default=None)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the --max-items sample")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="write the metrics JSON here, and the HTML report beside it (.html)")
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
               help="corpus-embedding cache [default: corpus-embeddings in fairltr's state folder]")
 @click.option("--no-cache", is_flag=True, help="encode the corpus without reading or writing the cache")
+@option_rules(EVALUATE_RETRIEVAL_RULES, always=("data_dir", "model_path", "bm25", "split", "max_items", "languages",
+                                                "k", "mrc_k", "out_file"))
 def evaluate_retrieval_cmd(data_dir, model_path, doc_model, bm25, pooling, normalize, max_query_length,
                            max_doc_length, split, max_items, languages, k, mrc_k, threads, seed, out_file, cache_dir,
                            no_cache):

@@ -9,11 +9,37 @@ from pathlib import Path
 import click
 
 from fairltr.cli.app import FairltrGroup, cli
+from fairltr.cli.option_rules import option_rules, reading_rules, used_when
 from fairltr.cli.options import data_options, ranking_columns, read_settings
 
 
 def _fmt(x: float) -> str:
     return "n/a" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}"
+
+
+def _fair(values) -> bool:
+    return values["method"] == "fair"
+
+
+def _one_group(values) -> str | None:
+    groups = values["group"] or ()
+    if len(groups) <= 1:
+        return None
+    return (f"--group: --method {values['method']} re-ranks on one group attribute, got {len(groups)} "
+            f"({', '.join(groups)}); give one --group (for their intersection, add a column that combines them)")
+
+
+RERANK_RULES = {
+    "p": used_when(_fair, lambda v: f"--p applies to --method fair; {v['method']} takes --target"),
+    "alpha": used_when(_fair, lambda v: f"--alpha applies to --method fair (FA*IR's significance); {v['method']} "
+                                        "takes --target"),
+    "no_adjust": used_when(_fair, lambda v: f"--no-adjust applies to --method fair (FA*IR's multiple-testing "
+                                            f"adjustment); {v['method']} runs no test"),
+    "target": used_when(lambda v: not _fair(v), "--target applies to the Geyik methods; FA*IR takes --p"),
+    "group": _one_group,
+    **reading_rules(lambda v: (v["input_path"],)),
+}
+"""When each option of ``rerank`` applies (:mod:`fairltr.cli.option_rules`)."""
 
 
 @cli.command("rerank")
@@ -38,18 +64,16 @@ def _fmt(x: float) -> str:
 @click.option("--no-adjust", is_flag=True, help="use alpha as is (no multiple-testing adjustment)")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="output table (.csv or .parquet): every row, re-ranked, with score, rank, fair_feasible")
+@option_rules(RERANK_RULES, always=("input_path", "scores_col", "method", "k", "query", "judgment", "item", "fmt",
+                                    "out_path"))
 def rerank_command(input_path, scores_col, method, p, alpha, target, k, query, group, judgment, item, fmt, no_adjust,
                    out_path) -> None:
     """Re-rank every query of a scored table: FA*IR (default) or DetGreedy / DetCons / DetRelaxed /
     DetConstSort."""
     from fairltr.workflows import RerankConfig, rerank_file
 
-    if method == "fair" and target is not None:
-        raise click.UsageError("--target applies to the Geyik methods; FA*IR takes --p")
     if method == "fair" and p is None:
         raise click.UsageError("--p is required with --method fair")
-    if method != "fair" and p is not None:
-        raise click.UsageError(f"--p applies to --method fair; {method} takes --target")
     res = rerank_file(RerankConfig(Path(input_path), Path(out_path), p, alpha, k, scores_col, fmt,
                                    ranking_columns(query, group, judgment, item), adjust=not no_adjust,
                                    method=method, target=target, **read_settings()))
@@ -79,6 +103,7 @@ def fair_group() -> None:
 @click.option("--p", "p", type=float, required=True, help="target proportion of protected candidates, in (0, 1)")
 @click.option("--alpha", type=float, default=0.1, show_default=True, help="significance, in (0, 1)")
 @click.option("--no-adjust", is_flag=True, help="use alpha as is (no multiple-testing adjustment)")
+@option_rules({}, always=("k", "p", "alpha", "no_adjust"))
 def mtable_command(k, p, alpha, no_adjust) -> None:
     """Print m(1..k), alpha_c and the exact fail probability."""
     from fairltr.workflows import mtable_report

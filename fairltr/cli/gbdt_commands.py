@@ -8,6 +8,7 @@ import click
 from fairltr.cli.app import train
 from fairltr.cli.deltr_commands import KEY_METRICS, _echo_err, _tracked_line
 from fairltr.cli.formatting import metrics_table
+from fairltr.cli.option_rules import fair_preprocess_rules, option_rules, reading_rules, tracking_rules
 from fairltr.cli.options import (
     data_options, fair_preprocess_from, fair_preprocess_options, feature_options, parse_features,
     ranker_output_options, tracking_from, tracking_options, train_test_options, train_test_sources,
@@ -29,6 +30,13 @@ from fairltr.cli.options import (
 @ranker_output_options("outputs/lambdamart", model_format=False)
 @tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
+@option_rules({
+    **fair_preprocess_rules(),
+    **tracking_rules(register=True, serve_rerank=True),
+    **reading_rules(lambda v: (v["train_path"], v["test_path"])),
+}, always=("train_path", "test_path", "colorblind", "features", "num_leaves", "learning_rate", "n_estimators",
+           "min_data_in_leaf", "grades", "num_threads", "seed", "fair_p", "out_dir", "no_track", "fmt", "query",
+           "group", "judgment", "item"))
 def train_lambdamart(train_path, test_path, colorblind, features, num_leaves, learning_rate, n_estimators,
                      min_data_in_leaf, grades, num_threads, seed, fair_p, fair_alpha, out_dir, experiment, no_track,
                      register, serve_rerank, fmt, query, group, judgment, item):

@@ -8,10 +8,26 @@ import sys
 import click
 
 from fairltr.cli.app import cli
+from fairltr.cli.option_rules import audit_rules, option_rules, reading_rules, tracking_rules, used_when
 from fairltr.cli.options import (audit_config, audit_options, group_option, ranking_columns, read_settings,
                                  reading_options, stack, tracking_from)
 
 __all__ = ["monitor_command"]
+
+
+MONITOR_RULES = {
+    **audit_rules(intervals=lambda v: bool(v["ci"]) or v["confidence"] is not None,
+                  intervals_need="--ci or --confidence"),
+    "ci": used_when(lambda v: v["confidence"] is None,
+                    "--ci: --confidence sets the interval level the gates are checked at"),
+    "confidence": used_when(lambda v: bool(v["gates"]),
+                            "--confidence checks the --gate bounds on their intervals; without --gate give --ci"),
+    "allow_unverified": used_when(lambda v: v["model_uri"] is not None,
+                                  "--allow-unverified accepts --model-uri's model without a digest; give --model-uri"),
+    **tracking_rules(),
+    **reading_rules(lambda v: (v["data_path"],), fmt=None),
+}
+"""When each option of ``monitor`` applies (:mod:`fairltr.cli.option_rules`)."""
 
 
 @cli.command("monitor")
@@ -43,6 +59,9 @@ __all__ = ["monitor_command"]
 @click.option("--out", "out_dir", default="outputs/monitor", show_default=True, help="output folder")
 @click.option("--experiment", default="fairltr-monitor", show_default=True, help="MLflow experiment")
 @click.option("--no-track", is_flag=True, help="do not log to MLflow (and do not tag the model version)")
+@option_rules(MONITOR_RULES, always=("data_path", "model_uri", "time_column", "window", "query", "group", "judgment",
+                                     "item", "rank_column", "score_column", "k", "gates", "reference", "out_dir",
+                                     "no_track"))
 def monitor_command(data_path, model_uri, time_column, window, query, group, judgment, item, rank_column, score_column, k,
                     ci, min_category_share, n_boot, ci_seed, gates, confidence, reference, allow_unverified, out_dir,
                     experiment, no_track):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from fairltr.cli.app import cli
+from fairltr.cli.option_rules import Rule, option_rules, reading_rules, tracking_rules, used_when
 from fairltr.cli.options import stack, group_option, ranking_columns, read_settings, reading_options
 from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
@@ -39,6 +40,96 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
     except ValueError:
         raise ConfigError(f"{name} must be LOW,HIGH (two numbers), got {text!r}") from None
     return lo, hi
+
+
+# The sweep settings each built-in method reads (SweepConfig fields the registry does not declare
+# per method); a method registered elsewhere is not refused them.
+BUILTIN_METHOD_READS = {
+    "deltr": {"max_iter"},
+    "fair-pre": {"fair_p_range", "fair_alpha_range", "max_iter"},
+    "fair-post": {"fair_p_range", "fair_alpha_range", "max_iter"},
+    "dpr": set(),
+    "lambdamart": set(),
+    "lambdamart+fair": {"fair_p_range", "fair_alpha_range"},
+    "detconstsort": {"fair_p_range", "max_iter"},  # geyik_p's range is FA*IR's fair_p range
+    "lambdamart+detconstsort": {"fair_p_range"},
+    "plrank": {"max_iter"},
+}
+DPR_OPTIONS = ("encoder", "dpr_loss", "steps", "batch_size", "max_train_items", "max_test_items")
+RANKING_COLUMNS = {"query": "--query", "group": "--group", "judgment": "--judgment", "item": "--item"}
+
+
+def _method(values):
+    from fairltr.workflows.sweep_registry import get_sweep_method
+
+    return get_sweep_method(values["method"])
+
+
+def _methods_with(test) -> str:
+    from fairltr.workflows.sweep_registry import sweep_methods
+
+    return ", ".join(m.name for m in sweep_methods() if test(m)) or "none"
+
+
+def _method_option(name: str, label: str) -> Rule:
+    """A trial keyword the registry declares per method (:attr:`SweepMethod.options`)."""
+    return used_when(lambda v: name in _method(v).options,
+                     lambda v: f"{label} applies to --method {_methods_with(lambda m: name in m.options)}; "
+                               f"{v['method']} does not take it")
+
+
+def _builtin_read(name: str, label: str, what: str) -> Rule:
+    def reads(method) -> bool:
+        return name in BUILTIN_METHOD_READS.get(method.name, {name})
+
+    return used_when(lambda v: reads(_method(v)),
+                     lambda v: f"{label} {what}: it applies to --method {_methods_with(reads)}, not {v['method']}")
+
+
+def _ranking_data(label: str) -> Rule:
+    return used_when(lambda v: _method(v).data == "ranking",
+                     lambda v: f"{label} applies to ranking methods; --method {v['method']} reads a parallel-query "
+                               "folder")
+
+
+def _uses_loss(method) -> bool:
+    return method.ranking is not None and method.ranking.uses_loss
+
+
+def _register_best(values) -> str | None:
+    if _method(values).ranking is None:
+        return (f"--register-best registers a ranking method's best trade-off (DELTR, LambdaMART or a re-ranker); "
+                f"--method {values['method']} is not one")
+    return "--register-best registers in MLflow; nothing is logged with --no-mlflow" if values["no_mlflow"] else None
+
+
+def _reading_rules() -> dict[str, Rule]:
+    files = reading_rules(lambda v: (v["train"], v["test"]), fmt=None)
+    return {"na_values": lambda v: _ranking_data("--na-values")(v) or files["na_values"](v),
+            "duplicates": lambda v: _ranking_data("--duplicate-rows")(v) or files["duplicates"](v)}
+
+
+SWEEP_RULES = {
+    **{name: _method_option(name, "--" + name.replace("_", "-")) for name in DPR_OPTIONS},
+    "loss": used_when(lambda v: _uses_loss(_method(v)),
+                      lambda v: f"--loss is the ranking loss of --method {_methods_with(_uses_loss)}; "
+                                f"{v['method']} does not train with it"),
+    "fair_p_range": _builtin_read("fair_p_range", "--fair-p-range", "is FA*IR's target-share range"),
+    "fair_alpha_range": _builtin_read("fair_alpha_range", "--fair-alpha-range", "is FA*IR's significance range"),
+    "max_iter": _builtin_read("max_iter", "--max-iter", "is DELTR's (or PLRank's) optimiser iterations"),
+    **{name: _ranking_data(label) for name, label in RANKING_COLUMNS.items()},
+    **_reading_rules(),
+    "register_best": _register_best,
+    "population_size": used_when(lambda v: v["sampler"] == "nsga2",
+                                 lambda v: f"--population-size is NSGA-II's; --sampler {v['sampler']} has none"),
+    "heartbeat_interval": used_when(lambda v: not (v["storage"] or "").startswith("journal:"),
+                                    "--heartbeat-interval is the heartbeat of database storages; a journal: storage "
+                                    "has none"),
+    **tracking_rules("no_mlflow", flag="--no-mlflow"),
+    "tracking_uri": used_when(lambda v: not v["no_mlflow"], "--tracking-uri names the MLflow store; nothing is "
+                                                            "logged with --no-mlflow"),
+}
+"""When each option of ``sweep`` applies (:mod:`fairltr.cli.option_rules`)."""
 
 
 @cli.command("sweep")
@@ -92,6 +183,9 @@ def _pair(text: str | None, name: str) -> tuple[float, float] | None:
               help="ranking methods: retrain the best trade-off on the training data and register it as one model "
                    "under NAME; a post-processing method's re-ranker becomes the model's serving policy "
                    "(give it to one worker)")
+@option_rules(SWEEP_RULES, always=("method", "train", "test", "n_trials", "study", "storage", "objectives",
+                                   "constraints", "sampler", "seed", "out", "compare_with", "reference", "no_mlflow",
+                                   "grace_period", "no_progress"))
 def sweep(method, train, test, n_trials, study, storage, objectives, constraints, sampler, seed, out,
           compare_with, reference, tracking_uri, experiment, no_mlflow, loss, fair_p_range, fair_alpha_range,
           max_iter, population_size, heartbeat_interval, grace_period, encoder, dpr_loss, steps, batch_size,

@@ -4,12 +4,14 @@ workflow, print."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import click
 
 from fairltr.cli.app import cli
+from fairltr.cli.option_rules import Rule, audit_rules, option_rules, reading_rules, used_when
 from fairltr.cli.options import audit_config, audit_options, data_options, parse_ks, ranking_source, wide_option
 
 
@@ -22,6 +24,76 @@ def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str
         langs = tuple(x.strip() for x in languages.split(",") if x.strip()) if languages else None
         return RetrievalEvalData(Path(data_path), split, langs, max_items)
     return ranking_source(data_path, fmt, query, group, judgment, item)
+
+
+def _data_kind(values) -> str:
+    """What ``--data`` is: ``"none"`` (not given), ``"folder"`` (a retriever's parallel-query
+    folder) or ``"file"`` (a ranking file)."""
+    data = values["data_path"]
+    return "none" if not data else "folder" if Path(data).is_dir() else "file"
+
+
+RANKING_OPTIONS = {"fmt": "--format", "query": "--query", "group": "--group", "judgment": "--judgment",
+                   "item": "--item"}
+
+
+def _ranking_file_rules(without_data: str | None) -> dict[str, Rule]:
+    """The ranking-file options (--format, the column options, the reading options) apply to a
+    ranking --data file: refused with a retriever's folder, and (``without_data``: why) without --data."""
+
+    def rule(label: str) -> Rule:
+        def check(values) -> str | None:
+            kind = _data_kind(values)
+            if kind == "folder":
+                return f"{label} describes a ranking --data file; a retriever's parallel-query folder has no such option"
+            return f"{label} describes a ranking --data file; {without_data}" if kind == "none" else None
+
+        return check
+
+    reading = reading_rules(lambda v: (v["data_path"],))
+    return {**{name: rule(label) for name, label in RANKING_OPTIONS.items()},
+            "na_values": lambda v: rule("--na-values")(v) or reading["na_values"](v),
+            "duplicates": lambda v: rule("--duplicate-rows")(v) or reading["duplicates"](v)}
+
+
+def _retriever_only(label: str) -> Rule:
+    def check(values) -> str | None:
+        kind = _data_kind(values)
+        if kind == "folder":
+            return None
+        return f"{label} applies to a retriever's --data folder (parallel queries); " + (
+            "--data is a ranking file" if kind == "file" else "no --data is given")
+
+    return check
+
+
+def _relative_gates(values) -> bool:
+    return any(re.search(r"\bchampion\b", text) for text in (*values["gates"], values["gate_list"] or ""))
+
+
+NO_DATA = "without --data the gates read the metrics logged at training"
+PROMOTE_RULES = {
+    "experiment": used_when(lambda v: _data_kind(v) != "none", f"--experiment names the promotion run's "
+                                                               f"experiment; {NO_DATA} and no run is made"),
+    "no_champion": used_when(_relative_gates, "--no-champion decides the champion-relative gates; no gate names "
+                                              "the champion"),
+    "unloadable_champion": used_when(_relative_gates, "--if-champion-unavailable decides the champion-relative "
+                                                      "gates; no gate names the champion"),
+    "languages": _retriever_only("--languages"),
+    "split": _retriever_only("--split"),
+    "max_items": _retriever_only("--max-items"),
+    "confidence": used_when(lambda v: _data_kind(v) == "file",
+                            "--confidence needs --data (a ranking file): the intervals are bootstrapped over the "
+                            "queries both models are evaluated on"),
+    **audit_rules(lambda v: _data_kind(v) == "file", "the audit runs on a ranking --data file",
+                  intervals=lambda v: bool(v["ci"]) or v["confidence"] is not None,
+                  intervals_need="--ci or --confidence"),
+    "ci": lambda v: ("--ci sets the audit's bootstrap intervals; the audit runs on a ranking --data file"
+                     if _data_kind(v) != "file" else
+                     "--ci: --confidence sets the interval level" if v["confidence"] is not None else None),
+    **_ranking_file_rules(NO_DATA),
+}
+"""When each option of ``promote`` applies (:mod:`fairltr.cli.option_rules`)."""
 
 
 @cli.command("promote")
@@ -59,6 +131,8 @@ def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str
                    "(candidate - champion) over the same resampled queries; needs --data (rankers)")
 @audit_options(what="the evaluations (--confidence sets it)")
 @data_options("format of --data")
+@option_rules(PROMOTE_RULES, always=("model_name", "version", "gates", "gate_list", "data_path", "alias",
+                                     "allow_unverified", "lock_timeout", "lock_lease"))
 def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_champion, experiment, languages, split,
                 max_items, unloadable_champion, allow_unverified, lock_timeout, lock_lease, confidence, ci,
                 min_category_share, n_boot, ci_seed, fmt, query, group, judgment, item):
@@ -97,6 +171,25 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
     sys.exit(decision.exit_code)
 
 
+def _ranker_only(label: str, what: str) -> Rule:
+    return used_when(lambda v: _data_kind(v) != "folder",
+                     f"{label} {what}; a retriever's parallel-query folder is evaluated by MRR, Recall and MRC")
+
+
+EVALUATE_MODEL_RULES = {
+    "ks": _ranker_only("--k", "sets a ranker's cut-offs"),
+    "compare_with": _ranker_only("--compare-with", "compares two rankers"),
+    "languages": _retriever_only("--languages"),
+    "split": _retriever_only("--split"),
+    "max_items": _retriever_only("--max-items"),
+    **audit_rules(lambda v: _data_kind(v) != "folder", "a retriever's evaluation has no audit",
+                  intervals=lambda v: bool(v["ci"]) or bool(v["compare_with"]),
+                  intervals_need="--ci or --compare-with"),
+    **_ranking_file_rules(None),
+}
+"""When each option of ``evaluate-model`` applies (:mod:`fairltr.cli.option_rules`)."""
+
+
 @cli.command("evaluate-model")
 @click.option("--model-uri", required=True, help="models:/NAME@champion, models:/NAME/3, runs:/<id>/model, models:/m-<id>")
 @click.option("--data", "data_path", required=True, type=click.Path(),
@@ -115,6 +208,8 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
 @audit_options(what="the metrics")
 @wide_option()
 @data_options("format of --data")
+@option_rules(EVALUATE_MODEL_RULES, always=("model_uri", "data_path", "experiment", "run_name", "allow_unverified",
+                                            "wide"))
 def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, experiment, run_name, allow_unverified,
                        compare_with, ci, min_category_share, n_boot, ci_seed, wide, fmt, query, group, judgment,
                        item):
@@ -167,6 +262,7 @@ def differences_table(differences) -> str:
 @click.option("--status", type=click.Choice(["FAILED", "KILLED", "FINISHED"], case_sensitive=False), default="FAILED",
               show_default=True, help="status to set")
 @click.option("--force", is_flag=True, help="also change a run that is not RUNNING")
+@option_rules({}, always=("run_id", "status", "force"))
 def mark_run_cmd(run_id, status, force):
     """End an MLflow run that a fairltr command left RUNNING because it lost the tracking server
     (that command printed this run id). Runs that are not RUNNING are left alone unless --force."""
@@ -184,6 +280,7 @@ def mark_run_cmd(run_id, status, force):
 @click.option("--relevance", default="kendall_tau", show_default=True, help="x axis (metric key)")
 @click.option("--fairness", default="exposure_ratio", show_default=True, help="y axis (metric key)")
 @click.option("--out", "out_path", default=None, type=click.Path(dir_okay=False), help="also write the PNG here")
+@option_rules({}, always=("experiment", "relevance", "fairness", "out_path"))
 def compare_runs_cmd(experiment, relevance, fairness, out_path):
     """The DELTR paper's Figure 1 from tracked runs: relevance vs exposure ratio of every finished run
     of an experiment, logged as a 'comparison' run (PNG, CSV, HTML)."""
