@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import click
 
 from fairltr.cli.app import cli, user_error_message
+from fairltr.cli.option_rules import option_rules, used_when
 
 
 @contextmanager
@@ -33,12 +34,14 @@ def _exit_2_on_user_errors():
 @cli.command("verify-alias")
 @click.option("--model", "model_name", required=True, help="registered model name")
 @click.option("--alias", default="champion", show_default=True, help="alias to check")
-@click.option("--all", "all_aliases", is_flag=True, help="check every alias of the model (--alias is ignored)")
+@click.option("--all", "all_aliases", is_flag=True, help="check every alias of the model (not with --alias)")
 @click.option("--tracking-uri", default=None, help="MLflow tracking URI [default: MLFLOW_TRACKING_URI or ./mlflow.db]")
 @click.option("--allow-unverified", is_flag=True,
               help="accept versions promoted without a recorded digest (fairltr < digests)")
 @click.option("--wait", "wait_s", type=float, default=0.0, show_default=True,
               help="seconds to wait for a promotion in flight (the model's promotion lock) before reporting")
+@option_rules({"alias": used_when(lambda v: not v["all_aliases"], "--alias names one alias; --all checks every alias")},
+              always=("model_name", "all_aliases", "tracking_uri", "allow_unverified", "wait_s"))
 def verify_alias_cmd(model_name, alias, all_aliases, tracking_uri, allow_unverified, wait_s):
     """Check that ALIAS of MODEL points at a version with an ACCEPTED decision record of `fairltr
     promote` for that alias and version, whose files verify now and match the digest recorded at
@@ -82,6 +85,10 @@ def verify_alias_cmd(model_name, alias, all_aliases, tracking_uri, allow_unverif
               help="seconds a delivery's timestamp may differ from this clock (older ones are refused as replays)")
 @click.option("--settle", "settle_s", type=float, default=90.0, show_default=True,
               help="seconds to wait for a promotion in flight before checking its alias move")
+@option_rules({"url": used_when(lambda v: v["register"], "--url is the address registered with --register"),
+               "webhook_name": used_when(lambda v: v["register"], "--webhook-name names the webhook --register creates")},
+              always=("secret_env", "secret_file", "host", "port", "tracking_uri", "register", "revert",
+                      "allow_unverified", "allow_non_loopback", "tolerance_s", "settle_s"))
 def webhook_receiver_cmd(secret_env, secret_file, host, port, tracking_uri, register, url, webhook_name, revert,
                          allow_unverified, allow_non_loopback, tolerance_s, settle_s):
     """Receive MLflow model-registry webhooks (MLflow 3, SQL tracking backends) and check every

@@ -127,6 +127,7 @@ def case(id_, args, *expect, env=None):
 T, S = "{ws}/train.csv", "{ws}/test.csv"
 TRAIN = ["train", "deltr", "--train", T, "--gamma", "10", "--max-iter", "5", "--out", "{ws}/out/train"]
 NT = ["--no-track"]
+TRAIN_L = [w for i, w in enumerate(TRAIN) if w != "--max-iter" and TRAIN[i - 1] != "--max-iter"]  # lightning: --epochs
 SWEEP = ["sweep", "--method", "deltr", "--train", T, "--test", S, "--trials", "2", "--study", "s",
          "--out", "{ws}/out/sweep", "--no-mlflow", "--no-progress"]
 DPR = ["train", "dpr", "--data", "{ws}/parallel", "--out", "{ws}/out/dpr", "--no-track", "--steps", "1"]
@@ -182,9 +183,9 @@ CASES = [
     case("train-fair-alpha-zero", [*TRAIN, *NT, "--fair-preprocess", "0.3", "--fair-alpha", "0"], "alpha"),
     case("train-model-format", [*TRAIN, *NT, "--model-format", "pkl"], "--model-format"),
     case("train-engine-unknown", [*TRAIN, *NT, "--engine", "spark"], "--engine"),
-    case("train-epochs-zero", [*TRAIN, *NT, "--engine", "lightning", "--epochs", "0"], "epochs"),
-    case("train-batch-queries-zero", [*TRAIN, *NT, "--engine", "lightning", "--batch-queries", "0"], "batch_queries"),
-    case("train-devices-zero", [*TRAIN, *NT, "--engine", "lightning", "--devices", "0"], "devices"),
+    case("train-epochs-zero", [*TRAIN_L, *NT, "--engine", "lightning", "--epochs", "0"], "epochs must be"),
+    case("train-batch-queries-zero", [*TRAIN_L, *NT, "--engine", "lightning", "--batch-queries", "0"], "batch_queries"),
+    case("train-devices-zero", [*TRAIN_L, *NT, "--engine", "lightning", "--devices", "0"], "devices"),
     case("train-out-under-file", [*TRAIN[:-1], "{ws}/afile/out", *NT], "afile"),
     case("train-out-is-file", [*TRAIN[:-1], "{ws}/afile", *NT], "afile"),
     case("train-register-without-tracking", [*TRAIN, *NT, "--register", "m"], "--no-track"),
