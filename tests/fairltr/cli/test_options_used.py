@@ -138,7 +138,6 @@ CASES = [
     _case("dpr-shared-frozen", [*DPR, "--shared", "--freeze-documents"], "--shared"),
     _case("dpr-max-eval-items-no-eval", [*DPR, "--eval-split", "", "--max-eval-items", "5"], "--max-eval-items"),
     _case("dpr-languages-no-eval", [*DPR, "--eval-split", "", "--languages", "en"], "--languages"),
-    _case("dpr-cache-dir-no-cache", [*DPR, "--cache-dir", "cache", "--no-cache"], "--cache-dir"),
     _case("dpr-cache-dir-nothing-encoded", [*DPR, "--eval-split", "", "--cache-dir", "cache"], "--cache-dir"),
     _case("dpr-no-cache-nothing-encoded", [*DPR, "--eval-split", "", "--no-cache"], "--no-cache"),
     _case("dpr-experiment-no-track", [*DPR, "--experiment", "e"], "--experiment"),
@@ -152,7 +151,6 @@ CASES = [
     _case("retrieval-threads-bm25", [*BM25, "--threads", "1"], "--threads"),
     _case("retrieval-cache-dir-bm25", [*BM25, "--cache-dir", "cache"], "--cache-dir"),
     _case("retrieval-no-cache-bm25", [*BM25, "--no-cache"], "--no-cache"),
-    _case("retrieval-cache-dir-no-cache", [*ENC, "--cache-dir", "cache", "--no-cache"], "--cache-dir"),
     _case("retrieval-seed-no-sample", [*ENC, "--seed", "3"], "--seed"),
     # monitor
     _case("monitor-confidence-no-gate", [*MON, "--confidence", "0.9"], "--confidence"),
