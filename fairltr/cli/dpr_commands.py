@@ -44,7 +44,8 @@ def _corpus_encoded(values) -> bool:
 
 TRAIN_DPR_RULES = {
     "alpha": used_when(lambda v: get_loss(v["fairness_loss"]).weight_param is not None,
-                       lambda v: f"--alpha weighs the fairness loss; --fairness-loss {v['fairness_loss']} has no weight"),
+                       lambda v: f"--alpha weighs the fairness loss; --fairness-loss {v['fairness_loss']} has no "
+                                 "weight"),
     "shared": used_when(lambda v: not (v["shared"] and v["freeze_documents"]),
                         "--shared: --freeze-documents keeps a separate, pretrained document tower (it implies "
                         "--separate)"),

@@ -83,6 +83,7 @@ CASES = [
     _case("rerank-two-groups-fair", [*RERANK, "--p", "0.3", "--group", "protected", "--group", "x1"], "--group"),
     _case("rerank-two-groups-geyik", [*RERANK, "--method", "detrelaxed", "--group", "protected", "--group", "x1"],
           "--group"),
+    _case("rerank-judgment-geyik", [*RERANK, "--method", "detconstsort", "--judgment", "judgment"], "--judgment"),
     _case("rerank-na-values-parquet", ["rerank", "--input", f"{W}/test.parquet", "--out", "rr.csv", "--p", "0.3",
                                        "--na-values", ""], "--na-values"),
     _case("rerank-duplicates-item", [*RERANK, "--p", "0.3", "--item", "x1", "--duplicate-rows", "keep"],
