@@ -54,7 +54,8 @@ def _lightning(values) -> bool:
 
 
 def _estimator_only(option: str, instead: str):
-    return used_when(lambda v: not _lightning(v), f"{option} applies to --engine estimator; --engine lightning {instead}")
+    return used_when(lambda v: not _lightning(v),
+                     f"{option} applies to --engine estimator; --engine lightning {instead}")
 
 
 def _lightning_only(option: str, instead: str):

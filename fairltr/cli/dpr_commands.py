@@ -42,22 +42,18 @@ def _corpus_encoded(values) -> bool:
     return _evaluated(values) or values["freeze_documents"]
 
 
-def _no_cache_dir(values) -> str | None:
-    if not _corpus_encoded(values):
-        return "--cache-dir caches corpus embeddings; none are computed without an evaluation (--eval-split '') or " \
-               "--freeze-documents"
-    return "--cache-dir names the cache that --no-cache turns off" if values["no_cache"] else None
-
-
 TRAIN_DPR_RULES = {
     "alpha": used_when(lambda v: get_loss(v["fairness_loss"]).weight_param is not None,
-                       lambda v: f"--alpha weighs the fairness loss; --fairness-loss {v['fairness_loss']} has no weight"),
+                       lambda v: f"--alpha weighs the fairness loss; --fairness-loss {v['fairness_loss']} has no "
+                                 "weight"),
     "shared": used_when(lambda v: not (v["shared"] and v["freeze_documents"]),
                         "--shared: --freeze-documents keeps a separate, pretrained document tower (it implies "
                         "--separate)"),
     "max_eval_items": used_when(_evaluated, "--max-eval-items samples the evaluation; --eval-split '' skips it"),
     "languages": used_when(_evaluated, "--languages filters the evaluation; --eval-split '' skips it"),
-    "cache_dir": _no_cache_dir,
+    # --cache-dir with --no-cache is accepted: --no-cache bypasses that cache (tests/lightning_modules/test_dpr_cli.py)
+    "cache_dir": used_when(_corpus_encoded, "--cache-dir caches corpus embeddings; none are computed without an "
+                                            "evaluation (--eval-split '') or --freeze-documents"),
     "no_cache": used_when(_corpus_encoded, "--no-cache: no corpus embeddings are computed without an evaluation "
                                            "(--eval-split '') or --freeze-documents"),
     **tracking_rules(register=True),
@@ -145,8 +141,7 @@ EVALUATE_RETRIEVAL_RULES = {
     "max_query_length": _encoder_only("--max-query-length", "truncates the encoder's queries"),
     "max_doc_length": _encoder_only("--max-doc-length", "truncates the encoder's documents"),
     "threads": _encoder_only("--threads", "sets the encoder's torch threads"),
-    "cache_dir": lambda v: ("--cache-dir caches the encoder's corpus embeddings; --bm25 has no encoder" if v["bm25"]
-                            else "--cache-dir names the cache that --no-cache turns off" if v["no_cache"] else None),
+    "cache_dir": _encoder_only("--cache-dir", "caches the encoder's corpus embeddings"),
     "no_cache": _encoder_only("--no-cache", "turns off the encoder's corpus-embedding cache"),
     "seed": used_when(lambda v: v["max_items"] is not None, "--seed seeds the --max-items sample; give --max-items N"),
 }

@@ -36,6 +36,8 @@ RERANK_RULES = {
     "no_adjust": used_when(_fair, lambda v: f"--no-adjust applies to --method fair (FA*IR's multiple-testing "
                                             f"adjustment); {v['method']} runs no test"),
     "target": used_when(lambda v: not _fair(v), "--target applies to the Geyik methods; FA*IR takes --p"),
+    "judgment": used_when(_fair, lambda v: f"--judgment feeds FA*IR's before/after exposure metrics; {v['method']} "
+                                           "reports category shares only"),
     "group": _one_group,
     **reading_rules(lambda v: (v["input_path"],)),
 }
@@ -64,8 +66,7 @@ RERANK_RULES = {
 @click.option("--no-adjust", is_flag=True, help="use alpha as is (no multiple-testing adjustment)")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="output table (.csv or .parquet): every row, re-ranked, with score, rank, fair_feasible")
-@option_rules(RERANK_RULES, always=("input_path", "scores_col", "method", "k", "query", "judgment", "item", "fmt",
-                                    "out_path"))
+@option_rules(RERANK_RULES, always=("input_path", "scores_col", "method", "k", "query", "item", "fmt", "out_path"))
 def rerank_command(input_path, scores_col, method, p, alpha, target, k, query, group, judgment, item, fmt, no_adjust,
                    out_path) -> None:
     """Re-rank every query of a scored table: FA*IR (default) or DetGreedy / DetCons / DetRelaxed /

@@ -6,7 +6,7 @@ that it is *always* used::
 
     @cli.command("rerank")
     @click.option(...)
-    @option_rules({"alpha": fair_only("--alpha is FA*IR's significance"), ...},
+    @option_rules({"alpha": used_when(lambda v: v["method"] == "fair", "--alpha applies to --method fair"), ...},
                   always=("input_path", "k", ...))
     def rerank_command(...): ...
 
@@ -34,8 +34,9 @@ from click.core import ParameterSource
 
 from fairltr.cli.options import READ_META
 
-__all__ = ["Rule", "OptionRules", "option_rules", "rules_of", "refuse_unused", "given",
-           "used_when", "tracking_rules", "fair_preprocess_rules", "reading_rules", "audit_rules", "is_parquet_path", "GIVEN_SOURCES"]
+__all__ = ["Rule", "OptionRules", "option_rules", "rules_of", "refuse_unused", "given", "command_values", "used_when",
+           "tracking_rules", "fair_preprocess_rules", "reading_rules", "audit_rules", "is_parquet_path",
+           "GIVEN_SOURCES"]
 
 Rule = Callable[[Mapping[str, Any]], "str | None"]
 GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)

@@ -100,7 +100,7 @@ def _register_best(values) -> str | None:
     if _method(values).ranking is None:
         return (f"--register-best registers a ranking method's best trade-off (DELTR, LambdaMART or a re-ranker); "
                 f"--method {values['method']} is not one")
-    return "--register-best registers in MLflow; nothing is logged with --no-mlflow" if values["no_mlflow"] else None
+    return "--register-best registers in MLflow: drop --no-mlflow" if values["no_mlflow"] else None
 
 
 def _reading_rules() -> dict[str, Rule]:

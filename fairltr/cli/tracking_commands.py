@@ -45,7 +45,8 @@ def _ranking_file_rules(without_data: str | None) -> dict[str, Rule]:
         def check(values) -> str | None:
             kind = _data_kind(values)
             if kind == "folder":
-                return f"{label} describes a ranking --data file; a retriever's parallel-query folder has no such option"
+                return f"{label} describes a ranking --data file; a retriever's parallel-query folder has no ranking " \
+                       "columns"
             return f"{label} describes a ranking --data file; {without_data}" if kind == "none" else None
 
         return check

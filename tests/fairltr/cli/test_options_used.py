@@ -83,6 +83,7 @@ CASES = [
     _case("rerank-two-groups-fair", [*RERANK, "--p", "0.3", "--group", "protected", "--group", "x1"], "--group"),
     _case("rerank-two-groups-geyik", [*RERANK, "--method", "detrelaxed", "--group", "protected", "--group", "x1"],
           "--group"),
+    _case("rerank-judgment-geyik", [*RERANK, "--method", "detconstsort", "--judgment", "judgment"], "--judgment"),
     _case("rerank-na-values-parquet", ["rerank", "--input", f"{W}/test.parquet", "--out", "rr.csv", "--p", "0.3",
                                        "--na-values", ""], "--na-values"),
     _case("rerank-duplicates-item", [*RERANK, "--p", "0.3", "--item", "x1", "--duplicate-rows", "keep"],
@@ -138,7 +139,6 @@ CASES = [
     _case("dpr-shared-frozen", [*DPR, "--shared", "--freeze-documents"], "--shared"),
     _case("dpr-max-eval-items-no-eval", [*DPR, "--eval-split", "", "--max-eval-items", "5"], "--max-eval-items"),
     _case("dpr-languages-no-eval", [*DPR, "--eval-split", "", "--languages", "en"], "--languages"),
-    _case("dpr-cache-dir-no-cache", [*DPR, "--cache-dir", "cache", "--no-cache"], "--cache-dir"),
     _case("dpr-cache-dir-nothing-encoded", [*DPR, "--eval-split", "", "--cache-dir", "cache"], "--cache-dir"),
     _case("dpr-no-cache-nothing-encoded", [*DPR, "--eval-split", "", "--no-cache"], "--no-cache"),
     _case("dpr-experiment-no-track", [*DPR, "--experiment", "e"], "--experiment"),
@@ -152,7 +152,6 @@ CASES = [
     _case("retrieval-threads-bm25", [*BM25, "--threads", "1"], "--threads"),
     _case("retrieval-cache-dir-bm25", [*BM25, "--cache-dir", "cache"], "--cache-dir"),
     _case("retrieval-no-cache-bm25", [*BM25, "--no-cache"], "--no-cache"),
-    _case("retrieval-cache-dir-no-cache", [*ENC, "--cache-dir", "cache", "--no-cache"], "--cache-dir"),
     _case("retrieval-seed-no-sample", [*ENC, "--seed", "3"], "--seed"),
     # monitor
     _case("monitor-confidence-no-gate", [*MON, "--confidence", "0.9"], "--confidence"),
