@@ -75,7 +75,8 @@ def candidates(mlflow_server, tmp_path_factory):
 
 
 def _promote(*args):
-    return CliRunner().invoke(cli, ["promote", *args, "--n-boot", "500"])
+    intervals = ["--n-boot", "500"] if "--confidence" in args else []  # no interval is drawn without --confidence
+    return CliRunner().invoke(cli, ["promote", *args, *intervals])
 
 
 def _alias(name, alias="champion"):
