@@ -37,6 +37,11 @@ MONITOR_RULES = {
               help="score raw candidates with this model (models:/NAME/V, models:/NAME@ALIAS; verified before use); "
                    "without it the table's --rank-column (or --score-column) is the ranking")
 @click.option("--time-column", required=True, help="timestamp of each row (ISO 8601 dates or times)")
+@click.option("--time-format", default=None, metavar="FORMAT",
+              help="strptime format of dates written with numbers only, which are refused without it "
+                   "(07/01/2026: %d/%m/%Y or %m/%d/%Y)")
+@click.option("--time-unit", default=None, type=click.Choice(["s", "ms", "us", "ns"]),
+              help="what numeric timestamps count since 1970-01-01 UTC (required for them)")
 @click.option("--window", required=True, help="window length: 24h, 7d, 2w, 1mo, 1y")
 @click.option("--query", default="query_id", show_default=True, help="query (ranking) id column")
 @group_option("group attribute column, repeatable: --group race --group sex (integer or string categories; "
@@ -51,7 +56,9 @@ MONITOR_RULES = {
 @click.option("--gate", "gates", multiple=True,
               help="promotion gate checked per window, repeatable: four_fifths@10, 'exposure_ratio_worst>=0.8'")
 @click.option("--confidence", type=float, default=None,
-              help="check every gate on the conservative end of its interval at this level (e.g. 0.95)")
+              help="control the chance of any false FAIL over the run's windows x gates x categories at this level "
+                   "(Holm over one-sided tests of the four-fifths gates; e.g. 0.95); windows the data cannot decide "
+                   "say 'insufficient evidence'")
 @click.option("--reference", default=None, type=click.Path(dir_okay=False),
               help="training table to compare each window's category mix and feature means with "
                    "(default: the profile recorded with --model-uri's training run)")
@@ -59,19 +66,22 @@ MONITOR_RULES = {
 @click.option("--out", "out_dir", default="outputs/monitor", show_default=True, help="output folder")
 @click.option("--experiment", default="fairltr-monitor", show_default=True, help="MLflow experiment")
 @click.option("--no-track", is_flag=True, help="do not log to MLflow (and do not tag the model version)")
-@option_rules(MONITOR_RULES, always=("data_path", "model_uri", "time_column", "window", "query", "group", "judgment",
+@option_rules(MONITOR_RULES, always=("data_path", "model_uri", "time_column", "time_format", "time_unit", "window",
+                                     "query", "group", "judgment",
                                      "item", "rank_column", "score_column", "k", "gates", "reference", "out_dir",
                                      "no_track"))
-def monitor_command(data_path, model_uri, time_column, window, query, group, judgment, item, rank_column, score_column, k,
+def monitor_command(data_path, model_uri, time_column, time_format, time_unit, window, query, group, judgment, item,
+                    rank_column, score_column, k,
                     ci, min_category_share, n_boot, ci_seed, gates, confidence, reference, allow_unverified, out_dir,
                     experiment, no_track):
-    """Audit served rankings per time window; exit 1 naming every failing window and category."""
+    """Audit served rankings per time window: each window passes, fails or has insufficient evidence;
+    exit 1 naming every failing window and category."""
     from pathlib import Path
 
     from fairltr.workflows.monitor import MonitorConfig, monitor
 
     cfg = MonitorConfig(
-        data=Path(data_path), time_column=time_column, window=window,
+        data=Path(data_path), time_column=time_column, window=window, time_format=time_format, time_unit=time_unit,
         columns=ranking_columns(query, group, judgment, item),
         audit=audit_config(k, ci, min_category_share, n_boot, ci_seed), out_dir=Path(out_dir), model_uri=model_uri,
         score_column=score_column, rank_column=rank_column, gates=tuple(gates), confidence=confidence,
@@ -81,6 +91,8 @@ def monitor_command(data_path, model_uri, time_column, window, query, group, jud
     res = monitor(cfg, echo=lambda line: click.echo(line, err=True))
     for failure in res.failures:
         click.echo(failure["line"])
+    for line in res.record.get("insufficient", []):
+        click.echo(line)
     click.echo(f"{len(res.windows)} windows through {res.record['through']}: {res.record['verdict']}; "
                f"outputs in {cfg.out_dir}")
     if res.run_id:

@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
-import numpy as np
 import pandas as pd
 
 from fairltr.columns import RankingColumns
@@ -33,7 +32,10 @@ class WindowAudit:
     metrics: dict[str, float]
     interval: dict | None = None
     failures: list[dict] = field(default_factory=list)  # filled by the gates
+    verdict: str = "pass"  # pass, fail or insufficient evidence (fairltr.monitoring.window_verdicts)
+    insufficient: list[str] = field(default_factory=list)  # why the evidence is insufficient, one line each
     tables: dict = field(default_factory=dict)  # {k: audit table} of every cut-off computed (``table`` is config.k's)
+    k: int = 10  # the cut-off of ``table``
 
     def table_at(self, metric: str) -> pd.DataFrame:
         """The audit table a gate's metric reads: the one at its cut-off (``impact_ratio_at_5``), else ``table``."""
@@ -68,7 +70,7 @@ def audit_windows(frames: Iterable[tuple[int, pd.Timestamp, pd.Timestamp, pd.Dat
             tables[k] = extra.table
         yield WindowAudit(index=index, start=start, end=end, n_rows=len(frame),
                           n_queries=int(frame[columns.query].nunique()), table=result.table,
-                          metrics=metrics, interval=result.interval, tables=tables)
+                          metrics=metrics, interval=result.interval, tables=tables, k=int(config.k))
 
 
 # which audit-table column a worst-case metric is the minimum of
@@ -112,11 +114,11 @@ def failing_categories(table: pd.DataFrame, metric: str, passes, confidence: boo
 
 
 def metrics_frame(windows: list[WindowAudit]) -> pd.DataFrame:
-    """One row per window: index, start, end, rows, queries and every worst-case metric."""
+    """One row per window: index, start, end, rows, queries, verdict and every worst-case metric."""
     rows: list[Mapping] = []
     for w in windows:
         rows.append({"window": w.index, "window_start": w.start, "window_end": w.end, "n_rows": w.n_rows,
-                     "n_queries": w.n_queries, **w.metrics})
+                     "n_queries": w.n_queries, "verdict": w.verdict, **w.metrics})
     return pd.DataFrame(rows)
 
 
@@ -130,6 +132,3 @@ def tables_frame(windows: list[WindowAudit]) -> pd.DataFrame:
         parts.append(t)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
-
-def nan_to_none(value: float) -> float | None:
-    return None if value is None or (isinstance(value, float) and not np.isfinite(value)) else float(value)

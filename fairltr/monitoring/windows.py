@@ -16,7 +16,7 @@ import pandas as pd
 
 from fairltr.errors import ConfigError, DataError
 
-__all__ = ["WindowSpec", "parse_window", "parse_time_column", "assign_windows"]
+__all__ = ["WindowSpec", "parse_window", "parse_time_column", "assign_windows", "TIME_UNITS"]
 
 _SPEC = re.compile(r"^\s*(\d+)\s*(h|d|w|mo|y)\s*$")
 _UNIT_WORDS = {"h": "hour", "d": "day", "w": "week", "mo": "month", "y": "year"}
@@ -58,24 +58,90 @@ def parse_window(text: str) -> WindowSpec:
     return WindowSpec(int(m.group(1)), m.group(2))
 
 
-def parse_time_column(df: pd.DataFrame, column: str, source: str = "") -> pd.Series:
-    """The time column as timezone-naive UTC timestamps; a missing column or an unparseable
-    value is a :class:`DataError` naming the file, column, line and value."""
+TIME_UNITS = ("s", "ms", "us", "ns")
+_ISO = re.compile(r"^\s*\d{4}-\d{2}-\d{2}(?:[T ]\d{2}(?::\d{2}(?::\d{2}(?:\.\d+)?)?)?)?\s*(?:Z|[+-]\d{2}:?\d{2})?\s*$")
+_NUMERIC_DATE = re.compile(r"^\s*\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b")
+_NUMBER = re.compile(r"^\s*[-+]?\d+(?:\.\d*)?\s*$")
+
+
+def _where(df: pd.DataFrame, pos: int, source: str) -> str:
+    from fairltr.data import locate_row
+
+    return locate_row(df, pos, source or None)
+
+
+def _bad_value(df: pd.DataFrame, raw: pd.Series, bad: np.ndarray, column: str, source: str, hint: str) -> DataError:
+    from fairltr.data import show_value
+
+    pos = int(np.flatnonzero(bad)[0])
+    return DataError(f"{_where(df, pos, source)}: time column {column!r} holds {show_value(raw.iloc[pos])}, {hint}")
+
+
+def _numeric_times(df: pd.DataFrame, raw: pd.Series, column: str, source: str, unit: str | None) -> pd.Series:
+    from fairltr.data import show_value
+
+    values = pd.to_numeric(raw, errors="coerce")
+    if unit is None:
+        first = raw.iloc[int(np.flatnonzero(values.notna().to_numpy())[0])] if values.notna().any() else raw.iloc[0]
+        raise ConfigError(f"time column {column!r} holds numbers ({show_value(first)}): say what they count with "
+                          f"--time-unit {'|'.join(TIME_UNITS)} (seconds, milliseconds, microseconds or nanoseconds "
+                          "since 1970-01-01 UTC)")
+    bad = values.isna().to_numpy()
+    if bad.any():
+        raise _bad_value(df, raw, bad, column, source, "not a number of " + unit)
+    t = pd.to_datetime(values, unit=unit, utc=True)
+    if len(t) and t.max().year < 1980:
+        raise DataError(f"{source + ': ' if source else ''}time column {column!r} read with --time-unit {unit} puts "
+                        f"every row before 1980 (latest {t.max().isoformat()}): the values count a larger unit "
+                        f"(e.g. --time-unit s for epoch seconds)")
+    return t
+
+
+def parse_time_column(df: pd.DataFrame, column: str, source: str = "", *, time_format: str | None = None,
+                      time_unit: str | None = None) -> pd.Series:
+    """The time column as timezone-naive UTC timestamps. Accepted without options: datetime
+    columns and ISO 8601 text (``2026-01-28``, ``2026-01-28T09:30:00Z``); dates written with
+    numbers only (``07/01/2026``: 7 January or 1 July) need ``time_format`` (a strptime format,
+    ``%d/%m/%Y``); numbers (epoch times) need ``time_unit`` in :data:`TIME_UNITS`. A missing
+    column, an unparseable value or an ambiguous one is a one-line error naming the file, column,
+    line and value."""
     where = f"{source}: " if source else ""
     if column not in df.columns:
         raise DataError(f"{where}time column {column!r} not in the table; columns: {list(df.columns)}")
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        raise ConfigError(f"--time-unit must be one of {list(TIME_UNITS)}, got {time_unit!r}")
     raw = df[column]
     if pd.api.types.is_datetime64_any_dtype(raw):
         t = pd.to_datetime(raw, utc=True)
+    elif pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
+        t = _numeric_times(df, raw, column, source, time_unit)
+    elif time_format is not None:
+        t = pd.to_datetime(raw, format=time_format, errors="coerce", utc=True)
+        bad = t.isna().to_numpy()
+        if bad.any():
+            raise _bad_value(df, raw, bad, column, source, f"which does not match --time-format {time_format!r}")
     else:
-        t = pd.to_datetime(raw, errors="coerce", utc=True, format="mixed")
+        text = raw.astype(str)
+        numbers = text.str.match(_NUMBER).to_numpy()
+        if numbers.all() and len(text):
+            t = _numeric_times(df, raw, column, source, time_unit)
+        else:
+            ambiguous = text.str.match(_NUMERIC_DATE).to_numpy()
+            if ambiguous.any():
+                raise _bad_value(df, raw, ambiguous, column, source,
+                                 "a date written with numbers only (day first or month first?): name the format with "
+                                 "--time-format, e.g. --time-format %d/%m/%Y or --time-format %m/%d/%Y (ISO 8601 "
+                                 "dates, 2026-01-28, need none)")
+            iso = text.str.match(_ISO).to_numpy()
+            t = pd.Series(pd.NaT, index=raw.index, dtype="datetime64[ns, UTC]")
+            if iso.any():
+                t[iso] = pd.to_datetime(raw[iso], errors="coerce", utc=True, format="ISO8601")
+            if (~iso).any():  # written out (Jan 28 2026, 28 January 2026): no day/month ambiguity
+                t[~iso] = pd.to_datetime(raw[~iso], errors="coerce", utc=True, format="mixed", dayfirst=False)
     bad = t.isna().to_numpy()
     if bad.any():
-        pos = int(np.flatnonzero(bad)[0])
-        from fairltr.data import locate_row, show_value
-
-        raise DataError(f"{locate_row(df, pos, source or None)}: time column {column!r} holds {show_value(raw.iloc[pos])}, not a date or time "
-                        "(use ISO 8601, e.g. 2026-01-28 or 2026-01-28T09:30:00)")
+        raise _bad_value(df, raw, bad, column, source, "not a date or time (use ISO 8601, e.g. 2026-01-28 or "
+                                                        "2026-01-28T09:30:00; or --time-format / --time-unit)")
     return t.dt.tz_localize(None)
 
 

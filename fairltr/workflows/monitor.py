@@ -20,7 +20,6 @@ in record batches and spilled per window, so memory follows the largest window, 
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +66,8 @@ class MonitorConfig:
     tracking: TrackingOptions = field(default_factory=lambda: TrackingOptions(experiment="fairltr-monitor"))
     na_values: tuple[str, ...] | None = None  # CSV cells read as missing (None: pandas' defaults)
     duplicates: str = "refuse"  # repeated rows (no item column): fairltr.data.DUPLICATE_POLICIES
+    time_format: str | None = None  # strptime format of dates written with numbers only (07/01/2026)
+    time_unit: str | None = None  # what numeric timestamps count: fairltr.monitoring.TIME_UNITS
 
     def __post_init__(self) -> None:
         from fairltr.monitoring import parse_window
@@ -123,9 +124,16 @@ def _check_columns(present: Sequence[str], cfg: MonitorConfig, features: Sequenc
         raise DataError(f"{where}: missing column(s) {missing}{what}; columns: {list(present)}")
 
 
+def _times(cfg: MonitorConfig, frame: pd.DataFrame) -> pd.Series:
+    from fairltr.monitoring import parse_time_column
+
+    return parse_time_column(frame, cfg.time_column, str(cfg.data), time_format=cfg.time_format,
+                             time_unit=cfg.time_unit)
+
+
 def _frames_csv(cfg: MonitorConfig, spec, features: Sequence[str]) -> Iterator[tuple]:
     from fairltr.io import read_table
-    from fairltr.monitoring import assign_windows, parse_time_column
+    from fairltr.monitoring import assign_windows
 
     c = cfg.columns
     from fairltr.data import check_duplicate_rows
@@ -133,7 +141,7 @@ def _frames_csv(cfg: MonitorConfig, spec, features: Sequence[str]) -> Iterator[t
     df = read_table(cfg.data, columns=c.replace(judgment=c.judgment if c.judgment else None), na_values=cfg.na_values)
     _check_columns(list(df.columns), cfg, features, str(cfg.data))
     df = check_duplicate_rows(df, c, cfg.duplicates, source=str(cfg.data))
-    index, starts = assign_windows(parse_time_column(df, cfg.time_column, str(cfg.data)), spec)
+    index, starts = assign_windows(_times(cfg, df), spec)
     for i in np.unique(index):
         yield int(i), starts[i], starts[i + 1], df.iloc[np.flatnonzero(index == i)]
 
@@ -146,7 +154,7 @@ def _frames_parquet(cfg: MonitorConfig, spec, features: Sequence[str], spill: Pa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from fairltr.monitoring import assign_windows, parse_time_column
+    from fairltr.monitoring import assign_windows
 
     try:
         pf = pq.ParquetFile(cfg.data)
@@ -156,7 +164,7 @@ def _frames_parquet(cfg: MonitorConfig, spec, features: Sequence[str], spill: Pa
     cols = [col for col in dict.fromkeys([*_needed_columns(cfg, features), *extra]) if col in pf.schema_arrow.names]
     first = None
     for batch in pf.iter_batches(columns=[cfg.time_column], batch_size=1 << 16):
-        t = parse_time_column(batch.to_pandas(), cfg.time_column, str(cfg.data))
+        t = _times(cfg, batch.to_pandas())
         first = t.min() if first is None else min(first, t.min())
     if first is None:
         raise DataError(f"{cfg.data}: the traffic table has no rows")
@@ -165,7 +173,7 @@ def _frames_parquet(cfg: MonitorConfig, spec, features: Sequence[str], spill: Pa
     try:
         for batch in pf.iter_batches(columns=cols, batch_size=1 << 16):
             frame = batch.to_pandas()
-            t = parse_time_column(frame, cfg.time_column, str(cfg.data))
+            t = _times(cfg, frame)
             index, starts = assign_windows(pd.concat([pd.Series([first]), t], ignore_index=True), spec)
             index = index[1:]
             for i in np.unique(index):
@@ -186,56 +194,17 @@ def _frames_parquet(cfg: MonitorConfig, spec, features: Sequence[str], spill: Pa
 
 
 def _scorer(cfg: MonitorConfig, model) -> Callable[[pd.DataFrame], np.ndarray]:
+    """Higher = ranked first: the model's ranking (its recorded serving policy applied, as served:
+    minus the served rank), else the table's scores, else minus its ranks (checked: 1..n per query)."""
     if model is not None and not (cfg.score_column or cfg.rank_column):
+        if getattr(model, "serving_policy", None):  # the policy re-ranks: the order is the rank, not the score
+            return lambda frame: -model.predict(frame)["rank"].to_numpy(dtype=np.float64)
         return lambda frame: model.predict(frame)["score"].to_numpy(dtype=np.float64)
     if cfg.score_column:
         return lambda frame: pd.to_numeric(frame[cfg.score_column], errors="raise").to_numpy(dtype=np.float64)
+    from fairltr.monitoring.served_ranks import check_rank_permutation
 
-    def minus_rank(frame: pd.DataFrame) -> np.ndarray:
-        ranks = pd.to_numeric(frame[cfg.rank_column], errors="coerce").to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(ranks)
-        if bad.any():
-            pos = int(np.flatnonzero(bad)[0])
-            raise DataError(f"{cfg.data}: rank column {cfg.rank_column!r} holds {frame[cfg.rank_column].iloc[pos]!r} "
-                            f"(query {frame[cfg.columns.query].iloc[pos]!r}); ranks must be numbers")
-        return -ranks
-
-    return minus_rank
-
-
-def _passes(gate, confidence: float | None) -> Callable[[tuple[float, float]], bool]:
-    """Whether a category's (low, high) — or (value, value) — passes ``gate`` (the gate module's
-    own check, on a one-metric dictionary)."""
-    from fairltr.gates import check_gates
-
-    def ok(bounds: tuple[float, float]) -> bool:
-        low, high = bounds
-        values = {gate.metric: (low + high) / 2, f"{gate.metric}_ci_low": low, f"{gate.metric}_ci_high": high}
-        return check_gates([gate], values, None, confidence=confidence)[0].passed
-
-    return ok
-
-
-def _gate_window(w, gates: Sequence, confidence: float | None) -> list[dict]:
-    """The failing (gate, category) pairs of one window, each a dict with the printed line."""
-    from fairltr.monitoring import failing_categories
-    from fairltr.gates import check_gates
-
-    out = []
-    for g, res in zip(gates, check_gates(gates, w.metrics, None, confidence=confidence)):
-        if res.passed:
-            continue
-        cats = failing_categories(w.table_at(g.metric), g.metric, _passes(g, confidence), confidence is not None)
-        if not cats:
-            low, high = w.metrics.get(f"{g.metric}_ci_low", math.nan), w.metrics.get(f"{g.metric}_ci_high", math.nan)
-            cats = [{"attribute": "", "category": "(worst case)", "value": res.value if res.value is not None
-                     else math.nan, "ci_low": low, "ci_high": high}]
-        for cat in cats:
-            where = f"{cat['attribute']}={cat['category']}" if cat["attribute"] else cat["category"]
-            interval = "" if math.isnan(cat["ci_low"]) else f" [{cat['ci_low']:.3f}, {cat['ci_high']:.3f}]"
-            line = f"{w.label} FAIL {g.text} {where} {cat['value']:.3f}{interval}"
-            out.append({"window": w.index, "window_start": w.label, "gate": g.text, **cat, "line": line})
-    return out
+    return lambda frame: -check_rank_permutation(frame, cfg.rank_column, cfg.columns.query, str(cfg.data))
 
 
 def _reference_profile(cfg: MonitorConfig, vm, features: Sequence[str], echo: Echo):
@@ -261,10 +230,11 @@ def _reference_profile(cfg: MonitorConfig, vm, features: Sequence[str], echo: Ec
 
 
 def _audit_all_windows(cfg: MonitorConfig, spec, gates: Sequence, vm, model, tmp: Path,
-                       echo: Echo) -> tuple[list, list[pd.DataFrame]]:
+                       echo: Echo) -> tuple[list, list[pd.DataFrame], Any]:
     """Audit every window of ``cfg.data`` (scored by ``model`` unless the table carries scores or
     ranks): the windows with their failing gate/category pairs, and each window's population
-    shift against the training profile (none without one). ``tmp`` holds the Parquet spill."""
+    shift against the training profile (none without one), and that profile. ``tmp`` holds the
+    Parquet spill."""
     from fairltr.monitoring import audit_windows, population_shift
 
     scoring = model is not None and not (cfg.score_column or cfg.rank_column)
@@ -289,13 +259,11 @@ def _audit_all_windows(cfg: MonitorConfig, spec, gates: Sequence, vm, model, tmp
                                extra_ks=gate_ks))
         if not cfg.columns.judgment:  # no outcomes: nothing to say about merit
             w.metrics = {k: v for k, v in w.metrics.items() if not k.startswith("disparate_treatment_ratio")}
-        w.failures = _gate_window(w, gates, cfg.confidence)
         windows.append(w)
         if profile is not None:
             shifts.append(population_shift(frame, profile, index=index, start=start))
-        echo(f"window {w.label}: {w.n_queries} queries, {w.n_rows} candidates"
-             + (f", {len(w.failures)} failing gate/category pair(s)" if w.failures else ""))
-    return windows, shifts
+        echo(f"window {w.label}: {w.n_queries} queries, {w.n_rows} candidates")
+    return windows, shifts, profile
 
 
 def _write_outputs(out: OutputSet, cfg: MonitorConfig, record: dict, windows: list, summary: dict,
@@ -342,12 +310,14 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
         uri = check_tracking_uri()
     with tempfile.TemporaryDirectory(prefix="fairltr-monitor-") as tmp:
         vm, model = _open_model(cfg, Path(tmp) / "model")
-        windows, shifts = _audit_all_windows(cfg, spec, gates, vm, model, Path(tmp), echo)
+        windows, shifts, profile = _audit_all_windows(cfg, spec, gates, vm, model, Path(tmp), echo)
     shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
-    summary = shift_summary(shift) if len(shift) else {}
+    summary = shift_summary(shift, cfg.confidence) if len(shift) else {}
+    mismatch = _label_warning(shift, echo)
+    tests = _judge(cfg, windows, gates, profile)
     failures = [f | {"pool_changed": summary.get(f["window"], {}).get("shifted")} for w in windows for f in w.failures]
     metrics_table = metrics_frame(windows)
-    record = _record(cfg, spec, windows, failures, summary, vm)
+    record = _record(cfg, spec, windows, failures, summary, vm) | _statistics_record(cfg, windows, tests, mismatch)
     files = _write_outputs(out, cfg, record, windows, summary, metrics_table, shift)
     result = MonitorResult(windows=windows, failures=failures, files=files, tracking_uri=uri,
                            version=(vm.name, vm.version) if vm is not None and vm.name else None, record=record)
@@ -358,6 +328,62 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
         if result.version is not None:
             tag_monitored_version(*result.version, record)
     return result
+
+
+def _judge(cfg: MonitorConfig, windows: list, gates: Sequence, profile) -> pd.DataFrame:
+    """Every window's verdict (:func:`fairltr.monitoring.judge_windows`) set on the window; the
+    run's pair tests returned. The reference categories: the training profile's (shares at least
+    the audit's min_category_share), else those of all windows."""
+    from fairltr.monitoring.window_verdicts import judge_windows, pooled_categories
+
+    if profile is not None:
+        share = cfg.audit.min_category_share
+        reference = {a: [c for c, v in shares.items() if v >= share] for a, shares in profile.categories.items()
+                     if a in cfg.columns.groups}
+    else:
+        reference = pooled_categories(windows, cfg.columns.groups)
+    verdicts, tests = judge_windows(windows, gates, cfg.confidence, reference)
+    for w, v in zip(windows, verdicts):
+        w.failures, w.verdict, w.insufficient = v.failures, v.verdict, v.insufficient
+    return tests
+
+
+def _label_warning(shift: pd.DataFrame, echo: Echo) -> dict[str, list[str]]:
+    """Name the traffic's category labels the training profile lacks (one line), so that a shift
+    of 1.0 is never silent; returns them per attribute."""
+    from fairltr.monitoring.shift import label_mismatch
+
+    mismatch = label_mismatch(shift)
+    if mismatch:
+        import warnings
+
+        from fairltr.errors import FairltrWarning
+
+        what = "; ".join(f"{a}: {', '.join(v)}" for a, v in mismatch.items())
+        warnings.warn(f"the traffic's category labels differ from the training profile's ({what} never occur in "
+                      "training): the population shift compares different labels; check the group columns' "
+                      "spelling", FairltrWarning, stacklevel=2)
+    return mismatch
+
+
+def _statistics_record(cfg: MonitorConfig, windows: list, tests: pd.DataFrame, mismatch: dict) -> dict:
+    """What the record adds about the statistics: each window's verdict, the insufficient-evidence
+    lines, the family of tests and the label mismatch."""
+    n_tests = int(tests["testable"].sum()) if len(tests) else 0
+    verdicts = {w.label: w.verdict for w in windows}
+    n_fail = sum(v == "fail" for v in verdicts.values())
+    n_ins = sum(v == "insufficient evidence" for v in verdicts.values())
+    verdict = "PASS" if not n_fail else f"FAIL in {n_fail} of {len(windows)} windows"
+    if n_ins:
+        verdict += f"; insufficient evidence in {n_ins}"
+    return {
+        "verdict": verdict, "window_verdicts": verdicts,
+        "insufficient": [line for w in windows for line in w.insufficient],
+        "family": {"method": "holm" if cfg.confidence is not None else "none (point estimates)",
+                   "confidence": cfg.confidence, "n_tests": n_tests,
+                   "test": "one-sided Farrington-Manning score test of p_c >= tau * p_r per category pair"},
+        "label_mismatch": mismatch,
+    }
 
 
 def _parse_gates(texts: Sequence[str]) -> list:
@@ -376,6 +402,9 @@ def _open_model(cfg: MonitorConfig, dst: Path):
     if vm.kind != "ranker":
         raise ConfigError(f"{cfg.model_uri} is a {vm.kind}; fairltr monitor audits rankers")
     pyfunc.feature_names = list(pyfunc.metadata.get_input_schema().input_names())
+    config = ((vm.meta.flavors or {}).get("python_function") or {}).get("config") or {}
+    policy = config.get("serve_rerank")
+    pyfunc.serving_policy = policy if policy and str(policy).strip() != "none" else None  # served as recorded
     return vm, pyfunc
 
 

@@ -10,7 +10,6 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 __all__ = ["recorded_training_profile", "log_training_profile", "monitor_plot_png", "monitor_report_html",
@@ -55,7 +54,8 @@ def _impact_columns(table: pd.DataFrame) -> bool:
 
 def monitor_plot_png(windows: Sequence[Any], k: int, threshold: float = 0.8) -> bytes:
     """One panel per attribute (and the intersection): each audited category's impact ratio at k
-    per window, its interval as a band, and the four-fifths line."""
+    per window, its interval as a band, the four-fifths line, and each window's verdict as its
+    background (red: fail, grey: insufficient evidence)."""
     from fairltr.tracking.evaluation.plots import _pyplot, figure_to_png
 
     plt = _pyplot()
@@ -69,7 +69,15 @@ def monitor_plot_png(windows: Sequence[Any], k: int, threshold: float = 0.8) -> 
     frame = pd.DataFrame(rows)
     attributes = list(dict.fromkeys(frame["attribute"])) if len(frame) else ["(no data)"]
     fig, axes = plt.subplots(len(attributes), 1, figsize=(9, 3.2 * len(attributes)), squeeze=False, sharex=True)
+    shade = {"fail": ("#f4b6b6", "fail"), "insufficient evidence": ("#d9d9d9", "insufficient evidence")}
     for ax, attribute in zip(axes[:, 0], attributes):
+        seen: set[str] = set()
+        for w in windows:
+            colour, label = shade.get(getattr(w, "verdict", "pass"), (None, None))
+            if colour:
+                ax.axvspan(w.start, w.end, color=colour, alpha=0.6, zorder=0,
+                           label=None if label in seen else f"window: {label}")
+                seen.add(label)
         part = frame[frame["attribute"] == attribute] if len(frame) else frame
         for category, line in part.groupby("category", sort=True):
             line = line.sort_values("start")
@@ -101,6 +109,7 @@ def monitor_report_html(record: Mapping[str, Any], windows: Sequence[Any], shift
     k = record["k"]
     key = f"impact_ratio_at_{k}"
     failing = {f["window"] for f in record["failures"]}
+    verdicts = record.get("window_verdicts", {})
     head = ["window start", "queries", "candidates", f"impact ratio @ {k}", "exposure ratio (worst)", "gates",
             "pool changed (TVD / |SMD|)"]
     body = []
@@ -110,15 +119,28 @@ def monitor_report_html(record: Mapping[str, Any], windows: Sequence[Any], shift
         ir_text = _cell(ir) + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else "")
         s = shift.get(w.index)
         moved = ("yes" if s["shifted"] else "no") + f" ({s['max_tvd']:.2f} / {s['max_abs_smd']:.2f})" if s else "n/a"
-        verdict = "FAIL" if w.index in failing else ("pass" if record["gates"] else "no gates")
+        verdict = verdicts.get(w.label) or ("fail" if w.index in failing else "pass")
+        verdict = verdict if record["gates"] or verdict != "pass" else "no gates"
         cells = [w.label, w.n_queries, w.n_rows, ir_text, _cell(w.metrics.get("exposure_ratio_worst", math.nan)),
                  verdict, moved]
-        style = ' style="background:#fde2e2"' if w.index in failing else ""
+        style = (' style="background:#fde2e2"' if verdict == "fail" else
+                 ' style="background:#eeeeee"' if verdict == "insufficient evidence" else "")
         body.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     lines = "".join(f"<li><code>{html.escape(f['line'])}</code>"
                     + (" — the pool changed" if f.get("pool_changed") else
                        " — the pool did not change: the model treats it differently" if f.get("pool_changed") is False
                        else "") + "</li>" for f in record["failures"]) or "<li>none</li>"
+    notes = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in record.get("insufficient", [])) \
+        or "<li>none</li>"
+    family = record.get("family") or {}
+    if family.get("method") == "holm":
+        stats_text = (f"With confidence {family.get('confidence')}, a window fails only when a one-sided test of "
+                      f"the four-fifths gates rejects after Holm's correction over the run's {family.get('n_tests')} "
+                      "tests (the chance of any false FAIL in the run is at most 1 - confidence); below the bound "
+                      "but not significant, or too small to test, is 'insufficient evidence' (docs/monitoring.md).")
+    else:
+        stats_text = ("Without --confidence the point estimates decide; a category below the bound in a window too "
+                      "small to test it (fewer than 5 expected selections) is 'insufficient evidence', not a FAIL.")
     img = base64.b64encode(png).decode("ascii")
     model = html.escape(record.get("model_version") or record.get("model_uri") or "scored traffic table")
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>fairltr monitor</title>
@@ -131,10 +153,12 @@ gates {html.escape(', '.join(record['gates']) or 'none')}{' at confidence ' + st
 · monitored through {html.escape(str(record['through']))}</p>
 <p>Each window is audited on its own rows: pooled selection rate at {k} per category, its ratio to the
 most-selected category (the four-fifths rule reads impact ratio &ge; 0.8), with {int(record['ci'] * 100) if record['ci'] else 'no'}%
-bootstrap intervals over the window's queries. "Pool changed" compares the window's category mix (total variation
-distance &gt; 0.1) and feature means (|standardised mean difference| &gt; 0.25) with the training data.</p>
+bootstrap intervals over the window's queries. {html.escape(stats_text)} "Pool changed" tests the window's
+category mix (goodness of fit) and feature means (z test) against the training data, Holm-corrected over the
+run (total variation distance and standardised mean difference shown as effect sizes).</p>
 <h2>Windows</h2><table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{''.join(body)}</table>
 <h2>Failing windows and categories</h2><ul>{lines}</ul>
+<h2>Insufficient evidence</h2><ul>{notes}</ul>
 <h2>Impact ratio per category over time</h2><img alt="impact ratio over time" src="data:image/png;base64,{img}">
 </body></html>"""
 
@@ -156,11 +180,8 @@ def log_monitor_run(tracking: Any, record: Mapping[str, Any], windows: Sequence[
         log_params(run_id, {k: record[k] for k in ("data", "time_column", "window", "k", "ci", "n_boot", "seed",
                                                    "confidence", "model_uri", "model_version")}
                    | {"groups": ",".join(record["groups"]), "gates": ";".join(record["gates"])})
-        metrics = [Metric(key=_key(key), value=float(value), timestamp=int(w.start.value // 1_000_000), step=w.index)
-                   for w in windows for key, value in w.metrics.items()
-                   if isinstance(value, (int, float)) and math.isfinite(float(value))]
-        metrics += [Metric(key="failing_categories", value=float(len(w.failures)),
-                           timestamp=int(w.start.value // 1_000_000), step=w.index) for w in windows]
+        metrics = [Metric(key=key, value=value, timestamp=int(w.start.value // 1_000_000), step=w.index)
+                   for w in windows for key, value in window_series(w).items()]
         client = mlflow.MlflowClient()
         for start in range(0, len(metrics), 1000):  # MLflow's batch limit
             client.log_batch(run_id, metrics=metrics[start:start + 1000])
@@ -176,6 +197,33 @@ def _key(metric: str) -> str:
     import re
 
     return re.sub(r"[^\w\-./: ]", "_", metric)
+
+
+_VERDICT_VALUE = {"pass": 1.0, "insufficient evidence": 0.5, "fail": 0.0}
+
+
+def window_series(w: Any) -> dict[str, float]:
+    """One window's points of the run's time series, named so that MLflow's chart view groups them
+    (``monitor/<metric>`` for the worst case over every attribute, ``monitor/<metric>/<attribute>``,
+    ``monitor/<metric>/<attribute>/<category>`` per audited category; the interval ends stay in the
+    artifacts, not as charts of their own), plus ``monitor/verdict`` (1 pass, 0.5 insufficient
+    evidence, 0 fail), ``monitor/failing_categories``, ``monitor/queries`` and ``monitor/candidates``."""
+    out: dict[str, float] = {}
+    for key, value in w.metrics.items():
+        if key.endswith(("_ci_low", "_ci_high")) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+            continue
+        base, _, attribute = key.partition(".")
+        out[_key(f"monitor/{base}" + (f"/{attribute}" if attribute else ""))] = float(value)
+    t = w.table[~w.table["excluded"].astype(bool)] if "excluded" in w.table.columns else w.table
+    if "impact_ratio_at_k" in t.columns:
+        for attribute, category, value in zip(t["attribute"], t["category"], t["impact_ratio_at_k"].astype(float)):
+            if math.isfinite(value):
+                out[_key(f"monitor/impact_ratio_at_{w.k}/{attribute}/{category}")] = float(value)
+    out["monitor/verdict"] = _VERDICT_VALUE.get(getattr(w, "verdict", "pass"), 1.0)
+    out["monitor/failing_categories"] = float(len(w.failures))
+    out["monitor/queries"] = float(w.n_queries)
+    out["monitor/candidates"] = float(w.n_rows)
+    return out
 
 
 def tag_monitored_version(name: str, version: str, record: Mapping[str, Any]) -> None:

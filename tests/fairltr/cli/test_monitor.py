@@ -73,8 +73,14 @@ def test_biased_window_fails_by_name_and_is_logged_and_tagged(mlflow_tracking, t
     run = client.search_runs([client.get_experiment_by_name("fairltr-monitor").experiment_id],
                              order_by=["attributes.start_time DESC"], max_results=1)[0]
     assert run.info.status == "FINISHED"
-    history = client.get_metric_history(run.info.run_id, "impact_ratio_at_10")
+    # grouped series (issue 31 item 8): monitor/<metric>[/<attribute>[/<category>]], no interval-end charts
+    history = client.get_metric_history(run.info.run_id, "monitor/impact_ratio_at_10")
     assert [m.step for m in sorted(history, key=lambda m: m.step)] == list(range(6))
+    logged = set(run.data.metrics)
+    assert {"monitor/impact_ratio_at_10/race", "monitor/impact_ratio_at_10/race/Black", "monitor/verdict"} <= logged
+    assert not [k for k in logged if "_ci_" in k or not k.startswith("monitor/")], logged
+    verdicts = client.get_metric_history(run.info.run_id, "monitor/verdict")
+    assert [m.value for m in sorted(verdicts, key=lambda m: m.step)] == [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
     starts = pd.to_datetime(windows["window_start"])
     assert sorted(m.timestamp for m in history) == [int(t.value // 1_000_000) for t in starts]
     assert {"monitor_over_time.png", "monitor_report.html", "windows.csv"} <= {
