@@ -12,9 +12,11 @@ gradient:
    PL draw); the key's bits with the item index in the low ``bit_length(n - 1)`` bits (a
    non-negative double's bits order as the double; :func:`plackett_luce._argsort_rows`).
 3. the integer sort of every row (:func:`fairltr.row_sort.sort_rows`: numpy's sorting network for
-   rows <= 256 wide; wider rows in runs of 256, merged by a compiled loop).
-4. the PL-Rank-3 pass per sampled row: gathers, the reverse sum Z_k, 1/Z_k, the three forward
-   sums and the scatter into the gradient, in one loop each (no (S, Q, N) temporaries).
+   rows <= 256 wide; wider rows in runs of 256, merged by a compiled loop); with a DCG cut-off of
+   at most ``SELECT_MAX`` no sort: each row's top K are selected in one scan;
+4. the PL-Rank pass per sampled row (:func:`fairltr.losses.pl_policy_kernels.policy_rows`): the
+   reverse sum Z_k, 1/Z_k, the forward sums and the scatter into the gradient of every reward
+   channel, and the exposure and DCG when asked for, in one loop each (no (S, Q, N) temporaries).
 
 Importing this module imports numba (about 0.3-1 s; :func:`fairltr.compiled.compiled_enabled`
 says whether to, without importing it); the first call of each kernel compiles it (cached on disk
@@ -29,10 +31,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from fairltr.losses.pl_policy_kernels import SELECT_MAX, add_tail_terms, policy_rows
 from fairltr.row_sort import key_width, sort_rows
 
 __all__ = ["BLOCK_ELEMENTS", "Inputs", "prepare", "sample", "gradient_of_rankings", "sample_gradient",
-           "sample_key_blocks", "plrank_rows", "unpack_rows", "sfc64_state", "exposure_and_dcg"]
+           "sample_key_blocks", "unpack_rows", "sfc64_state", "exposure_and_dcg", "PolicySums",
+           "baseline_spread"]
 
 # elements per block: the keys (8 bytes each) and the row scratch stay in the core's L2 cache
 BLOCK_ELEMENTS = 1 << 17
@@ -107,13 +111,14 @@ def _pack_keys(log_u, neg_rate, cap, low, keys):  # pragma: no cover - compiled
                 flat_keys[dst + np.uint64(k)] = 9223372036854775807
 
 
-def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_elements: int | None = None
-                      ) -> Iterator[tuple[int, np.ndarray, int]]:
+def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_elements: int | None = None,
+                      sort: bool = True) -> Iterator[tuple[int, np.ndarray, int]]:
     """Yields (first sample, sorted packed keys (B, Q, W) int64, low mask) for consecutive blocks
     of the ``n_samples`` PL draws of every query (item = key & low), from :func:`prepare`'s
     ``inputs``. The random bits (one SFC64 stream seeded by ``seed``) are consumed
     in the order of one (S, Q, N) draw whatever the block size, so a seed gives the same rankings
-    for every block size. The yielded array is reused by the next block."""
+    for every block size. The yielded array is reused by the next block. ``sort=False``: the keys
+    unsorted (slot k holds item k's key), for a selection of each row's smallest keys."""
     neg_rate, cap = inputs.neg_rate, inputs.cap
     Q, N = neg_rate.shape
     low = np.int64((1 << max(1, (N - 1).bit_length())) - 1)
@@ -132,62 +137,9 @@ def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_element
         np.log(u, out=u)
         k = keys[:count]
         _pack_keys(u, neg_rate, cap, low, k)
-        sort_rows(k, N)
+        if sort:
+            sort_rows(k, N)
         yield start, k, int(low)
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
-def plrank_rows(keys, low, e_rho, theta, n_real, floor, grad):  # pragma: no cover - compiled
-    """Adds the PL-Rank-3 terms of the sorted rows ``keys`` (B, Q, W) (item = key & low) to
-    ``grad`` (Q, N): for position k (0-based) holding item d, with Z_k = sum_{x>=k} e_{y_x},
-    R_k = sum_{x>=k} theta_x rho_{y_x}:  g_d = R_{k+1} + e_d (rho_d a_k - b_k),
-    a_k = sum_{j<=k} theta_j / Z_j, b_k = sum_{j<=k} R_j / Z_j (Z floored at ``floor``).
-    ``e_rho`` (Q, N, 2) holds (e_d, rho_d) side by side (one cache line for both). Only the first
-    ``n_real[q]`` positions of a row (the real items) are visited. The forward pass reads the
-    items and their (e, rho) again instead of storing them in the backward pass: loads from L1
-    are cheaper than stores, and a row's working set (key row, e_rho, theta, 1/Z, gradient: 24 KB
-    at N = 500) stays in a 32 KB L1 (10-35% faster than keeping four per-position arrays). All
-    arrays C-contiguous; the loops index them flat with unsigned offsets (no negative-index
-    fix-ups, no stride products)."""
-    B, Q, W = keys.shape
-    N = e_rho.shape[1]
-    flat_keys = keys.reshape(-1)
-    flat_er = e_rho.reshape(-1)
-    flat_grad = grad.reshape(-1)
-    inv_z = np.empty(N)
-    mask = np.uint64(low)
-    one = np.uint64(1)
-    two = np.uint64(2)
-    for q in range(Q):  # a query's e, rho and gradient rows stay in L1 across its samples
-        n = n_real[q]
-        er_base = np.uint64(q) * np.uint64(N)
-        for b in range(B):
-            row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(W)
-            z = 0.0
-            total = 0.0
-            k = np.uint64(n)
-            while k > 0:  # from the last position: Z_k and R_k are suffix sums
-                k -= one
-                at = (er_base + (np.uint64(flat_keys[row + k]) & mask)) * two
-                z += flat_er[at]
-                inv_z[k] = z
-                total += theta[k] * flat_er[at + one]
-            for j in range(n):
-                inv_z[j] = 1.0 / max(inv_z[j], floor)
-            placed = 0.0
-            a = 0.0
-            c = 0.0
-            for j in range(n):
-                d = np.uint64(flat_keys[row + np.uint64(j)]) & mask
-                at = (er_base + d) * two
-                e_d = flat_er[at]
-                rho_d = flat_er[at + one]
-                iz = inv_z[j]
-                th = theta[j]
-                c += (total - placed) * iz
-                placed += th * rho_d
-                a += th * iz
-                flat_grad[er_base + d] += (total - placed) + e_d * (rho_d * a - c)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -205,10 +157,11 @@ class Inputs(NamedTuple):
 
     neg_rate: np.ndarray  # (Q, N): -exp(-(s - max)), capped; -inf on padding
     cap: np.ndarray       # (Q, N): the largest double for real items, +inf on padding (a key's cap)
-    e_rho: np.ndarray     # (Q, N, 2): exp(s - max) (0 on padding) and the reward rho (0 on padding)
+    e_rho: np.ndarray     # (Q, N, 1 + C): exp(s - max) (0 on padding), then the C rewards (0 on padding)
     theta: np.ndarray     # (N,): 1 / log2(1 + k)
     n_real: np.ndarray    # (Q,) int64: real items per query
     floor: float          # Z_k is floored here (as the tensor code does)
+    reward_sums: np.ndarray  # (Q, C): each reward channel summed over the query's real items
 
 
 _RATE_CAP = np.finfo(np.float64).max / 1e4
@@ -232,36 +185,48 @@ def _shift_rows(scores, mask, shifted, n_real):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho):  # pragma: no cover - compiled
-    """From e = exp(shifted) (0 on padding): e_rho = (e, reward), neg_rate = -min(1 / e, cap)
-    and cap = the largest double on real items; padding: (0, 0), -inf and +inf."""
+def _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho, sums):  # pragma: no cover - compiled
+    """From e = exp(shifted) (0 on padding) and rewards (C, Q, N): e_rho = (e, rewards...),
+    neg_rate = -min(1 / e, cap), cap = the largest double on real items, and the reward sums;
+    padding: (0, 0...), -inf and +inf."""
     Q, N = e.shape
+    C = rewards.shape[0]
     for q in range(Q):
+        for c in range(C):
+            sums[q, c] = 0.0
         for k in range(N):
             real = mask[q, k]
             x = e[q, k]
             e_rho[q, k, 0] = x
-            e_rho[q, k, 1] = rewards[q, k] if real else 0.0
+            for c in range(C):
+                r = rewards[c, q, k] if real else 0.0
+                e_rho[q, k, 1 + c] = r
+                sums[q, c] += r
             neg_rate[q, k] = -min(1.0 / x, _RATE_CAP) if real else -np.inf
             cap[q, k] = _LARGEST if real else np.inf
 
 
 def prepare(scores: np.ndarray, mask: np.ndarray, rewards: np.ndarray | None = None) -> Inputs:
-    """The kernels' inputs from scores (Q, N), the real-item mask and the per-item rewards
-    (None: zeros, for sampling alone). The scores are shifted so that each query's best real
-    score is 0 (PL is shift-invariant); the rate exp(-s) = 1 / exp(s) is capped at float64 max / 1e4
-    so that a real item's key (E * rate, E <= 37 for numpy's doubles) stays finite and sorts
-    before padding. Two compiled passes and numpy's SIMD exp (scalar exp costs more than the rest)."""
+    """The kernels' inputs from scores (Q, N), the real-item mask and the per-item rewards (Q, N),
+    or several reward channels (C, Q, N) (None: one channel of zeros, for sampling alone). The
+    scores are shifted so that each query's best real score is 0 (PL is shift-invariant); the rate
+    exp(-s) = 1 / exp(s) is capped at float64 max / 1e4 so that a real item's key (E * rate, E <= 37
+    for numpy's doubles) stays finite and sorts before padding. Two compiled passes and numpy's
+    SIMD exp (scalar exp costs more than the rest)."""
     scores = np.ascontiguousarray(scores, dtype=np.float64)
     mask = np.ascontiguousarray(mask, dtype=np.bool_)
-    rewards = np.zeros(scores.shape) if rewards is None else np.ascontiguousarray(rewards, dtype=np.float64)
     q, n = scores.shape
+    rewards = np.zeros((1, q, n)) if rewards is None else np.ascontiguousarray(rewards, dtype=np.float64)
+    if rewards.ndim == 2:
+        rewards = rewards[None]
     shifted, n_real = np.empty((q, n)), np.empty(q, dtype=np.int64)
     _shift_rows(scores, mask, shifted, n_real)
     e = np.exp(shifted, out=shifted)
-    neg_rate, cap, e_rho = np.empty((q, n)), np.empty((q, n)), np.empty((q, n, 2))
-    _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho)
-    return Inputs(neg_rate, cap, e_rho, _discounts(n), n_real, np.finfo(np.float64).max ** -0.5)
+    channels = rewards.shape[0]
+    neg_rate, cap, e_rho = np.empty((q, n)), np.empty((q, n)), np.empty((q, n, 1 + channels))
+    sums = np.empty((q, channels))
+    _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho, sums)
+    return Inputs(neg_rate, cap, e_rho, _discounts(n), n_real, np.finfo(np.float64).max ** -0.5, sums)
 
 
 def sample(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
@@ -273,24 +238,92 @@ def sample(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
     return out
 
 
-def gradient_of_rankings(inputs: Inputs, rankings: np.ndarray) -> np.ndarray:
-    """Sum over the rankings (S, Q, N) of the PL-Rank-3 terms, (Q, N) (divide by S for the
-    estimate); in blocks of samples of about BLOCK_ELEMENTS, so that a query's rows of a block
-    are read from cache (the kernel visits each query's samples in turn)."""
+class PolicySums(NamedTuple):
+    """Sums over the samples (divide by S): the PL-Rank terms of every reward channel (Q, N, C),
+    the exposure (Q, N) and the DCG of channel 0 (Q,) (both empty unless asked for)."""
+
+    grad: np.ndarray
+    exposure: np.ndarray
+    dcg: np.ndarray
+
+
+class _RowPass:
+    """The accumulators and constant arrays of :func:`pl_policy_kernels.policy_rows` for one batch."""
+
+    def __init__(self, inputs: Inputs, cutoff: int | None, baseline: bool, with_exposure: bool) -> None:
+        Q, N, width = inputs.e_rho.shape
+        self.inputs = inputs
+        self.cutoff = N if cutoff is None else min(int(cutoff), N)
+        theta = inputs.theta.copy()
+        theta[self.cutoff:] = 0.0
+        self.theta = theta
+        v = 1.0 / np.log(np.arange(2, N + 2, dtype=np.float64))   # v_k = V1 theta_k
+        v[self.cutoff:] = 0.0
+        self.v = v
+        self.spread = baseline_spread(theta, inputs.n_real, self.cutoff) if baseline else np.zeros((Q, N))
+        self.grad = np.zeros((Q, N, width - 1))
+        self.exposure = np.zeros((Q, N) if with_exposure else (Q, 0))
+        self.dcg = np.zeros(Q)
+        self.tail_a, self.tail_c = np.zeros(Q), np.zeros((Q, width - 1))
+
+    @property
+    def select(self) -> bool:
+        """Whether the rows' top K are selected from unsorted keys (a short cut-off) or sorted."""
+        return self.cutoff <= SELECT_MAX and self.cutoff < self.inputs.neg_rate.shape[1]
+
+    def add(self, rows: np.ndarray, low: int, select: bool) -> None:
+        i = self.inputs
+        policy_rows(rows, np.int64(low), select, self.cutoff, i.e_rho, self.theta, self.spread, self.v, i.n_real,
+                    i.reward_sums, i.floor, self.grad, self.exposure, self.dcg, self.tail_a, self.tail_c)
+
+    def sums(self) -> PolicySums:
+        add_tail_terms(self.inputs.e_rho, self.tail_a, self.tail_c, self.grad)
+        return PolicySums(self.grad, self.exposure, self.dcg)
+
+
+def baseline_spread(theta: np.ndarray, n_real: np.ndarray, cutoff: int) -> np.ndarray:
+    """(Q, N): Theta_{>k} / (n_q - k) for the 0-based positions k < min(cutoff, n_q) (0 after), with
+    Theta_{>k} the DCG weights of the displayed positions after k: the position baseline is this
+    times the rewards of the items not placed before k, summed (:mod:`pl_policy_kernels`)."""
+    N = theta.shape[0]
+    ctheta = np.concatenate([[0.0], np.cumsum(theta)])
+    k = np.arange(N)
+    shown = np.minimum(n_real, cutoff)[:, None]                                  # (Q, 1)
+    later = np.clip(ctheta[shown] - ctheta[np.minimum(k + 1, N)][None, :], 0.0, None)
+    return np.where(k[None, :] < shown, later / np.maximum(n_real[:, None] - k[None, :], 1), 0.0)
+
+
+def gradient_of_rankings(inputs: Inputs, rankings: np.ndarray, cutoff: int | None = None,
+                         baseline: bool = False, with_exposure: bool = False) -> PolicySums:
+    """Sums over the rankings (S, Q, N) of the PL-Rank terms (divide by S for the estimate), with
+    a DCG ``cutoff`` (None: the whole ranking) and the position ``baseline``
+    (:mod:`fairltr.losses.pl_policy_kernels`); in blocks of samples of about BLOCK_ELEMENTS, so
+    that a query's rows of a block are read from cache (the kernel visits each query's samples in turn)."""
     rankings = np.ascontiguousarray(rankings, dtype=np.int64)
     S, Q, N = rankings.shape
-    grad = np.zeros(inputs.neg_rate.shape)
+    acc = _RowPass(inputs, cutoff, baseline, with_exposure)
     step = _samples_per_block(Q * N)
     for start in range(0, S, step):
-        plrank_rows(rankings[start:start + step], np.int64(-1), inputs.e_rho, inputs.theta, inputs.n_real,
-                    inputs.floor, grad)
-    return grad
+        acc.add(rankings[start:start + step], -1, False)
+    return acc.sums()
+
+
+def sample_gradient(inputs: Inputs, n_samples: int, seed: int, cutoff: int | None = None,
+                    baseline: bool = False, with_exposure: bool = False) -> PolicySums:
+    """:func:`gradient_of_rankings` of :func:`sample`'s rankings for the same seed, block by block
+    (the rankings are never stored); with a short ``cutoff`` (<= SELECT_MAX) the rows are not
+    sorted, their top K are selected (the same items in the same order)."""
+    acc = _RowPass(inputs, cutoff, baseline, with_exposure)
+    select = acc.select
+    for _, keys, low in sample_key_blocks(inputs, n_samples, seed, sort=not select):
+        acc.add(keys, low, select)
+    return acc.sums()
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 def _exposure_dcg_rows(rankings, gains, theta, inv_ln, n_real, exposure, dcg):  # pragma: no cover - compiled
     """Adds, for the rankings (B, Q, N) (real items first), v_k = 1 / ln(2 + k) to the exposure of
-    the item at 0-based position k and theta_k * gain to its query's DCG."""
+    the item at 0-based position k and theta_k * gain to its query's DCG (v and theta are 0 past a cut-off)."""
     B, Q, N = rankings.shape
     flat = rankings.reshape(-1)
     flat_exposure = exposure.reshape(-1)
@@ -308,14 +341,18 @@ def _exposure_dcg_rows(rankings, gains, theta, inv_ln, n_real, exposure, dcg):  
         dcg[q] += total
 
 
-def exposure_and_dcg(rankings: np.ndarray, gains: np.ndarray, n_real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def exposure_and_dcg(rankings: np.ndarray, gains: np.ndarray, n_real: np.ndarray, cutoff: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """The Monte-Carlo expected exposure (Q, N) (mean over the S rankings of 1 / ln(1 + rank), 0 on
-    padding) and E[DCG] per query (Q,) with the given gains (Q, N), in blocks of samples (as
-    :func:`fairltr.losses.plackett_luce.sampled_exposure` and ``expected_dcg``)."""
+    padding and past ``cutoff``) and E[DCG@cutoff] per query (Q,) with the given gains (Q, N), in
+    blocks of samples (as :func:`fairltr.losses.plackett_luce.sampled_exposure` and ``expected_dcg``)."""
     rankings = np.ascontiguousarray(rankings, dtype=np.int64)
     S, Q, N = rankings.shape
     theta = _discounts(N)
     inv_ln = 1.0 / np.log(np.arange(2, N + 2, dtype=np.float64))  # v_k = V1 theta_k
+    if cutoff is not None:
+        theta[cutoff:] = 0.0
+        inv_ln[cutoff:] = 0.0
     exposure = np.zeros((Q, N))
     dcg = np.zeros(Q)
     gains = np.ascontiguousarray(gains, dtype=np.float64)
@@ -324,12 +361,3 @@ def exposure_and_dcg(rankings: np.ndarray, gains: np.ndarray, n_real: np.ndarray
     for start in range(0, S, step):
         _exposure_dcg_rows(rankings[start:start + step], gains, theta, inv_ln, n_real, exposure, dcg)
     return exposure / S, dcg / S
-
-
-def sample_gradient(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
-    """:func:`gradient_of_rankings` of :func:`sample`'s rankings for the same seed, block by block
-    (the rankings are never stored)."""
-    grad = np.zeros(inputs.neg_rate.shape)
-    for _, keys, low in sample_key_blocks(inputs, n_samples, seed):
-        plrank_rows(keys, np.int64(low), inputs.e_rho, inputs.theta, inputs.n_real, inputs.floor, grad)
-    return grad
