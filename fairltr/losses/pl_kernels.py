@@ -240,17 +240,20 @@ def sample(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
 
 class PolicySums(NamedTuple):
     """Sums over the samples (divide by S): the PL-Rank terms of every reward channel (Q, N, C),
-    the exposure (Q, N) and the DCG of channel 0 (Q,) (both empty unless asked for)."""
+    the exposure (Q, N) and the DCG of channel 0 (Q,) (both empty unless asked for), and the
+    baseline's residuals R_{k+1} - Theta_{>k} m_k at each position (Q, N, C)."""
 
     grad: np.ndarray
     exposure: np.ndarray
     dcg: np.ndarray
+    residual: np.ndarray
 
 
 class _RowPass:
     """The accumulators and constant arrays of :func:`pl_policy_kernels.policy_rows` for one batch."""
 
-    def __init__(self, inputs: Inputs, cutoff: int | None, baseline: bool, with_exposure: bool) -> None:
+    def __init__(self, inputs: Inputs, cutoff: int | None, baseline: bool, with_exposure: bool,
+                 carry: np.ndarray | None = None) -> None:
         Q, N, width = inputs.e_rho.shape
         self.inputs = inputs
         self.cutoff = N if cutoff is None else min(int(cutoff), N)
@@ -262,6 +265,9 @@ class _RowPass:
         self.v = v
         self.spread = baseline_spread(theta, inputs.n_real, self.cutoff) if baseline else np.zeros((Q, N))
         self.grad = np.zeros((Q, N, width - 1))
+        self.residual = np.zeros((Q, N, width - 1))
+        self.carry = (np.ascontiguousarray(carry, dtype=np.float64) if baseline and carry is not None
+                      else np.zeros((Q, N, width - 1)))
         self.exposure = np.zeros((Q, N) if with_exposure else (Q, 0))
         self.dcg = np.zeros(Q)
         self.tail_a, self.tail_c = np.zeros(Q), np.zeros((Q, width - 1))
@@ -273,12 +279,13 @@ class _RowPass:
 
     def add(self, rows: np.ndarray, low: int, select: bool) -> None:
         i = self.inputs
-        policy_rows(rows, np.int64(low), select, self.cutoff, i.e_rho, self.theta, self.spread, self.v, i.n_real,
-                    i.reward_sums, i.floor, self.grad, self.exposure, self.dcg, self.tail_a, self.tail_c)
+        policy_rows(rows, np.int64(low), select, self.cutoff, i.e_rho, self.theta, self.spread, self.carry, self.v,
+                    i.n_real, i.reward_sums, i.floor, self.grad, self.residual, self.exposure, self.dcg, self.tail_a,
+                    self.tail_c)
 
     def sums(self) -> PolicySums:
         add_tail_terms(self.inputs.e_rho, self.tail_a, self.tail_c, self.grad)
-        return PolicySums(self.grad, self.exposure, self.dcg)
+        return PolicySums(self.grad, self.exposure, self.dcg, self.residual)
 
 
 def baseline_spread(theta: np.ndarray, n_real: np.ndarray, cutoff: int) -> np.ndarray:
@@ -294,14 +301,15 @@ def baseline_spread(theta: np.ndarray, n_real: np.ndarray, cutoff: int) -> np.nd
 
 
 def gradient_of_rankings(inputs: Inputs, rankings: np.ndarray, cutoff: int | None = None,
-                         baseline: bool = False, with_exposure: bool = False) -> PolicySums:
+                         baseline: bool = False, with_exposure: bool = False, carry: np.ndarray | None = None
+                         ) -> PolicySums:
     """Sums over the rankings (S, Q, N) of the PL-Rank terms (divide by S for the estimate), with
     a DCG ``cutoff`` (None: the whole ranking) and the position ``baseline``
-    (:mod:`fairltr.losses.pl_policy_kernels`); in blocks of samples of about BLOCK_ELEMENTS, so
+    (:mod:`fairltr.losses.pl_policy_kernels`; ``carry`` (Q, N, C): its carried part); in blocks of samples of about BLOCK_ELEMENTS, so
     that a query's rows of a block are read from cache (the kernel visits each query's samples in turn)."""
     rankings = np.ascontiguousarray(rankings, dtype=np.int64)
     S, Q, N = rankings.shape
-    acc = _RowPass(inputs, cutoff, baseline, with_exposure)
+    acc = _RowPass(inputs, cutoff, baseline, with_exposure, carry)
     step = _samples_per_block(Q * N)
     for start in range(0, S, step):
         acc.add(rankings[start:start + step], -1, False)
@@ -309,11 +317,12 @@ def gradient_of_rankings(inputs: Inputs, rankings: np.ndarray, cutoff: int | Non
 
 
 def sample_gradient(inputs: Inputs, n_samples: int, seed: int, cutoff: int | None = None,
-                    baseline: bool = False, with_exposure: bool = False) -> PolicySums:
+                    baseline: bool = False, with_exposure: bool = False, carry: np.ndarray | None = None
+                    ) -> PolicySums:
     """:func:`gradient_of_rankings` of :func:`sample`'s rankings for the same seed, block by block
     (the rankings are never stored); with a short ``cutoff`` (<= SELECT_MAX) the rows are not
     sorted, their top K are selected (the same items in the same order)."""
-    acc = _RowPass(inputs, cutoff, baseline, with_exposure)
+    acc = _RowPass(inputs, cutoff, baseline, with_exposure, carry)
     select = acc.select
     for _, keys, low in sample_key_blocks(inputs, n_samples, seed, sort=not select):
         acc.add(keys, low, select)

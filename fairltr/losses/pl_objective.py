@@ -13,12 +13,13 @@ the gradient estimators; both names are also importable from there).
 D depends on the policy only through the expected exposures, so its gradient is that of
 E[sum_k theta_k rho_{y_k}] with rho_i = gain_i - lam * V1 * dD/dExp_i (V1 = 1 / ln 2: exposure
 weights are V1 times the DCG weights), estimated from the same samples as the exposure.
-dD/dExp_i is the same for every item of one group of one query (D reads group means), so with
-the compiled kernels one pass over the samples estimates the exposure, E[DCG] and the PL-Rank
-gradient of the gains and of each group's indicator; the gradient is then
-grad(gains) - lam V1 sum_p kappa_p grad(1[group p]) with kappa_p = dD/dExp of group p: the same
-value as the two passes (exposure first, then the gradient of the combined rewards) on the same
-samples.
+dD/dExp_i is the same for every item of one group of one query (D reads group means), and the
+PL-Rank estimate is linear in the rewards (and in the baseline), so the estimator's reward
+channels are the gains and each group's indicator: with the compiled kernels one pass over the
+samples estimates the exposure, E[DCG] and the gradient of every channel; the gradient is then
+grad(gains) - lam V1 sum_p kappa_p grad(1[group p]) with kappa_p = dD/dExp of group p (the same
+value as the gradient of the combined rewards on the same samples). Without the kernels, or on
+given rankings, the exposure comes first and the channels' gradients second, from the same samples.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import torch
 from fairltr.errors import ConfigError
 from fairltr.losses.exposure import V1, check_group_ids
 from fairltr.losses.plackett_luce import (
-    ESTIMATORS, Estimator, _kernel_seed, _kernels, _numpy64, check_cutoff, dcg_gains, expected_dcg,
+    ESTIMATORS, BaselineCarry, Estimator, _kernel_seed, _kernels, _numpy64, check_cutoff, dcg_gains, expected_dcg,
     plrank_gradient, reinforce_surrogate, sample_rankings, sampled_exposure,
 )
 
@@ -119,40 +120,72 @@ def pl_policy_objective(
     generator: torch.Generator | None = None,
     rankings: torch.Tensor | None = None,
     cutoff: int | None = None,
+    carry: BaselineCarry | None = None,
 ) -> PLObjectiveTerms:
     """Sample ``n_samples`` rankings per query (or use ``rankings``), estimate E[DCG@cutoff], the
     expected exposure (0 past ``cutoff``) and D, and build the surrogate of ``estimator`` for
     E[DCG] - lam * D. The same samples give the exposure estimate and the gradient (as PL-Rank
-    does). ``estimator``: ``"plrank"`` (PL-Rank with the position baseline), ``"plrank_plain"``
+    does). ``estimator``: ``"plrank"`` (PL-Rank with the position baseline, and its carried part
+    when a ``carry`` is given: pass the same one every iteration of a batch), ``"plrank_plain"``
     (PL-Rank as published) or ``"reinforce"``."""
     _check_choice("estimator", estimator, ESTIMATORS)
     if not math.isfinite(lam) or lam < 0:
         raise ConfigError(f"lambda must be a finite number >= 0, got {lam!r}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise ConfigError(f"samples must be an integer >= 1, got {n_samples!r}")
     cutoff = check_cutoff(cutoff)
     y = judgments.to(scores.dtype)
-    on_cpu = scores.device.type == "cpu"
-    kernels = _kernels() if on_cpu else None
-    if rankings is None and kernels is not None and estimator != "reinforce":
-        return _one_pass_objective(kernels, scores, y, groups, mask, lam, n_samples, estimator == "plrank",
-                                   disparity, merit, reduce, n_groups, generator, cutoff)
-    if rankings is None:
-        rankings = sample_rankings(scores, mask, n_samples, generator)
+    baseline = estimator == "plrank"
+    kernels = _kernels() if scores.device.type == "cpu" else None
+    channels, n_groups = (None, n_groups) if estimator == "reinforce" else _reward_channels(y, groups, mask, lam,
+                                                                                          n_groups)
+    if rankings is None and kernels is not None and channels is not None:  # one compiled pass
+        inputs = kernels.prepare(_numpy64(scores), mask.numpy(), channels.numpy())
+        beta = carry.value(tuple(channels.shape), torch.float64, scores.device) if baseline and carry else None
+        sums = kernels.sample_gradient(inputs, n_samples, _kernel_seed(generator), cutoff, baseline,
+                                       with_exposure=True, carry=None if beta is None else beta.permute(1, 2, 0).numpy())
+        if baseline and carry is not None:
+            carry.residual = torch.from_numpy(sums.residual).permute(2, 0, 1).div_(n_samples)
+        exposure = torch.from_numpy(sums.exposure).div_(n_samples).to(scores.dtype)
+        dcg = torch.from_numpy(sums.dcg).div_(n_samples).to(scores.dtype).sum()
+        grads = torch.from_numpy(sums.grad).permute(2, 0, 1).div_(n_samples).to(scores.dtype)
+    else:
+        if rankings is None:
+            rankings = sample_rankings(scores, mask, n_samples, generator)
+        exposure, dcg = _exposure_and_dcg(kernels, rankings, y, mask, cutoff, scores.dtype)
+        grads = None if channels is None else plrank_gradient(scores, rankings, channels, mask, cutoff=cutoff,
+                                                              baseline=baseline, carry=carry)
+    d, coef = _disparity_and_coefficients(exposure, groups, mask, y, lam, disparity, merit, reduce, n_groups)
+    if grads is None:  # REINFORCE on the combined rewards
+        rewards = dcg_gains(y, mask) - lam * V1 * coef
+        surrogate = reinforce_surrogate(scores, rankings, rewards, mask, cutoff=cutoff).sum()
+        return PLObjectiveTerms(surrogate, dcg - lam * d, dcg, d)
+    grad = grads[0]
+    if lam > 0:  # dD/dExp is constant within a group: its group mean is its value
+        kappa, _ = group_means(coef, groups, mask, n_groups)                        # (Q, G)
+        grad = grad - lam * V1 * torch.einsum("pqn,qp->qn", grads[1:].to(kappa.dtype), kappa)
+    surrogate = (grad.masked_fill(~mask, 0.0) * scores).sum()
+    return PLObjectiveTerms(surrogate, dcg - lam * d, dcg, d)
+
+
+def _reward_channels(y, groups, mask, lam, n_groups) -> tuple[torch.Tensor, int]:
+    """(C, Q, N) float64: the gains, then (lam > 0) each group's indicator; and the group count."""
+    n_groups = max(2, n_groups if n_groups is not None else (int(groups[mask].max()) + 1 if bool(mask.any()) else 1))
+    codes = groups.masked_fill(~mask, 0).long()
+    check_group_ids(codes, n_groups)
+    channels = [dcg_gains(y, mask).to(torch.float64)]
+    if lam > 0:
+        channels += [((codes == p) & mask).to(torch.float64) for p in range(n_groups)]
+    return torch.stack(channels), n_groups
+
+
+def _exposure_and_dcg(kernels, rankings, y, mask, cutoff, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sampled exposure (Q, N) and the sum over queries of E[DCG@cutoff] of ``rankings``."""
     if kernels is not None and rankings.device.type == "cpu":  # one compiled pass over the samples
         exposure_np, dcg_np = kernels.exposure_and_dcg(rankings.numpy(), _numpy64(dcg_gains(y, mask)),
                                                        mask.sum(dim=-1).numpy(), cutoff)
-        dcg = torch.from_numpy(dcg_np).to(scores.dtype).sum()
-        exposure = torch.from_numpy(exposure_np).to(scores.dtype)
-    else:
-        dcg = expected_dcg(rankings, y, mask, cutoff).sum()
-        exposure = sampled_exposure(rankings, mask, scores.dtype, cutoff)
-    d, coef = _disparity_and_coefficients(exposure, groups, mask, y, lam, disparity, merit, reduce, n_groups)
-    rewards = dcg_gains(y, mask) - lam * V1 * coef
-    if estimator == "reinforce":
-        surrogate = reinforce_surrogate(scores, rankings, rewards, mask, cutoff=cutoff).sum()
-    else:
-        grad = plrank_gradient(scores, rankings, rewards, mask, cutoff=cutoff, baseline=estimator == "plrank")
-        surrogate = (grad * scores).sum()
-    return PLObjectiveTerms(surrogate, dcg - lam * d, dcg, d)
+        return torch.from_numpy(exposure_np).to(dtype), torch.from_numpy(dcg_np).to(dtype).sum()
+    return sampled_exposure(rankings, mask, dtype, cutoff), expected_dcg(rankings, y, mask, cutoff).sum()
 
 
 def _disparity_and_coefficients(exposure, groups, mask, y, lam, disparity, merit, reduce, n_groups):
@@ -163,33 +196,3 @@ def _disparity_and_coefficients(exposure, groups, mask, y, lam, disparity, merit
                              reduce=reduce, n_groups=n_groups).sum()
         coef = torch.autograd.grad(d, exposure)[0] if lam > 0 and d.requires_grad else torch.zeros_like(exposure)
     return d.detach(), coef
-
-
-def _one_pass_objective(kernels, scores, y, groups, mask, lam, n_samples, baseline, disparity, merit, reduce,
-                        n_groups, generator, cutoff) -> PLObjectiveTerms:
-    """The compiled path of :func:`pl_policy_objective` (module docstring): one pass over the
-    samples for the exposure, E[DCG] and the PL-Rank gradients of the gains and of each group's
-    indicator, then the combination with the groups' dD/dExp."""
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
-        raise ConfigError(f"samples must be an integer >= 1, got {n_samples!r}")
-    gains = dcg_gains(y, mask)
-    n_groups = max(2, n_groups if n_groups is not None else (int(groups[mask].max()) + 1 if bool(mask.any()) else 1))
-    codes = groups.masked_fill(~mask, 0).long()
-    check_group_ids(codes, n_groups)
-    channels = [gains]
-    if lam > 0:
-        channels += [(codes == p) & mask for p in range(n_groups)]
-    rewards = torch.stack([c.to(torch.float64) for c in channels])
-    inputs = kernels.prepare(_numpy64(scores), mask.numpy(), rewards.numpy())
-    sums = kernels.sample_gradient(inputs, n_samples, _kernel_seed(generator), cutoff, baseline, with_exposure=True)
-    dtype = scores.dtype
-    exposure = torch.from_numpy(sums.exposure).div_(n_samples).to(dtype)
-    dcg = torch.from_numpy(sums.dcg).div_(n_samples).to(dtype).sum()
-    grads = torch.from_numpy(sums.grad).div_(n_samples).to(dtype)               # (Q, N, C)
-    d, coef = _disparity_and_coefficients(exposure, groups, mask, y, lam, disparity, merit, reduce, n_groups)
-    grad = grads[..., 0]
-    if lam > 0:  # dD/dExp is constant within a group: its group mean is its value
-        kappa, _ = group_means(coef, groups, mask, n_groups)                        # (Q, G)
-        grad = grad - lam * V1 * torch.einsum("qnp,qp->qn", grads[..., 1:], kappa)
-    surrogate = (grad.masked_fill(~mask, 0.0) * scores).sum()
-    return PLObjectiveTerms(surrogate, dcg - lam * d, dcg, d)

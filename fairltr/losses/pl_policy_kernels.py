@@ -8,9 +8,12 @@ exposure term: :func:`fairltr.losses.plackett_luce.pl_policy_objective`):
 
 * Z_k = sum over the items at positions >= k of e (the tail past K summed directly: no
   cancellation); R_k = sum_{k <= x < K} theta_x rho_{y_x};
-* baseline (optional): b_k = Theta_{>k} * m_k with Theta_{>k} = sum_{k < x < K} theta_x and m_k the
-  mean reward of the n - k items not placed before k (it depends on y_0..y_{k-1} only, so it
-  leaves the estimate unbiased; a reward shared by every item then contributes exactly 0);
+* baseline (optional): b_k = Theta_{>k} * m_k + beta_k with Theta_{>k} = sum_{k < x < K} theta_x,
+  m_k the mean reward of the n - k items not placed before k, and beta_k a carried value that
+  does not depend on this sample (the mean of R_{k+1} - Theta_{>k} m_k over the previous call's
+  samples: PLRank carries it from one iteration to the next). b_k depends on y_0..y_{k-1} and on
+  other samples only, so the estimate stays unbiased; a reward shared by every item contributes
+  exactly 0 without a carry;
 * a_k = sum_{j<=k} theta_j / Z_j, c_k = sum_{j<=k} (R_j - b_j) / Z_j;
 * the item at position k < K gets R_{k+1} - b_k + e_d (rho_d a_k - c_k); every item not displayed
   gets e_d (rho_d a_{K-1} - c_{K-1}). Without a baseline and without a cut-off this is PL-Rank-3
@@ -78,15 +81,17 @@ def _row_prefix(keys, row, low, n_slots, k_eff, n, select, er, base, stride, top
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
-def policy_rows(keys, low, select, cutoff, er, theta, spread, v, n_real, rsum, floor,
-                grad, exposure, dcg, tail_a, tail_c):  # pragma: no cover - compiled
+def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, rsum, floor,
+                grad, residual, exposure, dcg, tail_a, tail_c):  # pragma: no cover - compiled
     """Adds the terms of the rows ``keys`` (B, Q, W) int64 (item = key & low; sorted rows, or
     unsorted with ``select``) to ``grad`` (Q, N, C), ``exposure`` (Q, N) and ``dcg`` (Q,) (both
     skipped when ``exposure`` has no columns), ``tail_a`` (Q,) and ``tail_c`` (Q, C) (see the
     module docstring). ``er`` (Q, N, 1 + C): e_d then the C rewards of item d; ``theta``, ``v``
     (N,): DCG and exposure weights; ``spread`` (Q, N): Theta_{>k} / (n - k) of the baseline
-    (zeros: no baseline); ``rsum`` (Q, C): each channel's sum over the query's real items; Z is
-    floored at ``floor``. Flat arrays with unsigned offsets (no negative-index fix-ups); one
+    (zeros: no baseline); ``carry`` (Q, N, C): the carried part of the baseline at each position
+    (zeros: none); ``residual`` (Q, N, C) accumulates R_{k+1} - Theta_{>k} m_k at each displayed
+    position (the next call's carry, once averaged); ``rsum`` (Q, C): each channel's sum over the
+    query's real items; Z is floored at ``floor``. Flat arrays with unsigned offsets (no negative-index fix-ups); one
     channel keeps its sums in registers (:func:`_one_channel`)."""
     B, Q, W = keys.shape
     N = er.shape[1]
@@ -95,6 +100,8 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, v, n_real, rsum, f
     flat_er = er.reshape(-1)
     flat_grad = grad.reshape(-1)
     flat_spread = spread.reshape(-1)
+    flat_carry = carry.reshape(-1)
+    flat_residual = residual.reshape(-1)
     flat_rsum = rsum.reshape(-1)
     flat_exposure = exposure.reshape(-1)
     flat_tail_c = tail_c.reshape(-1)
@@ -116,11 +123,13 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, v, n_real, rsum, f
             row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(W)
             z = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys)
             if C == 1:
-                a, gain, c_last = _one_channel(top, k_eff, z, flat_er, base, theta, flat_spread, flat_rsum[q],
-                                               floor, flat_grad, inv_z, v, flat_exposure, with_exposure)
+                a, gain, c_last = _one_channel(top, k_eff, z, flat_er, base, theta, flat_spread, flat_carry,
+                                               flat_rsum[q], floor, flat_grad, flat_residual, inv_z, v,
+                                               flat_exposure, with_exposure)
             else:
-                a, gain = _channels(top, k_eff, z, flat_er, base, stride, cs, theta, flat_spread, flat_rsum,
-                                    np.uint64(q), floor, flat_grad, inv_z, acc, v, flat_exposure, with_exposure)
+                a, gain = _channels(top, k_eff, z, flat_er, base, stride, cs, theta, flat_spread, flat_carry,
+                                    flat_rsum, np.uint64(q), floor, flat_grad, flat_residual, inv_z, acc, v,
+                                    flat_exposure, with_exposure)
                 c_last = 0.0
             if with_exposure:
                 dcg[q] += gain
@@ -137,7 +146,7 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, v, n_real, rsum, f
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
-def _one_channel(top, k_eff, z, er, base, theta, spread, rsum, floor, grad, inv_z, v, exposure,
+def _one_channel(top, k_eff, z, er, base, theta, spread, carry, rsum, floor, grad, residual, inv_z, v, exposure,
                  with_exposure):  # pragma: no cover - compiled
     """One row, one reward channel (sums in registers); returns (a_{K-1}, DCG@K of the row, c_{K-1})."""
     one = np.uint64(1)
@@ -164,12 +173,15 @@ def _one_channel(top, k_eff, z, er, base, theta, spread, rsum, floor, grad, inv_
         rho_d = er[at + one]
         iz = inv_z[j]
         th = theta[j]
-        b_j = spread[base + np.uint64(j)] * (rsum - before)
+        at_j = base + np.uint64(j)
+        own = spread[at_j] * (rsum - before)
+        b_j = own + carry[at_j]
         c += (total - placed - b_j) * iz
         placed += th * rho_d
         before += rho_d
         a += th * iz
         grad[base + d] += (total - placed) - b_j + e_d * (rho_d * a - c)
+        residual[at_j] += (total - placed) - own
         if with_exposure:
             exposure[base + d] += v[j]
             gain += th * rho_d
@@ -177,8 +189,8 @@ def _one_channel(top, k_eff, z, er, base, theta, spread, rsum, floor, grad, inv_
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
-def _channels(top, k_eff, z, er, base, stride, cs, theta, spread, rsum, q, floor, grad, inv_z, acc, v,
-              exposure, with_exposure):  # pragma: no cover - compiled
+def _channels(top, k_eff, z, er, base, stride, cs, theta, spread, carry, rsum, q, floor, grad, residual, inv_z,
+              acc, v, exposure, with_exposure):  # pragma: no cover - compiled
     """One row, C > 1 reward channels (sums in ``acc``: R_0, placed, before, c); returns
     (a_{K-1}, DCG@K of channel 0) and leaves c_{K-1} of every channel in ``acc[3]``."""
     C = acc.shape[1]
@@ -210,13 +222,16 @@ def _channels(top, k_eff, z, er, base, stride, cs, theta, spread, rsum, q, floor
         sp = spread[base + np.uint64(j)]
         a += th * iz
         g_at = (base + d) * cs
+        p_at = (base + np.uint64(j)) * cs
         for c in range(C):
             rho_d = er[at + np.uint64(1 + c)]
-            b_j = sp * (rsum[q * cs + np.uint64(c)] - acc[2, c])
+            own = sp * (rsum[q * cs + np.uint64(c)] - acc[2, c])
+            b_j = own + carry[p_at + np.uint64(c)]
             acc[3, c] += (acc[0, c] - acc[1, c] - b_j) * iz
             acc[1, c] += th * rho_d
             acc[2, c] += rho_d
             grad[g_at + np.uint64(c)] += (acc[0, c] - acc[1, c]) - b_j + e_d * (rho_d * a - acc[3, c])
+            residual[p_at + np.uint64(c)] += (acc[0, c] - acc[1, c]) - own
         if with_exposure:
             exposure[base + d] += v[j]
             gain += th * er[at + one]

@@ -49,7 +49,8 @@ from fairltr.losses.exposure import V1
 __all__ = [
     "DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "sample_rankings", "dcg_weights", "ranks_of",
     "sampled_exposure", "expected_dcg", "group_means", "policy_disparity", "plrank_gradient",
-    "reinforce_surrogate", "pl_policy_objective", "dcg_gains", "plrank_sample_gradient",
+    "reinforce_surrogate", "pl_policy_objective", "dcg_gains", "plrank_sample_gradient", "BaselineCarry",
+    "check_cutoff", "position_weights",
 ]
 
 ESTIMATORS = ("plrank", "plrank_plain", "reinforce")
@@ -222,36 +223,75 @@ def _shifted(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return filled - top
 
 
+class BaselineCarry:
+    """The carried part beta of PL-Rank's position baseline for one batch (the ``carry`` of
+    :func:`plrank_gradient`, :func:`plrank_sample_gradient` and ``pl_policy_objective``): per
+    reward channel and 0-based position k, the mean over the previous call's samples of
+    R_{k+1} - Theta_{>k} m_k; ``residual`` is None before the first call (then beta = 0). Every
+    call that takes it uses it and replaces it by its own samples' mean (a new shape starts
+    again from 0). Unbiased: beta never depends on the samples it is used with."""
+
+    def __init__(self) -> None:
+        self.residual: torch.Tensor | None = None  # (C, Q, N)
+
+    def value(self, shape: tuple[int, int, int], dtype: torch.dtype, device: torch.device) -> torch.Tensor | None:
+        r = self.residual
+        return r.to(device, dtype) if r is not None and tuple(r.shape) == tuple(shape) else None
+
+
 def plrank_gradient(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor,
-                    *, cutoff: int | None = None, baseline: bool = False) -> torch.Tensor:
+                    *, cutoff: int | None = None, baseline: bool = False, carry: BaselineCarry | None = None
+                    ) -> torch.Tensor:
     """PL-Rank-2 estimate of d/ds E_y[sum_k theta_k rho_{y_k}], (Q, N) (0 on padding), from the
-    sampled ``rankings`` (S, Q, N) and per-item ``rewards`` rho (Q, N); see the module docstring
-    (``cutoff``: theta_k = 0 past K; ``baseline``: the position baseline b_k).
+    sampled ``rankings`` (S, Q, N) and per-item ``rewards`` rho (Q, N), or of several reward
+    channels at once (C, Q, N) -> (C, Q, N); see the module docstring (``cutoff``: theta_k = 0
+    past K; ``baseline``: the position baseline b_k, with ``carry`` its carried part beta).
     Computed as PL-Rank-3 does: reverse cumulative sums of exp(s) give every Z_k, forward
     cumulative sums give the sums over k <= r_d, and the per-sample values are added back to the
     items (one index_add per block of samples: all queries and candidates of ~2^17 elements)."""
     S, Q, N = rankings.shape
     cutoff = check_cutoff(cutoff)
+    channels = rewards.dim() == 3
+    rho = (rewards if channels else rewards.unsqueeze(0)).detach()
+    C = rho.shape[0]
+    beta = carry.value((C, Q, N), torch.float64, scores.device) if baseline and carry is not None else None
     kernels = _kernels() if scores.device.type == "cpu" else None
     if kernels is not None:  # compiled: one loop per pass over each sampled row, no (S, Q, N) temporaries
-        inputs = kernels.prepare(_numpy64(scores), mask.numpy(), _numpy64(rewards))
-        grad = kernels.gradient_of_rankings(inputs, rankings.numpy(), cutoff, baseline).grad[..., 0]
-        return torch.from_numpy(grad).to(scores.dtype).div_(S).masked_fill(~mask, 0.0)
+        inputs = kernels.prepare(_numpy64(scores), mask.numpy(), _numpy64(rho))
+        sums = kernels.gradient_of_rankings(inputs, rankings.numpy(), cutoff, baseline,
+                                            carry=None if beta is None else beta.permute(1, 2, 0).numpy())
+        grad = torch.from_numpy(sums.grad).permute(2, 0, 1).to(scores.dtype).div_(S)
+        residual = torch.from_numpy(sums.residual).permute(2, 0, 1).div_(S)
+    else:
+        grad, residual = _tensor_plrank(scores, rankings, rho, mask, cutoff, baseline, beta)
+    if baseline and carry is not None:
+        carry.residual = residual
+    grad = grad.masked_fill_(~mask, 0.0)
+    return grad if channels else grad[0]
+
+
+def _tensor_plrank(scores, rankings, rho, mask, cutoff, baseline, beta) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tensor code of :func:`plrank_gradient`: (gradient (C, Q, N), mean residuals (C, Q, N))."""
+    S, Q, N = rankings.shape
     s = _shifted(scores.detach(), mask)                                           # max real score 0
     dtype = s.dtype
     e = torch.exp(s).view(-1)                                                     # 0 on padding
-    rho = rewards.detach().to(dtype).masked_fill(~mask, 0.0)
+    rho = rho.to(dtype).masked_fill(~mask, 0.0)
+    C = rho.shape[0]
     theta = position_weights(N, cutoff, dtype=dtype, device=s.device)
     spread = _baseline_spread(mask, theta) if baseline else None
-    rsum = rho.sum(-1).view(1, Q, 1)
-    rho = rho.reshape(-1)
+    rsum = rho.sum(-1).view(C, 1, Q, 1)
+    rho = rho.reshape(C, -1)
+    beta = None if beta is None else beta.to(dtype).unsqueeze(1)                  # (C, 1, Q, N)
     offsets = (torch.arange(Q, device=rankings.device) * N).view(1, Q, 1)
     valid = None if bool(mask.all()) else _valid_positions(mask).unsqueeze(0)
-    grad = torch.zeros(Q * N, dtype=dtype, device=s.device)
-    step = max(1, _BLOCK_ELEMENTS // max(1, Q * N)) if s.device.type == "cpu" else S
+    grad = torch.zeros(C, Q * N, dtype=dtype, device=s.device)
+    residual = torch.zeros(C, Q, N, dtype=dtype, device=s.device)
+    step = max(1, _BLOCK_ELEMENTS // max(1, C * Q * N)) if s.device.type == "cpu" else S
     for start in range(0, S, step):
-        _plrank_block(rankings[start:start + step], offsets, e, rho, theta, valid, grad, spread, rsum)
-    return grad.div_(S).view(Q, N).masked_fill(~mask, 0.0)
+        _plrank_block(rankings[start:start + step], offsets, e, rho, theta, valid, grad, spread, rsum, beta,
+                      residual)
+    return grad.div_(S).view(C, Q, N), residual.div_(S)
 
 
 def _baseline_spread(mask: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
@@ -267,12 +307,12 @@ def _baseline_spread(mask: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
 
 def _numpy64(values: torch.Tensor) -> "np.ndarray":
     """A float64 numpy copy (or view) of a CPU tensor, detached."""
-    return values.detach().to(torch.float64).numpy()
+    return values.detach().to(torch.float64).contiguous().numpy()
 
 
 def plrank_sample_gradient(scores: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, n_samples: int,
                            generator: torch.Generator | None = None, *, cutoff: int | None = None,
-                           baseline: bool = False) -> torch.Tensor:
+                           baseline: bool = False, carry: BaselineCarry | None = None) -> torch.Tensor:
     """``plrank_gradient(scores, sample_rankings(scores, mask, n_samples, generator), rewards, mask)``
     without the (S, Q, N) rankings: on CPU with the compiled kernels every block of samples goes
     from the random bits to the gradient in cache (the same rankings, hence the same gradient, as
@@ -282,33 +322,44 @@ def plrank_sample_gradient(scores: torch.Tensor, rewards: torch.Tensor, mask: to
     s = scores.detach()
     cutoff = check_cutoff(cutoff)
     kernels = _kernels() if s.device.type == "cpu" else None
-    if kernels is None:
+    if kernels is None or rewards.dim() != 2:
         return plrank_gradient(scores, sample_rankings(scores, mask, n_samples, generator), rewards, mask,
-                               cutoff=cutoff, baseline=baseline)
+                               cutoff=cutoff, baseline=baseline, carry=carry)
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise ConfigError(f"samples must be an integer >= 1, got {n_samples!r}")
+    Q, N = s.shape
+    beta = carry.value((1, Q, N), torch.float64, s.device) if baseline and carry is not None else None
     inputs = kernels.prepare(_numpy64(s), mask.numpy(), _numpy64(rewards))
-    grad = kernels.sample_gradient(inputs, n_samples, _kernel_seed(generator), cutoff, baseline).grad[..., 0]
-    return torch.from_numpy(grad).to(s.dtype).div_(n_samples).masked_fill(~mask, 0.0)
+    sums = kernels.sample_gradient(inputs, n_samples, _kernel_seed(generator), cutoff, baseline,
+                                   carry=None if beta is None else beta.permute(1, 2, 0).numpy())
+    if baseline and carry is not None:
+        carry.residual = torch.from_numpy(sums.residual).permute(2, 0, 1).div_(n_samples)
+    return torch.from_numpy(sums.grad[..., 0]).to(s.dtype).div_(n_samples).masked_fill(~mask, 0.0)
 
 
 def _plrank_block(rankings: torch.Tensor, offsets: torch.Tensor, e: torch.Tensor, rho: torch.Tensor,
                   theta: torch.Tensor, valid: torch.Tensor | None, grad: torch.Tensor,
-                  spread: torch.Tensor | None, rsum: torch.Tensor) -> None:
-    """Adds the PL-Rank terms of the samples ``rankings`` (B, Q, N) to ``grad`` (Q*N,)."""
+                  spread: torch.Tensor | None, rsum: torch.Tensor, beta: torch.Tensor | None,
+                  residual: torch.Tensor) -> None:
+    """Adds the PL-Rank terms of the samples ``rankings`` (B, Q, N) to ``grad`` (C, Q*N) for the C
+    reward channels ``rho`` (C, Q*N), and the baseline's residuals to ``residual`` (C, Q, N)."""
     B, Q, N = rankings.shape
+    C = rho.shape[0]
     flat = rankings.add(offsets).view(-1)  # item index into the flattened (Q*N,) arrays
     e_sorted = e.index_select(0, flat).view(B, Q, N)
-    rho_sorted = rho.index_select(0, flat).view(B, Q, N)
+    rho_sorted = rho.index_select(1, flat).view(C, B, Q, N)
     r = rho_sorted * theta                                                        # 0 on padding (rho = 0)
     # R_{k+1} = sum_{x>k} r_x = total - sum_{x<=k} r_x: one cumulative sum, in place (the absolute
     # rounding error is that of the total); Z_k below needs a true reverse sum (it is divided by)
     r_next = r.cumsum(-1)
     total = r_next[..., -1:].clone()
     r_next = r_next.neg_().add_(total)
-    if spread is not None:  # R_{k+1} - b_k, b_k = spread_k * (the rewards not placed before k)
+    if spread is not None:  # R_{k+1} - b_k, b_k = spread_k * (the rewards not placed before k) + beta_k
         before = rho_sorted.cumsum(-1).sub_(rho_sorted)
         r_next.sub_(before.neg_().add_(rsum).mul_(spread))
+        residual.add_(r_next.sum(1))
+        if beta is not None:
+            r_next.sub_(beta)
     z = e_sorted.flip(-1).cumsum_(-1).flip(-1)                                    # Z_k = sum_{x>=k} exp(s)
     # Z_1 >= 1 (the top real item has exp(0)); Z_k = 0 only on padded positions, whose values are
     # dropped below; the floor keeps them finite (theta / Z_k summed over <= N positions)
@@ -316,10 +367,10 @@ def _plrank_block(rankings: torch.Tensor, offsets: torch.Tensor, e: torch.Tensor
     b = r.add_(r_next).mul_(inv_z).cumsum_(-1)                                    # sum_{k<=r} (R_k - b_k) / Z_k
     a = inv_z.mul_(theta).cumsum_(-1)                                             # sum_{k<=r} theta_k / Z_k
     # g = R_{r+1} - b_r + exp(s_d) (rho_d a_r - c_r); in place, no new buffers
-    g = r_next.add_(a.mul_(rho_sorted).sub_(b).mul_(e_sorted))
+    g = r_next.add_(a.mul(rho_sorted).sub_(b).mul_(e_sorted))
     if valid is not None:  # padded positions (a finite value times e = 0) are dropped
         g = g.mul_(valid)
-    grad.index_add_(0, flat, g.view(-1))
+    grad.index_add_(1, flat, g.view(C, -1))
 
 
 def _log_policy(scores: torch.Tensor, rankings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
