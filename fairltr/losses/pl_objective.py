@@ -18,7 +18,9 @@ PL-Rank estimate is linear in the rewards (and in the baseline), so the estimato
 channels are the gains and each group's indicator: with the compiled kernels one pass over the
 samples estimates the exposure, E[DCG] and the gradient of every channel; the gradient is then
 grad(gains) - lam V1 sum_p kappa_p grad(1[group p]) with kappa_p = dD/dExp of group p (the same
-value as the gradient of the combined rewards on the same samples). Without the kernels, or on
+value as the gradient of the combined rewards on the same samples; with the baseline a reward
+shared by every item has a gradient of exactly 0, so group 0's channel is left out and the sum
+runs over p >= 1 with kappa_p - kappa_0). Without the kernels, or on
 given rankings, the exposure comes first and the channels' gradients second, from the same samples.
 """
 
@@ -138,7 +140,7 @@ def pl_policy_objective(
     baseline = estimator == "plrank"
     kernels = _kernels() if scores.device.type == "cpu" else None
     channels, n_groups = (None, n_groups) if estimator == "reinforce" else _reward_channels(y, groups, mask, lam,
-                                                                                          n_groups)
+                                                                                          n_groups, baseline)
     if rankings is None and kernels is not None and channels is not None:  # one compiled pass
         inputs = kernels.prepare(_numpy64(scores), mask.numpy(), channels.numpy())
         beta = carry.value(tuple(channels.shape), torch.float64, scores.device) if baseline and carry else None
@@ -163,19 +165,23 @@ def pl_policy_objective(
     grad = grads[0]
     if lam > 0:  # dD/dExp is constant within a group: its group mean is its value
         kappa, _ = group_means(coef, groups, mask, n_groups)                        # (Q, G)
+        if baseline:  # group 0's channel is left out: 1[group 0] = 1 - the others, and 1 adds nothing
+            kappa = kappa[:, 1:] - kappa[:, :1]
         grad = grad - lam * V1 * torch.einsum("pqn,qp->qn", grads[1:].to(kappa.dtype), kappa)
     surrogate = (grad.masked_fill(~mask, 0.0) * scores).sum()
     return PLObjectiveTerms(surrogate, dcg - lam * d, dcg, d)
 
 
-def _reward_channels(y, groups, mask, lam, n_groups) -> tuple[torch.Tensor, int]:
-    """(C, Q, N) float64: the gains, then (lam > 0) each group's indicator; and the group count."""
+def _reward_channels(y, groups, mask, lam, n_groups, baseline) -> tuple[torch.Tensor, int]:
+    """(C, Q, N) float64: the gains, then (lam > 0) each group's indicator (from group 1 on with the
+    baseline: a reward shared by every item of a query gets a gradient of exactly 0 there, so
+    1[group 0] = 1 - sum of the others needs no channel); and the group count."""
     n_groups = max(2, n_groups if n_groups is not None else (int(groups[mask].max()) + 1 if bool(mask.any()) else 1))
     codes = groups.masked_fill(~mask, 0).long()
     check_group_ids(codes, n_groups)
     channels = [dcg_gains(y, mask).to(torch.float64)]
     if lam > 0:
-        channels += [((codes == p) & mask).to(torch.float64) for p in range(n_groups)]
+        channels += [((codes == p) & mask).to(torch.float64) for p in range(1 if baseline else 0, n_groups)]
     return torch.stack(channels), n_groups
 
 

@@ -91,8 +91,9 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
     (zeros: no baseline); ``carry`` (Q, N, C): the carried part of the baseline at each position
     (zeros: none); ``residual`` (Q, N, C) accumulates R_{k+1} - Theta_{>k} m_k at each displayed
     position (the next call's carry, once averaged); ``rsum`` (Q, C): each channel's sum over the
-    query's real items; Z is floored at ``floor``. Flat arrays with unsigned offsets (no negative-index fix-ups); one
-    channel keeps its sums in registers (:func:`_one_channel`)."""
+    query's real items; Z is floored at ``floor``. Per row: one backward pass for the Z_k and
+    every channel's R_0, then one forward pass per channel with its sums in registers. Flat
+    arrays with unsigned offsets (no negative-index fix-ups)."""
     B, Q, W = keys.shape
     N = er.shape[1]
     C = er.shape[2] - 1
@@ -102,17 +103,16 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
     flat_spread = spread.reshape(-1)
     flat_carry = carry.reshape(-1)
     flat_residual = residual.reshape(-1)
-    flat_rsum = rsum.reshape(-1)
     flat_exposure = exposure.reshape(-1)
-    flat_tail_c = tail_c.reshape(-1)
     with_exposure = exposure.shape[1] > 0
     top = np.empty(max(N, 1), dtype=np.uint64)
     top_keys = np.empty(max(N, 1), dtype=np.int64)
     inv_z = np.empty(max(N, 1))
-    acc = np.empty((4, max(C, 1)))  # per channel: R_0, placed, rewards before k, c_k
+    totals = np.empty(max(C, 1))
     stride = np.uint64(C + 1)
     cs = np.uint64(C)
     ulow = np.uint64(low)
+    one = np.uint64(1)
     for q in range(Q):
         n = n_real[q]
         if n == 0:
@@ -122,120 +122,72 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
         for b in range(B):
             row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(W)
             z = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys)
-            if C == 1:
-                a, gain, c_last = _one_channel(top, k_eff, z, flat_er, base, theta, flat_spread, flat_carry,
-                                               flat_rsum[q], floor, flat_grad, flat_residual, inv_z, v,
-                                               flat_exposure, with_exposure)
-            else:
-                a, gain = _channels(top, k_eff, z, flat_er, base, stride, cs, theta, flat_spread, flat_carry,
-                                    flat_rsum, np.uint64(q), floor, flat_grad, flat_residual, inv_z, acc, v,
-                                    flat_exposure, with_exposure)
-                c_last = 0.0
-            if with_exposure:
-                dcg[q] += gain
-            if k_eff < n:  # the not-displayed term: kept as sums, the displayed items' share taken back
-                tail_a[q] += a
+            for c in range(C):
+                totals[c] = 0.0
+            k = np.uint64(k_eff)
+            while k > 0:  # from the last displayed position: Z_k and R_0 are suffix sums
+                k -= one
+                at = (base + top[k]) * stride
+                z += flat_er[at]
+                inv_z[k] = z
+                th = theta[k]
                 for c in range(C):
-                    flat_tail_c[np.uint64(q) * cs + np.uint64(c)] += c_last if C == 1 else acc[3, c]
-                for k in range(k_eff):
-                    at = (base + top[k]) * stride
-                    e_d = flat_er[at]
-                    for c in range(C):
-                        cc = c_last if C == 1 else acc[3, c]
-                        flat_grad[(base + top[k]) * cs + np.uint64(c)] -= e_d * (flat_er[at + np.uint64(1 + c)] * a - cc)
+                    totals[c] += th * flat_er[at + np.uint64(1 + c)]
+            a = 0.0
+            for j in range(k_eff):
+                iz = 1.0 / max(inv_z[j], floor)
+                inv_z[j] = iz
+                a += theta[j] * iz
+            shown = k_eff < n
+            for c in range(C):
+                c_last, gain = _channel_forward(top, k_eff, flat_er, base, stride, cs, np.uint64(c), theta,
+                                                flat_spread, flat_carry, rsum[q, c], totals[c], inv_z, flat_grad,
+                                                flat_residual, v, flat_exposure, with_exposure and c == 0, shown, a)
+                if shown:
+                    tail_c[q, c] += c_last
+                if with_exposure and c == 0:
+                    dcg[q] += gain
+            if shown:
+                tail_a[q] += a
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
-def _one_channel(top, k_eff, z, er, base, theta, spread, carry, rsum, floor, grad, residual, inv_z, v, exposure,
-                 with_exposure):  # pragma: no cover - compiled
-    """One row, one reward channel (sums in registers); returns (a_{K-1}, DCG@K of the row, c_{K-1})."""
-    one = np.uint64(1)
-    two = np.uint64(2)
-    total = 0.0
-    k = np.uint64(k_eff)
-    while k > 0:  # from the last displayed position: Z_k and R_0 are suffix sums
-        k -= one
-        at = (base + top[k]) * two
-        z += er[at]
-        inv_z[k] = z
-        total += theta[k] * er[at + one]
-    for j in range(k_eff):
-        inv_z[j] = 1.0 / max(inv_z[j], floor)
+def _channel_forward(top, k_eff, er, base, stride, cs, c, theta, spread, carry, rsum, total, inv_z, grad,
+                     residual, v, exposure, with_exposure, shown, a_last):  # pragma: no cover - compiled
+    """The forward pass of one row for reward channel ``c`` (``inv_z`` holds 1/Z_k, ``total`` R_0);
+    returns (c_{K-1}, the row's DCG@K of this channel). With ``shown`` (K < n) each displayed item's
+    share of the not-displayed term, e_d (rho_d a_{K-1} - c_{K-1}), is taken back afterwards."""
+    r_at = np.uint64(1) + c
     placed = 0.0
     before = 0.0
     a = 0.0
-    c = 0.0
-    gain = 0.0
-    for j in range(k_eff):
-        d = top[j]
-        at = (base + d) * two
-        e_d = er[at]
-        rho_d = er[at + one]
-        iz = inv_z[j]
-        th = theta[j]
-        at_j = base + np.uint64(j)
-        own = spread[at_j] * (rsum - before)
-        b_j = own + carry[at_j]
-        c += (total - placed - b_j) * iz
-        placed += th * rho_d
-        before += rho_d
-        a += th * iz
-        grad[base + d] += (total - placed) - b_j + e_d * (rho_d * a - c)
-        residual[at_j] += (total - placed) - own
-        if with_exposure:
-            exposure[base + d] += v[j]
-            gain += th * rho_d
-    return a, gain, c
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
-def _channels(top, k_eff, z, er, base, stride, cs, theta, spread, carry, rsum, q, floor, grad, residual, inv_z,
-              acc, v, exposure, with_exposure):  # pragma: no cover - compiled
-    """One row, C > 1 reward channels (sums in ``acc``: R_0, placed, before, c); returns
-    (a_{K-1}, DCG@K of channel 0) and leaves c_{K-1} of every channel in ``acc[3]``."""
-    C = acc.shape[1]
-    one = np.uint64(1)
-    for c in range(C):
-        acc[0, c] = 0.0
-        acc[1, c] = 0.0
-        acc[2, c] = 0.0
-        acc[3, c] = 0.0
-    k = np.uint64(k_eff)
-    while k > 0:
-        k -= one
-        at = (base + top[k]) * stride
-        z += er[at]
-        inv_z[k] = z
-        th = theta[k]
-        for c in range(C):
-            acc[0, c] += th * er[at + np.uint64(1 + c)]
-    for j in range(k_eff):
-        inv_z[j] = 1.0 / max(inv_z[j], floor)
-    a = 0.0
+    cc = 0.0
     gain = 0.0
     for j in range(k_eff):
         d = top[j]
         at = (base + d) * stride
         e_d = er[at]
+        rho_d = er[at + r_at]
         iz = inv_z[j]
         th = theta[j]
-        sp = spread[base + np.uint64(j)]
+        at_j = base + np.uint64(j)
+        own = spread[at_j] * (rsum - before)
+        b_j = own + carry[at_j * cs + c]
+        cc += (total - placed - b_j) * iz
+        placed += th * rho_d
+        before += rho_d
         a += th * iz
-        g_at = (base + d) * cs
-        p_at = (base + np.uint64(j)) * cs
-        for c in range(C):
-            rho_d = er[at + np.uint64(1 + c)]
-            own = sp * (rsum[q * cs + np.uint64(c)] - acc[2, c])
-            b_j = own + carry[p_at + np.uint64(c)]
-            acc[3, c] += (acc[0, c] - acc[1, c] - b_j) * iz
-            acc[1, c] += th * rho_d
-            acc[2, c] += rho_d
-            grad[g_at + np.uint64(c)] += (acc[0, c] - acc[1, c]) - b_j + e_d * (rho_d * a - acc[3, c])
-            residual[p_at + np.uint64(c)] += (acc[0, c] - acc[1, c]) - own
+        grad[(base + d) * cs + c] += (total - placed) - b_j + e_d * (rho_d * a - cc)
+        residual[at_j * cs + c] += (total - placed) - own
         if with_exposure:
             exposure[base + d] += v[j]
-            gain += th * er[at + one]
-    return a, gain
+            gain += th * rho_d
+    if shown:
+        for j in range(k_eff):
+            d = top[j]
+            at = (base + d) * stride
+            grad[(base + d) * cs + c] -= er[at] * (er[at + r_at] * a_last - cc)
+    return cc, gain
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")

@@ -124,6 +124,15 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("ee_l", "lower", "never undefined for a non-empty query", kind="fairness", ideal=0.0),
     MetricInfo("ee_d", "lower", "never undefined for a non-empty query", kind="fairness"),
     MetricInfo("ee_r", "higher", "never undefined for a non-empty query", kind="fairness"),
+    # a stochastic policy's figures from sampled rankings (PLRank): fairltr.metrics.policy
+    MetricInfo("expected_ndcg", "higher", "query left out when its ideal DCG is 0", True),
+    MetricInfo("expected_exposure_protected", "none", "query left out without a protected item", kind="fairness"),
+    MetricInfo("expected_exposure_nonprotected", "none", "query left out without a non-protected item",
+               kind="fairness"),
+    MetricInfo("expected_exposure_ratio", "target", "query left out unless both groups are present",
+               kind="fairness", ideal=1.0, distance="ratio"),
+    MetricInfo("expected_exposure_disparity", "lower", "computed from expected_exposure_ratio (same queries); "
+               "NaN when it is", kind="fairness", ideal=0.0),
 ]}
 
 AUDIT_METRICS = ("impact_ratio", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl")
