@@ -26,7 +26,7 @@ from fairltr.errors import ConfigError
 from fairltr.losses.builtin import LAMBDA
 from fairltr.losses.merit import check_merits
 from fairltr.buckets import split_batch
-from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS, BaselineCarry, check_cutoff, pl_policy_objective
+from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS, BaselineCarry, check_cutoff, pl_policy_gradient
 from fairltr.model_file import PARAM_KINDS as _DELTR_PARAM_KINDS
 from fairltr.ranker_params import OptimiserChoices
 from fairltr.training_loop import LoopLabels, run_training_loop
@@ -85,7 +85,7 @@ class PLRank(DELTR):
     def __init__(
         self,
         lam: float = LAMBDA.default,
-        samples: int = 32,
+        samples: int = 16,
         cutoff: int | None = None,
         estimator: str = "plrank",
         disparity: str = "squared",
@@ -196,24 +196,26 @@ class PLRank(DELTR):
         carries = [BaselineCarry() for _ in parts]  # the baseline's carried part, one per bucket
 
         def step_terms() -> tuple[torch.Tensor, dict[str, float]]:
-            surrogate = torch.zeros((), dtype=self.dtype, device=device)
+            """(the ascent direction d/dw of the sampled objective, its terms): X^T of the score
+            gradient of each bucket, without autograd (the scorer is linear)."""
+            grad_w = torch.zeros_like(w)
             total = dcg = disp = 0.0
+            wd = w.detach()
             for (x, y, g, m), carry in zip(parts, carries):
-                t = pl_policy_objective(x @ w, y, g, m, lam=settings.lam, n_samples=settings.samples,
-                                        estimator=self.estimator, disparity=self.disparity, merit=self.merit,
-                                        reduce=self.reduce, n_groups=inputs.n_groups, generator=gen,
-                                        cutoff=settings.cutoff, carry=carry)
-                surrogate = surrogate + t.surrogate
+                t = pl_policy_gradient(x @ wd, y, g, m, lam=settings.lam, n_samples=settings.samples,
+                                       estimator=self.estimator, disparity=self.disparity, merit=self.merit,
+                                       reduce=self.reduce, n_groups=inputs.n_groups, generator=gen,
+                                       cutoff=settings.cutoff, carry=carry)
+                grad_w += t.grad.to(x.dtype).reshape(1, -1).matmul(x.reshape(-1, x.shape[-1]))[0]
                 total, dcg, disp = total + float(t.total), dcg + float(t.dcg), disp + float(t.disparity)
             if settings.l2:
-                surrogate = surrogate - settings.l2 * (w * w).sum()
-                total -= settings.l2 * float((w.detach() ** 2).sum())
-            return surrogate, {"total": total, "dcg": dcg, "disparity": disp}
+                grad_w -= 2.0 * settings.l2 * wd
+                total -= settings.l2 * float((wd ** 2).sum())
+            return grad_w, {"total": total, "dcg": dcg, "disparity": disp}
 
         def step() -> dict[str, float]:
-            opt.zero_grad()
-            surrogate, terms = step_terms()
-            (-surrogate).backward()  # ascent on the objective
+            ascent, terms = step_terms()
+            w.grad = -ascent  # the optimisers minimise
             opt.step()
             return terms
 

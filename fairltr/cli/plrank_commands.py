@@ -19,7 +19,7 @@ from fairltr.cli.options import (
 @train_test_options()
 @click.option("--lambda", "lam", type=float, default=10.0, show_default=True,
               help="fairness weight: E[DCG] - lambda x disparity (0 = plain E[DCG])")
-@click.option("--samples", type=int, default=32, show_default=True, help="rankings sampled per query and iteration")
+@click.option("--samples", type=int, default=16, show_default=True, help="rankings sampled per query and iteration")
 @click.option("--cutoff", type=int, default=None,
               help="optimise DCG@K: positions past K get no DCG weight and no exposure (default: the whole ranking)")
 @click.option("--estimator", type=click.Choice(["plrank", "plrank_plain", "reinforce"]), default="plrank",

@@ -25,18 +25,19 @@ by numba afterwards).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from fairltr.losses.pl_policy_kernels import SELECT_MAX, add_tail_terms, policy_rows
+from fairltr.losses.pl_policy_kernels import SELECT_MAX, add_tail_terms, disparity_terms, policy_rows, store_prefixes
 from fairltr.row_sort import key_width, sort_rows
 
 __all__ = ["BLOCK_ELEMENTS", "Inputs", "prepare", "sample", "gradient_of_rankings", "sample_gradient",
-           "sample_key_blocks", "unpack_rows", "sfc64_state", "exposure_and_dcg", "PolicySums",
-           "baseline_spread"]
+           "sample_key_blocks", "unpack_rows", "sfc64_state", "exposure_and_dcg", "PolicySums", "sample_gradient_two_pass",
+           "baseline_spread", "disparity_terms"]
 
 # elements per block: the keys (8 bytes each) and the row scratch stay in the core's L2 cache
 BLOCK_ELEMENTS = 1 << 17
@@ -76,9 +77,25 @@ def _sfc64_uniforms(state, out):  # pragma: no cover - compiled
     state[3] = s3
 
 
+@njit(cache=True, nogil=True, boundscheck=False)
+def _sfc64_warm_up(state):  # pragma: no cover - compiled
+    """numpy's SFC64 seeding after its SeedSequence words: counter 1, then 12 steps (in place)."""
+    state[3] = np.uint64(1)
+    for _ in range(12):
+        tmp = state[0] + state[1] + state[3]
+        state[3] += np.uint64(1)
+        state[0] = state[1] ^ (state[1] >> np.uint64(11))
+        state[1] = state[2] + (state[2] << np.uint64(3))
+        state[2] = ((state[2] << np.uint64(24)) | (state[2] >> np.uint64(40))) + tmp
+
+
 def sfc64_state(seed: int) -> np.ndarray:
-    """The 4-word state of ``numpy.random.SFC64(seed)`` (numpy's seeding: SeedSequence), uint64."""
-    return np.array(np.random.SFC64(seed).state["state"]["state"], dtype=np.uint64)
+    """The 4-word state of ``numpy.random.SFC64(seed)`` (numpy's seeding: three SeedSequence words,
+    a counter of 1 and 12 warm-up steps), uint64; without building the generator (a tenth of its cost)."""
+    state = np.empty(4, dtype=np.uint64)
+    state[:3] = np.random.SeedSequence(seed).generate_state(3, np.uint64)
+    _sfc64_warm_up(state)
+    return state
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -249,21 +266,23 @@ class PolicySums(NamedTuple):
     residual: np.ndarray
 
 
+_NO_TAILS = np.zeros((0, 0))
+
+
 class _RowPass:
     """The accumulators and constant arrays of :func:`pl_policy_kernels.policy_rows` for one batch."""
 
     def __init__(self, inputs: Inputs, cutoff: int | None, baseline: bool, with_exposure: bool,
-                 carry: np.ndarray | None = None) -> None:
+                 carry: np.ndarray | None = None, spread: np.ndarray | None = None) -> None:
         Q, N, width = inputs.e_rho.shape
         self.inputs = inputs
         self.cutoff = N if cutoff is None else min(int(cutoff), N)
-        theta = inputs.theta.copy()
-        theta[self.cutoff:] = 0.0
-        self.theta = theta
-        v = 1.0 / np.log(np.arange(2, N + 2, dtype=np.float64))   # v_k = V1 theta_k
-        v[self.cutoff:] = 0.0
-        self.v = v
-        self.spread = baseline_spread(theta, inputs.n_real, self.cutoff) if baseline else np.zeros((Q, N))
+        self.theta, self.v = _weights(N, self.cutoff)
+        if not baseline:
+            spread = np.zeros((Q, N))
+        elif spread is None:
+            spread = baseline_spread(inputs.n_real, N, self.cutoff)
+        self.spread = spread
         self.grad = np.zeros((Q, N, width - 1))
         self.residual = np.zeros((Q, N, width - 1))
         self.carry = (np.ascontiguousarray(carry, dtype=np.float64) if baseline and carry is not None
@@ -277,26 +296,41 @@ class _RowPass:
         """Whether the rows' top K are selected from unsorted keys (a short cut-off) or sorted."""
         return self.cutoff <= SELECT_MAX and self.cutoff < self.inputs.neg_rate.shape[1]
 
-    def add(self, rows: np.ndarray, low: int, select: bool) -> None:
+    def add(self, rows: np.ndarray, low: int, select: bool, tails: np.ndarray | None = None) -> None:
         i = self.inputs
         policy_rows(rows, np.int64(low), select, self.cutoff, i.e_rho, self.theta, self.spread, self.carry, self.v,
                     i.n_real, i.reward_sums, i.floor, self.grad, self.residual, self.exposure, self.dcg, self.tail_a,
-                    self.tail_c)
+                    self.tail_c, _NO_TAILS if tails is None else tails)
 
     def sums(self) -> PolicySums:
         add_tail_terms(self.inputs.e_rho, self.tail_a, self.tail_c, self.grad)
         return PolicySums(self.grad, self.exposure, self.dcg, self.residual)
 
 
-def baseline_spread(theta: np.ndarray, n_real: np.ndarray, cutoff: int) -> np.ndarray:
-    """(Q, N): Theta_{>k} / (n_q - k) for the 0-based positions k < min(cutoff, n_q) (0 after), with
+@functools.lru_cache(maxsize=64)
+def _weights(n: int, cutoff: int) -> tuple[np.ndarray, np.ndarray]:
+    """(theta, v) for rows of n: the DCG weights 1/log2(2 + k) and the exposure weights 1/ln(2 + k)
+    of 0-based positions k < cutoff, 0 after (read-only: shared between calls)."""
+    theta = _discounts(n)
+    v = 1.0 / np.log(np.arange(2, n + 2, dtype=np.float64))
+    theta[cutoff:] = 0.0
+    v[cutoff:] = 0.0
+    theta.setflags(write=False)
+    v.setflags(write=False)
+    return theta, v
+
+
+def baseline_spread(n_real: np.ndarray, n: int, cutoff: int | None) -> np.ndarray:
+    """(Q, n): Theta_{>k} / (n_q - k) for the 0-based positions k < min(cutoff, n_q) (0 after), with
     Theta_{>k} the DCG weights of the displayed positions after k: the position baseline is this
-    times the rewards of the items not placed before k, summed (:mod:`pl_policy_kernels`)."""
-    N = theta.shape[0]
+    times the rewards of the items not placed before k, summed (:mod:`pl_policy_kernels`). It
+    depends on the batch only (callers may keep it: ``sample_gradient``'s ``spread``)."""
+    k_max = n if cutoff is None else min(int(cutoff), n)
+    theta = _weights(n, k_max)[0]
     ctheta = np.concatenate([[0.0], np.cumsum(theta)])
-    k = np.arange(N)
-    shown = np.minimum(n_real, cutoff)[:, None]                                  # (Q, 1)
-    later = np.clip(ctheta[shown] - ctheta[np.minimum(k + 1, N)][None, :], 0.0, None)
+    k = np.arange(n)
+    shown = np.minimum(n_real, k_max)[:, None]                                   # (Q, 1)
+    later = np.clip(ctheta[shown] - ctheta[np.minimum(k + 1, n)][None, :], 0.0, None)
     return np.where(k[None, :] < shown, later / np.maximum(n_real[:, None] - k[None, :], 1), 0.0)
 
 
@@ -317,16 +351,54 @@ def gradient_of_rankings(inputs: Inputs, rankings: np.ndarray, cutoff: int | Non
 
 
 def sample_gradient(inputs: Inputs, n_samples: int, seed: int, cutoff: int | None = None,
-                    baseline: bool = False, with_exposure: bool = False, carry: np.ndarray | None = None
-                    ) -> PolicySums:
+                    baseline: bool = False, with_exposure: bool = False, carry: np.ndarray | None = None,
+                    spread: np.ndarray | None = None) -> PolicySums:
     """:func:`gradient_of_rankings` of :func:`sample`'s rankings for the same seed, block by block
     (the rankings are never stored); with a short ``cutoff`` (<= SELECT_MAX) the rows are not
-    sorted, their top K are selected (the same items in the same order)."""
-    acc = _RowPass(inputs, cutoff, baseline, with_exposure, carry)
+    sorted, their top K are selected (the same items in the same order). ``spread``: the
+    baseline's :func:`baseline_spread` when the caller keeps it (it depends on the batch only)."""
+    acc = _RowPass(inputs, cutoff, baseline, with_exposure, carry, spread)
     select = acc.select
     for _, keys, low in sample_key_blocks(inputs, n_samples, seed, sort=not select):
         acc.add(keys, low, select)
     return acc.sums()
+
+
+def sample_gradient_two_pass(inputs: Inputs, n_samples: int, seed: int, cutoff: int | None,
+                             rewards_of, baseline: bool = False, carry: np.ndarray | None = None,
+                             spread: np.ndarray | None = None) -> PolicySums:
+    """Like :func:`sample_gradient` (one reward channel) for rewards that depend on the samples'
+    own exposure: pass one samples the rankings (the random bits of :func:`sample_key_blocks`: the
+    same rankings for a seed), keeps each row's K displayed items (uint16 while N <= 65,536) and
+    their tail, and estimates the exposure and the DCG of ``inputs``' rewards (the gains);
+    ``rewards_of(exposure mean (Q, N), DCG sums (Q,))`` then gives the rewards (Q, N) whose
+    PL-Rank gradient pass two computes from the kept items. Cheaper than one pass with a reward
+    channel per group (one forward loop instead of 1 + G - 1)."""
+    Q, N, _ = inputs.e_rho.shape
+    acc = _RowPass(inputs, cutoff, baseline, False, carry, spread)
+    select, k_eff = acc.select, acc.cutoff
+    prefixes = np.empty((n_samples, Q, k_eff), dtype=np.uint16 if N <= 1 << 16 else np.int64)
+    tails = np.empty((n_samples, Q))
+    exposure, dcg = np.zeros((Q, N)), np.zeros(Q)
+    for start, keys, low in sample_key_blocks(inputs, n_samples, seed, sort=not select):
+        stop = start + len(keys)
+        store_prefixes(keys, np.int64(low), select, k_eff, inputs.e_rho, acc.v, acc.theta, inputs.n_real,
+                       prefixes[start:stop], tails[start:stop], exposure, dcg)
+    rewards = np.ascontiguousarray(rewards_of(exposure / n_samples, dcg), dtype=np.float64)
+    _set_rewards(inputs, rewards)
+    low = (1 << 16) - 1 if prefixes.dtype == np.uint16 else -1
+    step = _samples_per_block(Q * k_eff)
+    for start in range(0, n_samples, step):
+        acc.add(prefixes[start:start + step], low, False, tails[start:start + step])
+    sums = acc.sums()
+    return PolicySums(sums.grad, exposure, dcg, sums.residual)
+
+
+def _set_rewards(inputs: Inputs, rewards: np.ndarray) -> None:
+    """Replace the (one) reward channel of ``inputs`` and its per-query sums (padding stays 0)."""
+    real = inputs.neg_rate > -np.inf  # -inf marks padding (a real item's rate is capped, finite)
+    inputs.e_rho[..., 1] = np.where(real, rewards, 0.0)
+    inputs.reward_sums[:, 0] = inputs.e_rho[..., 1].sum(-1)
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")

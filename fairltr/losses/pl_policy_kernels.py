@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["policy_rows", "add_tail_terms", "SELECT_MAX"]
+__all__ = ["policy_rows", "add_tail_terms", "disparity_terms", "store_prefixes", "SELECT_MAX"]
 
 SELECT_MAX = 32
 """Cut-offs up to this are served by selection (a scan with an insertion into K sorted slots);
@@ -82,7 +82,7 @@ def _row_prefix(keys, row, low, n_slots, k_eff, n, select, er, base, stride, top
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
 def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, rsum, floor,
-                grad, residual, exposure, dcg, tail_a, tail_c):  # pragma: no cover - compiled
+                grad, residual, exposure, dcg, tail_a, tail_c, tails):  # pragma: no cover - compiled
     """Adds the terms of the rows ``keys`` (B, Q, W) int64 (item = key & low; sorted rows, or
     unsorted with ``select``) to ``grad`` (Q, N, C), ``exposure`` (Q, N) and ``dcg`` (Q,) (both
     skipped when ``exposure`` has no columns), ``tail_a`` (Q,) and ``tail_c`` (Q, C) (see the
@@ -91,8 +91,10 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
     (zeros: no baseline); ``carry`` (Q, N, C): the carried part of the baseline at each position
     (zeros: none); ``residual`` (Q, N, C) accumulates R_{k+1} - Theta_{>k} m_k at each displayed
     position (the next call's carry, once averaged); ``rsum`` (Q, C): each channel's sum over the
-    query's real items; Z is floored at ``floor``. Per row: one backward pass for the Z_k and
-    every channel's R_0, then one forward pass per channel with its sums in registers. Flat
+    query's real items; Z is floored at ``floor``; ``tails`` (B, Q): each row's sum of e past its
+    K displayed items when the rows hold only those (:func:`store_prefixes`; no columns: the
+    rows are whole, or selected). Per row: one backward pass for the Z_k, their
+    reciprocals, then per channel R_0 and the forward pass, with their sums in registers. Flat
     arrays with unsigned offsets (no negative-index fix-ups)."""
     B, Q, W = keys.shape
     N = er.shape[1]
@@ -108,7 +110,6 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
     top = np.empty(max(N, 1), dtype=np.uint64)
     top_keys = np.empty(max(N, 1), dtype=np.int64)
     inv_z = np.empty(max(N, 1))
-    totals = np.empty(max(C, 1))
     stride = np.uint64(C + 1)
     cs = np.uint64(C)
     ulow = np.uint64(low)
@@ -121,28 +122,25 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
         base = np.uint64(q) * np.uint64(N)
         for b in range(B):
             row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(W)
-            z = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys)
-            for c in range(C):
-                totals[c] = 0.0
+            if tails.shape[1] > 0:  # stored prefixes: the first k_eff items and their tail
+                for k in range(k_eff):
+                    top[k] = np.uint64(flat_keys[row + np.uint64(k)]) & ulow
+                z = tails[b, q]
+            else:
+                z = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys)
             k = np.uint64(k_eff)
-            while k > 0:  # from the last displayed position: Z_k and R_0 are suffix sums
+            while k > 0:  # from the last displayed position: Z_k is a suffix sum
                 k -= one
-                at = (base + top[k]) * stride
-                z += flat_er[at]
+                z += flat_er[(base + top[k]) * stride]
                 inv_z[k] = z
-                th = theta[k]
-                for c in range(C):
-                    totals[c] += th * flat_er[at + np.uint64(1 + c)]
-            a = 0.0
             for j in range(k_eff):
-                iz = 1.0 / max(inv_z[j], floor)
-                inv_z[j] = iz
-                a += theta[j] * iz
+                inv_z[j] = 1.0 / max(inv_z[j], floor)
             shown = k_eff < n
+            a = 0.0
             for c in range(C):
-                c_last, gain = _channel_forward(top, k_eff, flat_er, base, stride, cs, np.uint64(c), theta,
-                                                flat_spread, flat_carry, rsum[q, c], totals[c], inv_z, flat_grad,
-                                                flat_residual, v, flat_exposure, with_exposure and c == 0, shown, a)
+                a, c_last, gain = _channel_forward(top, k_eff, flat_er, base, stride, cs, np.uint64(c), theta,
+                                                   flat_spread, flat_carry, rsum[q, c], inv_z, flat_grad,
+                                                   flat_residual, v, flat_exposure, with_exposure and c == 0, shown)
                 if shown:
                     tail_c[q, c] += c_last
                 if with_exposure and c == 0:
@@ -152,12 +150,16 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
-def _channel_forward(top, k_eff, er, base, stride, cs, c, theta, spread, carry, rsum, total, inv_z, grad,
-                     residual, v, exposure, with_exposure, shown, a_last):  # pragma: no cover - compiled
-    """The forward pass of one row for reward channel ``c`` (``inv_z`` holds 1/Z_k, ``total`` R_0);
-    returns (c_{K-1}, the row's DCG@K of this channel). With ``shown`` (K < n) each displayed item's
-    share of the not-displayed term, e_d (rho_d a_{K-1} - c_{K-1}), is taken back afterwards."""
+def _channel_forward(top, k_eff, er, base, stride, cs, c, theta, spread, carry, rsum, inv_z, grad,
+                     residual, v, exposure, with_exposure, shown):  # pragma: no cover - compiled
+    """The forward pass of one row for reward channel ``c`` (``inv_z`` holds 1/Z_k); returns
+    (a_{K-1}, c_{K-1}, the row's DCG@K of this channel). With ``shown`` (K < n) each displayed
+    item's share of the not-displayed term, e_d (rho_d a_{K-1} - c_{K-1}), is taken back afterwards.
+    R_0 comes first, in a loop of its own (a sum in a register)."""
     r_at = np.uint64(1) + c
+    total = 0.0
+    for j in range(k_eff):
+        total += theta[j] * er[(base + top[j]) * stride + r_at]
     placed = 0.0
     before = 0.0
     a = 0.0
@@ -186,8 +188,8 @@ def _channel_forward(top, k_eff, er, base, stride, cs, c, theta, spread, carry, 
         for j in range(k_eff):
             d = top[j]
             at = (base + d) * stride
-            grad[(base + d) * cs + c] -= er[at] * (er[at + r_at] * a_last - cc)
-    return cc, gain
+            grad[(base + d) * cs + c] -= er[at] * (er[at + r_at] * a - cc)
+    return a, cc, gain
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
@@ -202,3 +204,84 @@ def add_tail_terms(er, tail_a, tail_c, grad):  # pragma: no cover - compiled
             e_d = er[q, d, 0]
             for c in range(C):
                 grad[q, d, c] += e_d * (er[q, d, 1 + c] * ta - tail_c[q, c])
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def disparity_terms(exposure, codes, mask, scale, present, squared, use_max, d, kappa):  # pragma: no cover
+    """The group disparity D_q (``d``, (Q,)) of the expected ``exposure`` (Q, N) and kappa_qp =
+    dD_q/dExp_i for the items of group p (``kappa``, (Q, G)), in closed form
+    (:func:`fairltr.losses.pl_objective.disparity_gradient`'s): a_p = (sum of the exposure of group
+    p's items) / ``scale`` (n_p U_p); the pair (0, p) counts where ``present`` both; d(x) = x^2 or
+    max(0, x); ``use_max``: D is the first largest pair's d, else the mean over the valid pairs."""
+    Q, N = exposure.shape
+    G = scale.shape[1]
+    a = np.empty(G)
+    for q in range(Q):
+        for p in range(G):
+            a[p] = 0.0
+            kappa[q, p] = 0.0
+        for k in range(N):
+            if mask[q, k]:
+                a[codes[q, k]] += exposure[q, k]
+        for p in range(G):
+            a[p] /= scale[q, p]
+        best, best_at, total, n_valid = -1.0, -1, 0.0, 0
+        for p in range(1, G):
+            if present[q, 0] and present[q, p]:
+                x = a[0] - a[p]
+                val = x * x if squared else max(x, 0.0)
+                n_valid += 1
+                total += val
+                if val > best:
+                    best, best_at = val, p
+        if n_valid == 0:
+            d[q] = 0.0
+            continue
+        d[q] = best if use_max else total / n_valid
+        for p in range(1, G):
+            if not (present[q, 0] and present[q, p]) or (use_max and p != best_at):
+                continue
+            x = a[0] - a[p]
+            slope = 2.0 * x if squared else (1.0 if x > 0 else 0.0)
+            w = 1.0 if use_max else 1.0 / n_valid
+            kappa[q, 0] += w * slope
+            kappa[q, p] -= w * slope
+        for p in range(G):
+            kappa[q, p] /= scale[q, p]
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def store_prefixes(keys, low, select, cutoff, er, v, theta, n_real, prefixes, tails, exposure,
+                   dcg):  # pragma: no cover - compiled
+    """The first pass of two: each row's K displayed items (sorted rows, or selected with
+    ``select``) into ``prefixes`` (B, Q, K) (any integer type), the sum of e past them into
+    ``tails`` (B, Q), their exposure v_k into ``exposure`` (Q, N) and their DCG@K of the rewards
+    ``er[..., 1]`` into ``dcg`` (Q,). The second pass (:func:`policy_rows` with ``tails``) reads
+    them back once the rewards are known (they depend on this pass's exposure)."""
+    B, Q, W = keys.shape
+    N = er.shape[1]
+    flat_keys = keys.reshape(-1)
+    flat_er = er.reshape(-1)
+    stride = np.uint64(er.shape[2])
+    ulow = np.uint64(low)
+    top = np.empty(max(N, 1), dtype=np.uint64)
+    top_keys = np.empty(max(N, 1), dtype=np.int64)
+    K = prefixes.shape[2]
+    for q in range(Q):
+        n = n_real[q]
+        if n == 0:
+            continue
+        k_eff = min(cutoff, n)
+        base = np.uint64(q) * np.uint64(N)
+        gain = 0.0
+        for b in range(B):
+            row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(W)
+            tails[b, q] = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys)
+            for k in range(k_eff):
+                d = top[k]
+                prefixes[b, q, k] = d
+                exposure[q, d] += v[k]
+                gain += theta[k] * flat_er[(base + d) * stride + np.uint64(1)]
+            for k in range(k_eff, K):
+                prefixes[b, q, k] = 0
+        dcg[q] += gain

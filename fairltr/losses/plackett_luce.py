@@ -397,8 +397,8 @@ def reinforce_surrogate(scores: torch.Tensor, rankings: torch.Tensor, rewards: t
     return ((total - baseline).detach() * _log_policy(scores, rankings, mask)).mean(dim=0)
 
 
-_OBJECTIVE_NAMES = frozenset({"DISPARITIES", "Disparity", "PLObjectiveTerms", "group_means", "policy_disparity",
-                              "pl_policy_objective"})
+_OBJECTIVE_NAMES = frozenset({"DISPARITIES", "Disparity", "PLObjectiveTerms", "PLGradientTerms", "group_means",
+                              "policy_disparity", "disparity_gradient", "pl_policy_objective", "pl_policy_gradient"})
 
 
 def __getattr__(name: str):

@@ -55,7 +55,7 @@ class PLRankSpec(FitOptions):
     ``adam``). Checked when built."""
 
     lam: float = LAMBDA.default
-    samples: int = 32
+    samples: int = 16
     estimator: str = "plrank"
     disparity: str = "squared"
     merit: bool = False

@@ -252,3 +252,32 @@ def test_the_carry_is_the_same_on_both_paths_and_is_the_mean_residual(monkeypatc
                     mean_left = sum(float(rho[c, q, d]) for d in items[k:]) / (n - k)
                     want[c, q, k] += (later - spread * mean_left) / 9
     torch.testing.assert_close(compiled[1], want, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("disparity", ["squared", "hinge"])
+@pytest.mark.parametrize("merit", [False, True])
+@pytest.mark.parametrize("reduce", ["max", "mean"])
+def test_the_closed_form_disparity_gradient_equals_autograd(disparity, merit, reduce):
+    """disparity_gradient's D and kappa (dD/dExp of each group's items) against autograd through
+    policy_disparity: three groups, a query without group 2, one whose group 0 has zero merit,
+    one of a single group; every item's autograd gradient is its group's kappa (1e-12)."""
+    from fairltr.losses.pl_objective import disparity_gradient
+
+    gen = torch.Generator().manual_seed(3)
+    q, n = 6, 9
+    e = torch.rand(q, n, generator=gen, dtype=torch.float64)
+    y = torch.randint(0, 4, (q, n), generator=gen).to(torch.float64)
+    g = torch.randint(0, 3, (q, n), generator=gen)
+    m = torch.rand(q, n, generator=gen) < 0.85
+    m[:, 0] = True
+    g[1] = torch.where(g[1] == 2, torch.zeros_like(g[1]), g[1])   # no group 2
+    y[2] = torch.where(g[2] == 0, torch.zeros_like(y[2]), y[2])   # group 0 without merit
+    g[3] = 1                                                       # one group only
+    leaf = e.clone().requires_grad_(True)
+    want = policy_disparity(leaf, g, m, judgments=y, disparity=disparity, merit=merit, reduce=reduce, n_groups=3)
+    (grad,) = torch.autograd.grad(want.sum(), leaf)
+    d, kappa = disparity_gradient(e, g, m, judgments=y, disparity=disparity, merit=merit, reduce=reduce, n_groups=3)
+    torch.testing.assert_close(d, want.detach(), atol=1e-12, rtol=0)
+    per_item = kappa.gather(1, g.masked_fill(~m, 0)).masked_fill(~m, 0.0)
+    torch.testing.assert_close(per_item, grad, atol=1e-12, rtol=0)
+    assert float(grad.abs().max()) > 0

@@ -165,7 +165,10 @@ def test_a_zero_uniform_keeps_a_real_item_before_padding():
 
 
 def test_the_compiled_sfc64_loop_draws_numpys_sfc64_doubles():
-    """Bit for bit numpy's Generator(SFC64(seed)).random(), across consecutive fills."""
+    """Bit for bit numpy's Generator(SFC64(seed)).random(), across consecutive fills; the seeded
+    state is numpy's SFC64(seed) state word for word."""
+    for seed in (0, 1, 2026, 2 ** 62 - 1):
+        assert pl_kernels.sfc64_state(seed).tolist() == list(np.random.SFC64(seed).state["state"]["state"])
     state = pl_kernels.sfc64_state(2026)
     numpy_generator = np.random.Generator(np.random.SFC64(2026))
     for size in (1, 1000, 70_001):
