@@ -32,6 +32,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from fairltr.losses.pl_keys import (
+    _LARGEST, _RATE_CAP, _fill_inputs, _pack_keys, _sfc64_uniforms, _shift_rows, _sfc64_warm_up, sfc64_state,
+    unpack_rows,
+)
 from fairltr.losses.pl_policy_kernels import SELECT_MAX, add_tail_terms, disparity_terms, policy_rows, store_prefixes
 from fairltr.row_sort import key_width, sort_rows
 
@@ -53,96 +57,22 @@ def _discounts(n: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def _sfc64_uniforms(state, out):  # pragma: no cover - compiled
-    """Fills ``out`` (1-D) with the next doubles of numpy's SFC64 whose 4-word ``state`` is given
-    (updated in place): bit for bit ``numpy.random.Generator(SFC64).random()`` (the generator's
-    step, then the top 53 bits times 2^-53), in one loop without numpy's per-draw indirect call
-    (about half its cost; tests/fairltr/losses/test_pl_kernels.py checks the identity)."""
-    s0 = state[0]
-    s1 = state[1]
-    s2 = state[2]
-    s3 = state[3]
-    scale = 1.0 / 9007199254740992.0
-    for i in range(out.size):
-        tmp = s0 + s1 + s3
-        s3 += np.uint64(1)
-        s0 = s1 ^ (s1 >> np.uint64(11))
-        s1 = s2 + (s2 << np.uint64(3))
-        s2 = ((s2 << np.uint64(24)) | (s2 >> np.uint64(40))) + tmp
-        out[i] = np.float64(tmp >> np.uint64(11)) * scale
-    state[0] = s0
-    state[1] = s1
-    state[2] = s2
-    state[3] = s3
-
-
-@njit(cache=True, nogil=True, boundscheck=False)
-def _sfc64_warm_up(state):  # pragma: no cover - compiled
-    """numpy's SFC64 seeding after its SeedSequence words: counter 1, then 12 steps (in place)."""
-    state[3] = np.uint64(1)
-    for _ in range(12):
-        tmp = state[0] + state[1] + state[3]
-        state[3] += np.uint64(1)
-        state[0] = state[1] ^ (state[1] >> np.uint64(11))
-        state[1] = state[2] + (state[2] << np.uint64(3))
-        state[2] = ((state[2] << np.uint64(24)) | (state[2] >> np.uint64(40))) + tmp
-
-
-def sfc64_state(seed: int) -> np.ndarray:
-    """The 4-word state of ``numpy.random.SFC64(seed)`` (numpy's seeding: three SeedSequence words,
-    a counter of 1 and 12 warm-up steps), uint64; without building the generator (a tenth of its cost)."""
-    state = np.empty(4, dtype=np.uint64)
-    state[:3] = np.random.SeedSequence(seed).generate_state(3, np.uint64)
-    _sfc64_warm_up(state)
-    return state
-
-
-@njit(cache=True, nogil=True, boundscheck=False)
-def _pack_keys(log_u, neg_rate, cap, low, keys):  # pragma: no cover - compiled
-    """keys[b, q, k] = bits(min(log_u[b, q, k] * neg_rate[q, k], cap[q, k])) with the low bits
-    replaced by k. neg_rate = -exp(-s) is -inf on padding (key +inf: it sorts last); ``cap`` is
-    the largest double for real items (so a real item's key stays below padding even for u = 0)
-    and +inf on padding. Columns of ``keys`` past N (the run padding of wide rows) get int64 max.
-    ``keys`` may be ``log_u``'s own memory (each element is read before it is written). Flat
-    unsigned offsets, no branch: the inner loop vectorises."""
-    B, Q, N = log_u.shape
-    width = keys.shape[2]
-    flat_u = log_u.reshape(-1)
-    flat_rate = neg_rate.reshape(-1)
-    flat_cap = cap.reshape(-1)
-    flat_keys = keys.reshape(-1)
-    high = ~low
-    n = np.uint64(N)
-    for b in range(B):
-        for q in range(Q):
-            row = np.uint64(b) * np.uint64(Q) + np.uint64(q)
-            src = row * n
-            dst = row * np.uint64(width)
-            base = np.uint64(q) * n
-            for k in range(N):
-                j = np.uint64(k)
-                x = np.float64(min(flat_u[src + j] * flat_rate[base + j], flat_cap[base + j]))
-                flat_keys[dst + j] = (x.view(np.int64) & high) | k
-            for k in range(N, width):
-                flat_keys[dst + np.uint64(k)] = 9223372036854775807
-
-
 def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_elements: int | None = None,
-                      sort: bool = True) -> Iterator[tuple[int, np.ndarray, int]]:
+                      sort: bool = True, state: np.ndarray | None = None) -> Iterator[tuple[int, np.ndarray, int]]:
     """Yields (first sample, sorted packed keys (B, Q, W) int64, low mask) for consecutive blocks
     of the ``n_samples`` PL draws of every query (item = key & low), from :func:`prepare`'s
     ``inputs``. The random bits (one SFC64 stream seeded by ``seed``) are consumed
     in the order of one (S, Q, N) draw whatever the block size, so a seed gives the same rankings
     for every block size. The yielded array is reused by the next block. ``sort=False``: the keys
-    unsorted (slot k holds item k's key), for a selection of each row's smallest keys."""
+    unsorted (slot k holds item k's key), for a selection of each row's smallest keys. ``state``:
+    an SFC64 state to continue (advanced in place) instead of a new one from ``seed``."""
     neg_rate, cap = inputs.neg_rate, inputs.cap
     Q, N = neg_rate.shape
     low = np.int64((1 << max(1, (N - 1).bit_length())) - 1)
     per_sample = Q * N
     step = _samples_per_block(per_sample, block_elements)
     count = min(step, n_samples)
-    state = sfc64_state(seed)
+    state = sfc64_state(seed) if state is None else state
     width = key_width(N)
     keys = np.empty((count, Q, width), dtype=np.int64)
     # the uniforms and their logs live in the keys' own memory unless the rows are padded for the merge
@@ -159,16 +89,6 @@ def sample_key_blocks(inputs: "Inputs", n_samples: int, seed: int, block_element
         yield start, k, int(low)
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def unpack_rows(keys, low, out):  # pragma: no cover - compiled
-    """out[b, q, k] = keys[b, q, k] & low for the first N = out.shape[2] columns (the rankings)."""
-    B, Q, N = out.shape
-    for b in range(B):
-        for q in range(Q):
-            for k in range(N):
-                out[b, q, k] = keys[b, q, k] & low
-
-
 class Inputs(NamedTuple):
     """What the kernels read of one batch (float64 numpy): see :func:`prepare`."""
 
@@ -179,48 +99,7 @@ class Inputs(NamedTuple):
     n_real: np.ndarray    # (Q,) int64: real items per query
     floor: float          # Z_k is floored here (as the tensor code does)
     reward_sums: np.ndarray  # (Q, C): each reward channel summed over the query's real items
-
-
-_RATE_CAP = np.finfo(np.float64).max / 1e4
-_LARGEST = np.finfo(np.float64).max
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _shift_rows(scores, mask, shifted, n_real):  # pragma: no cover - compiled
-    """shifted = s - (the query's best real score) on real items, -inf on padding; n_real."""
-    Q, N = scores.shape
-    for q in range(Q):
-        top = -np.inf
-        count = 0
-        for k in range(N):
-            if mask[q, k]:
-                count += 1
-                top = max(top, scores[q, k])
-        n_real[q] = count
-        for k in range(N):
-            shifted[q, k] = scores[q, k] - top if mask[q, k] else -np.inf
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho, sums):  # pragma: no cover - compiled
-    """From e = exp(shifted) (0 on padding) and rewards (C, Q, N): e_rho = (e, rewards...),
-    neg_rate = -min(1 / e, cap), cap = the largest double on real items, and the reward sums;
-    padding: (0, 0...), -inf and +inf."""
-    Q, N = e.shape
-    C = rewards.shape[0]
-    for q in range(Q):
-        for c in range(C):
-            sums[q, c] = 0.0
-        for k in range(N):
-            real = mask[q, k]
-            x = e[q, k]
-            e_rho[q, k, 0] = x
-            for c in range(C):
-                r = rewards[c, q, k] if real else 0.0
-                e_rho[q, k, 1 + c] = r
-                sums[q, c] += r
-            neg_rate[q, k] = -min(1.0 / x, _RATE_CAP) if real else -np.inf
-            cap[q, k] = _LARGEST if real else np.inf
+    e: np.ndarray         # (Q, N): exp(s - max) alone (0 on padding), contiguous
 
 
 def prepare(scores: np.ndarray, mask: np.ndarray, rewards: np.ndarray | None = None) -> Inputs:
@@ -243,15 +122,77 @@ def prepare(scores: np.ndarray, mask: np.ndarray, rewards: np.ndarray | None = N
     neg_rate, cap, e_rho = np.empty((q, n)), np.empty((q, n)), np.empty((q, n, 1 + channels))
     sums = np.empty((q, channels))
     _fill_inputs(e, mask, rewards, neg_rate, cap, e_rho, sums)
-    return Inputs(neg_rate, cap, e_rho, _discounts(n), n_real, np.finfo(np.float64).max ** -0.5, sums)
+    return Inputs(neg_rate, cap, e_rho, _discounts(n), n_real, np.finfo(np.float64).max ** -0.5, sums,
+                  e)  # exp(-inf) = 0 on padding
+
+
+CLASS_PADDING = 1.25
+"""Sampling pads each query only to the longest of its length class: slots <= 1.25 x real items
+(the random keys and the sort cost per slot)."""
+
+
+class _Class(NamedTuple):
+    """One length class of a batch: its queries (None: all, in order) and their inputs trimmed to
+    the class's width (the last real slot of its longest query)."""
+
+    queries: np.ndarray | None
+    width: int
+    inputs: Inputs
+
+
+def _classes(inputs: Inputs) -> list[_Class]:
+    """The batch's queries grouped by length (:func:`fairltr.buckets.length_buckets`, padded slots
+    <= CLASS_PADDING x real items), each trimmed to its own width; one class (the whole batch,
+    trimmed) when the padding is within the bound already."""
+    from fairltr.buckets import length_buckets
+
+    real = inputs.neg_rate > -np.inf
+    Q, N = real.shape
+    extent = np.where(real.any(1), N - np.argmax(real[:, ::-1], axis=1), 0)
+    groups = length_buckets(extent, CLASS_PADDING) if Q else []
+    if len(groups) <= 1:
+        w = int(extent.max(initial=0)) or N
+        return [_Class(None, w, inputs if w == N else _trimmed(inputs, slice(None), w))]
+    return [_Class(idx, int(extent[idx].max()) or 1, _trimmed(inputs, idx, int(extent[idx].max()) or 1))
+            for idx in groups]
+
+
+def _trimmed(inputs: Inputs, rows, width: int) -> Inputs:
+    i = inputs
+    return Inputs(np.ascontiguousarray(i.neg_rate[rows, :width]), np.ascontiguousarray(i.cap[rows, :width]),
+                  np.ascontiguousarray(i.e_rho[rows, :width]), i.theta[:width], i.n_real[rows], i.floor,
+                  np.ascontiguousarray(i.reward_sums[rows]), np.ascontiguousarray(i.e[rows, :width]))
+
+
+def _take(array: np.ndarray | None, c: _Class) -> np.ndarray | None:
+    """A (Q, N, ...) array's rows and columns of class ``c``."""
+    if array is None:
+        return None
+    rows = slice(None) if c.queries is None else c.queries
+    return np.ascontiguousarray(array[rows, :c.width])
+
+
+def _put(out: np.ndarray, c: _Class, part: np.ndarray) -> None:
+    """Write class ``c``'s (Q_c, W, ...) ``part`` into the batch's (Q, N, ...) ``out``."""
+    if c.queries is None:
+        out[:, :c.width] = part
+    else:
+        out[c.queries, :c.width] = part
 
 
 def sample(inputs: Inputs, n_samples: int, seed: int) -> np.ndarray:
-    """(S, Q, N) int64 rankings: item indices in ranked order (real items first)."""
+    """(S, Q, N) int64 rankings: item indices in ranked order (real items first). The queries are
+    drawn by length class, one SFC64 stream through the classes in order (:func:`_classes`)."""
     Q, N = inputs.neg_rate.shape
     out = np.empty((n_samples, Q, N), dtype=np.int64)
-    for start, keys, low in sample_key_blocks(inputs, n_samples, seed):
-        unpack_rows(keys, np.int64(low), out[start:start + len(keys)])
+    state = sfc64_state(seed)
+    for c in _classes(inputs):
+        part = np.empty((n_samples, len(c.inputs.n_real), c.width), dtype=np.int64)
+        for start, keys, low in sample_key_blocks(c.inputs, n_samples, seed, state=state):
+            unpack_rows(keys, np.int64(low), part[start:start + len(keys)])
+        rows = slice(None) if c.queries is None else c.queries
+        out[:, rows, :c.width] = part
+        out[:, rows, c.width:] = np.arange(c.width, N)  # slots past the class's width: padding, in order
     return out
 
 
@@ -276,6 +217,7 @@ class _RowPass:
                  carry: np.ndarray | None = None, spread: np.ndarray | None = None) -> None:
         Q, N, width = inputs.e_rho.shape
         self.inputs = inputs
+        self.baseline = bool(baseline)
         self.cutoff = N if cutoff is None else min(int(cutoff), N)
         self.theta, self.v = _weights(N, self.cutoff)
         if not baseline:
@@ -298,9 +240,9 @@ class _RowPass:
 
     def add(self, rows: np.ndarray, low: int, select: bool, tails: np.ndarray | None = None) -> None:
         i = self.inputs
-        policy_rows(rows, np.int64(low), select, self.cutoff, i.e_rho, self.theta, self.spread, self.carry, self.v,
+        policy_rows(rows, np.int64(low), select, self.cutoff, i.e_rho, i.e, self.theta, self.spread, self.carry, self.v,
                     i.n_real, i.reward_sums, i.floor, self.grad, self.residual, self.exposure, self.dcg, self.tail_a,
-                    self.tail_c, _NO_TAILS if tails is None else tails)
+                    self.tail_c, _NO_TAILS if tails is None else tails, self.baseline)
 
     def sums(self) -> PolicySums:
         add_tail_terms(self.inputs.e_rho, self.tail_a, self.tail_c, self.grad)
@@ -357,41 +299,76 @@ def sample_gradient(inputs: Inputs, n_samples: int, seed: int, cutoff: int | Non
     (the rankings are never stored); with a short ``cutoff`` (<= SELECT_MAX) the rows are not
     sorted, their top K are selected (the same items in the same order). ``spread``: the
     baseline's :func:`baseline_spread` when the caller keeps it (it depends on the batch only)."""
-    acc = _RowPass(inputs, cutoff, baseline, with_exposure, carry, spread)
-    select = acc.select
-    for _, keys, low in sample_key_blocks(inputs, n_samples, seed, sort=not select):
-        acc.add(keys, low, select)
-    return acc.sums()
+    Q, N, width = inputs.e_rho.shape
+    if spread is None and baseline:
+        spread = baseline_spread(inputs.n_real, N, cutoff)
+    out = PolicySums(np.zeros((Q, N, width - 1)), np.zeros((Q, N) if with_exposure else (Q, 0)), np.zeros(Q),
+                     np.zeros((Q, N, width - 1)))
+    state = sfc64_state(seed)
+    for c in _classes(inputs):
+        acc = _RowPass(c.inputs, cutoff, baseline, with_exposure, _take(carry, c), _take(spread, c))
+        select = acc.select
+        for _, keys, low in sample_key_blocks(c.inputs, n_samples, seed, sort=not select, state=state):
+            acc.add(keys, low, select)
+        _scatter(out, c, acc.sums())
+    return out
+
+
+def _scatter(out: PolicySums, c: _Class, part: PolicySums) -> None:
+    """Class ``c``'s sums into the batch's."""
+    _put(out.grad, c, part.grad)
+    _put(out.residual, c, part.residual)
+    if out.exposure.shape[1]:
+        _put(out.exposure, c, part.exposure)
+    if c.queries is None:
+        out.dcg[:] = part.dcg
+    else:
+        out.dcg[c.queries] = part.dcg
 
 
 def sample_gradient_two_pass(inputs: Inputs, n_samples: int, seed: int, cutoff: int | None,
                              rewards_of, baseline: bool = False, carry: np.ndarray | None = None,
                              spread: np.ndarray | None = None) -> PolicySums:
     """Like :func:`sample_gradient` (one reward channel) for rewards that depend on the samples'
-    own exposure: pass one samples the rankings (the random bits of :func:`sample_key_blocks`: the
-    same rankings for a seed), keeps each row's K displayed items (uint16 while N <= 65,536) and
-    their tail, and estimates the exposure and the DCG of ``inputs``' rewards (the gains);
+    own exposure: pass one samples the rankings (the random bits of :func:`sample`: the same
+    rankings for a seed), keeps each row's K displayed items (uint16 while N <= 65,536) and their
+    tail, and estimates the exposure and the DCG of ``inputs``' rewards (the gains);
     ``rewards_of(exposure mean (Q, N), DCG sums (Q,))`` then gives the rewards (Q, N) whose
     PL-Rank gradient pass two computes from the kept items. Cheaper than one pass with a reward
     channel per group (one forward loop instead of 1 + G - 1)."""
     Q, N, _ = inputs.e_rho.shape
-    acc = _RowPass(inputs, cutoff, baseline, False, carry, spread)
-    select, k_eff = acc.select, acc.cutoff
-    prefixes = np.empty((n_samples, Q, k_eff), dtype=np.uint16 if N <= 1 << 16 else np.int64)
-    tails = np.empty((n_samples, Q))
+    if spread is None and baseline:
+        spread = baseline_spread(inputs.n_real, N, cutoff)
     exposure, dcg = np.zeros((Q, N)), np.zeros(Q)
-    for start, keys, low in sample_key_blocks(inputs, n_samples, seed, sort=not select):
-        stop = start + len(keys)
-        store_prefixes(keys, np.int64(low), select, k_eff, inputs.e_rho, acc.v, acc.theta, inputs.n_real,
-                       prefixes[start:stop], tails[start:stop], exposure, dcg)
+    state = sfc64_state(seed)
+    kept = []
+    for c in _classes(inputs):
+        acc = _RowPass(c.inputs, cutoff, baseline, False, _take(carry, c), _take(spread, c))
+        select, k_eff = acc.select, acc.cutoff
+        prefixes = np.empty((n_samples, len(c.inputs.n_real), k_eff), dtype=np.uint16 if c.width <= 1 << 16
+                            else np.int64)
+        tails = np.empty((n_samples, len(c.inputs.n_real)))
+        part_exposure, part_dcg = np.zeros((len(c.inputs.n_real), c.width)), np.zeros(len(c.inputs.n_real))
+        for start, keys, low in sample_key_blocks(c.inputs, n_samples, seed, sort=not select, state=state):
+            stop = start + len(keys)
+            store_prefixes(keys, np.int64(low), select, k_eff, c.inputs.e_rho, c.inputs.e, acc.v, acc.theta,
+                           c.inputs.n_real,
+                           prefixes[start:stop], tails[start:stop], part_exposure, part_dcg)
+        _put(exposure, c, part_exposure)
+        dcg[slice(None) if c.queries is None else c.queries] = part_dcg
+        kept.append((c, acc, prefixes, tails))
     rewards = np.ascontiguousarray(rewards_of(exposure / n_samples, dcg), dtype=np.float64)
-    _set_rewards(inputs, rewards)
-    low = (1 << 16) - 1 if prefixes.dtype == np.uint16 else -1
-    step = _samples_per_block(Q * k_eff)
-    for start in range(0, n_samples, step):
-        acc.add(prefixes[start:start + step], low, False, tails[start:start + step])
-    sums = acc.sums()
-    return PolicySums(sums.grad, exposure, dcg, sums.residual)
+    out = PolicySums(np.zeros((Q, N, 1)), exposure, dcg, np.zeros((Q, N, 1)))
+    for c, acc, prefixes, tails in kept:
+        _set_rewards(c.inputs, _take(rewards, c))
+        low = (1 << 16) - 1 if prefixes.dtype == np.uint16 else -1
+        step = _samples_per_block(len(c.inputs.n_real) * max(1, acc.cutoff))
+        for start in range(0, n_samples, step):
+            acc.add(prefixes[start:start + step], low, False, tails[start:start + step])
+        part = acc.sums()
+        _put(out.grad, c, part.grad)
+        _put(out.residual, c, part.residual)
+    return out
 
 
 def _set_rewards(inputs: Inputs, rewards: np.ndarray) -> None:

@@ -43,34 +43,28 @@ longer ones by sorting the rows."""
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _row_prefix(keys, row, low, n_slots, k_eff, n, select, er, base, stride, top, top_keys):  # pragma: no cover
+def _row_prefix(keys, row, low, n_slots, k_eff, n, select, er, base, stride, top, top_keys, e):  # pragma: no cover
     """The row's first ``k_eff`` items into ``top``; returns the tail sum of e (the items past
-    k_eff). ``keys[row + j]``: the row's keys; e of item d at ``er[(base + d) * stride]``."""
-    tail = 0.0
+    k_eff). ``keys[row + j]``: the row's keys; e of item d at ``er[(base + d) * stride]`` and at
+    ``e[base + d]`` (contiguous: the selection's tail sum reads it in slot order)."""
     one = np.uint64(1)
     if select:  # the k_eff smallest keys of the row's slots (real items' keys are below every padded slot's)
-        count = 0
-        threshold = np.int64(9223372036854775807)
+        big = np.int64(9223372036854775807)
+        for k in range(k_eff):
+            top_keys[k] = big
+        threshold = big
         for j in range(n_slots):  # slot j holds item j's key (padding: +inf bits, never selected)
             key = keys[row + np.uint64(j)]
-            if key < threshold:
-                if count == k_eff:
-                    tail += er[(base + (np.uint64(top_keys[k_eff - 1]) & low)) * stride]
-                    pos = k_eff - 1
-                else:
-                    pos = count
-                    count += 1
-                while pos > 0 and top_keys[pos - 1] > key:
-                    top_keys[pos] = top_keys[pos - 1]
-                    pos -= 1
-                top_keys[pos] = key
-                if count == k_eff:
-                    threshold = top_keys[k_eff - 1]
-            else:
-                tail += er[(base + np.uint64(j)) * stride]
+            if key < threshold:  # rare after the first few: a branch-free pass through the K sorted slots
+                for k in range(k_eff):
+                    kept = top_keys[k]
+                    top_keys[k] = min(kept, key)
+                    key = max(kept, key)
+                threshold = top_keys[k_eff - 1]
         for k in range(k_eff):
             top[k] = np.uint64(top_keys[k]) & low
-        return tail
+        return _tail_of_selection(keys, row, n_slots, threshold, e, base)
+    tail = 0.0
     for k in range(k_eff):
         top[k] = np.uint64(keys[row + np.uint64(k)]) & low
     k = np.uint64(n)
@@ -80,18 +74,31 @@ def _row_prefix(keys, row, low, n_slots, k_eff, n, select, er, base, stride, top
     return tail
 
 
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath=True)
+def _tail_of_selection(keys, row, n_slots, threshold, e, base):  # pragma: no cover - compiled
+    """The sum of e over the row's slots whose key is above ``threshold`` (the K-th smallest: the
+    items not displayed; padding has e = 0); a separate loop without the selection's branches, so
+    that it vectorises (fastmath: the order of the sum is free)."""
+    tail = 0.0
+    for j in range(n_slots):
+        tail += e[base + np.uint64(j)] if keys[row + np.uint64(j)] > threshold else 0.0
+    return tail
+
+
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
-def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, rsum, floor,
-                grad, residual, exposure, dcg, tail_a, tail_c, tails):  # pragma: no cover - compiled
+def policy_rows(keys, low, select, cutoff, er, e, theta, spread, carry, v, n_real, rsum, floor,
+                grad, residual, exposure, dcg, tail_a, tail_c, tails, baseline):  # pragma: no cover - compiled
     """Adds the terms of the rows ``keys`` (B, Q, W) int64 (item = key & low; sorted rows, or
     unsorted with ``select``) to ``grad`` (Q, N, C), ``exposure`` (Q, N) and ``dcg`` (Q,) (both
     skipped when ``exposure`` has no columns), ``tail_a`` (Q,) and ``tail_c`` (Q, C) (see the
-    module docstring). ``er`` (Q, N, 1 + C): e_d then the C rewards of item d; ``theta``, ``v``
+    module docstring). ``er`` (Q, N, 1 + C): e_d then the C rewards of item d (``e``: e alone,
+    (Q, N)); ``theta``, ``v``
     (N,): DCG and exposure weights; ``spread`` (Q, N): Theta_{>k} / (n - k) of the baseline
     (zeros: no baseline); ``carry`` (Q, N, C): the carried part of the baseline at each position
     (zeros: none); ``residual`` (Q, N, C) accumulates R_{k+1} - Theta_{>k} m_k at each displayed
     position (the next call's carry, once averaged); ``rsum`` (Q, C): each channel's sum over the
-    query's real items; Z is floored at ``floor``; ``tails`` (B, Q): each row's sum of e past its
+    query's real items (``baseline``: whether spread and carry are not zeros); Z is floored at
+    ``floor``; ``tails`` (B, Q): each row's sum of e past its
     K displayed items when the rows hold only those (:func:`store_prefixes`; no columns: the
     rows are whole, or selected). Per row: one backward pass for the Z_k, their
     reciprocals, then per channel R_0 and the forward pass, with their sums in registers. Flat
@@ -101,6 +108,7 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
     C = er.shape[2] - 1
     flat_keys = keys.reshape(-1)
     flat_er = er.reshape(-1)
+    flat_e = e.reshape(-1)
     flat_grad = grad.reshape(-1)
     flat_spread = spread.reshape(-1)
     flat_carry = carry.reshape(-1)
@@ -113,6 +121,7 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
     stride = np.uint64(C + 1)
     cs = np.uint64(C)
     ulow = np.uint64(low)
+    all_bits = np.uint64(18446744073709551615)
     one = np.uint64(1)
     for q in range(Q):
         n = n_real[q]
@@ -122,12 +131,34 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
         base = np.uint64(q) * np.uint64(N)
         for b in range(B):
             row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(W)
+            if C == 1:  # the common case, every sum in a register
+                if tails.shape[1] > 0:  # stored prefixes and their tails
+                    a, c_last, gain = _sorted_row(flat_keys, row, ulow, k_eff, n, tails[b, q], True, flat_er, base,
+                                                  theta, flat_spread, flat_carry, rsum[q, 0], floor, flat_grad,
+                                                  flat_residual, inv_z, v, flat_exposure, with_exposure, baseline)
+                elif select:
+                    z = _row_prefix(flat_keys, row, ulow, N, k_eff, n, True, flat_er, base, stride, top, top_keys,
+                                    flat_e)
+                    a, c_last, gain = _sorted_row(top, np.uint64(0), all_bits, k_eff, n, z, True, flat_er, base,
+                                                  theta, flat_spread, flat_carry, rsum[q, 0], floor, flat_grad,
+                                                  flat_residual, inv_z, v, flat_exposure, with_exposure, baseline)
+                else:
+                    a, c_last, gain = _sorted_row(flat_keys, row, ulow, k_eff, n, 0.0, False, flat_er, base, theta,
+                                                  flat_spread, flat_carry, rsum[q, 0], floor, flat_grad,
+                                                  flat_residual, inv_z, v, flat_exposure, with_exposure, baseline)
+                if with_exposure:
+                    dcg[q] += gain
+                if k_eff < n:
+                    tail_a[q] += a
+                    tail_c[q, 0] += c_last
+                continue
             if tails.shape[1] > 0:  # stored prefixes: the first k_eff items and their tail
                 for k in range(k_eff):
                     top[k] = np.uint64(flat_keys[row + np.uint64(k)]) & ulow
                 z = tails[b, q]
             else:
-                z = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys)
+                z = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys,
+                                flat_e)
             k = np.uint64(k_eff)
             while k > 0:  # from the last displayed position: Z_k is a suffix sum
                 k -= one
@@ -147,6 +178,79 @@ def policy_rows(keys, low, select, cutoff, er, theta, spread, carry, v, n_real, 
                     dcg[q] += gain
             if shown:
                 tail_a[q] += a
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
+def _sorted_row(keys, row, low, k_eff, n, tail, given_tail, er, base, theta, spread, carry, rsum, floor, grad,
+                residual, inv_z, v, exposure, with_exposure, baseline):  # pragma: no cover - compiled
+    """One row, one reward channel (``er`` (Q, N, 2)): its displayed items in order at
+    ``keys[row + k] & low`` (a sorted row, a stored prefix or a selection), read again in each
+    pass; every sum in a register; the forward loop without the baseline's loads and stores when
+    there is none. The tail past K is ``tail`` when ``given_tail``, else summed from the sorted
+    row. Returns (a_{K-1}, c_{K-1}, DCG@K); with K < n each displayed item's share of the
+    not-displayed term is taken back (as :func:`_channel_forward`)."""
+    one = np.uint64(1)
+    two = np.uint64(2)
+    z = tail
+    k = np.uint64(n) if not given_tail else np.uint64(k_eff)
+    while k > np.uint64(k_eff):  # the tail past the displayed positions
+        k -= one
+        z += er[(base + (np.uint64(keys[row + k]) & low)) * two]
+    total = 0.0
+    while k > 0:  # Z_k and R_0 are suffix sums
+        k -= one
+        at = (base + (np.uint64(keys[row + k]) & low)) * two
+        z += er[at]
+        inv_z[k] = z
+        total += theta[k] * er[at + one]
+    for j in range(k_eff):
+        inv_z[j] = 1.0 / max(inv_z[j], floor)
+    placed = 0.0
+    a = 0.0
+    cc = 0.0
+    gain = 0.0
+    if baseline:
+        before = 0.0
+        for j in range(k_eff):
+            d = np.uint64(keys[row + np.uint64(j)]) & low
+            at = (base + d) * two
+            e_d = er[at]
+            rho_d = er[at + one]
+            iz = inv_z[j]
+            th = theta[j]
+            at_j = base + np.uint64(j)
+            own = spread[at_j] * (rsum - before)
+            b_j = own + carry[at_j]
+            cc += (total - placed - b_j) * iz
+            placed += th * rho_d
+            before += rho_d
+            a += th * iz
+            grad[base + d] += (total - placed) - b_j + e_d * (rho_d * a - cc)
+            residual[at_j] += (total - placed) - own
+            if with_exposure:
+                exposure[base + d] += v[j]
+                gain += th * rho_d
+    else:
+        for j in range(k_eff):
+            d = np.uint64(keys[row + np.uint64(j)]) & low
+            at = (base + d) * two
+            e_d = er[at]
+            rho_d = er[at + one]
+            iz = inv_z[j]
+            th = theta[j]
+            cc += (total - placed) * iz
+            placed += th * rho_d
+            a += th * iz
+            grad[base + d] += (total - placed) + e_d * (rho_d * a - cc)
+            if with_exposure:
+                exposure[base + d] += v[j]
+                gain += th * rho_d
+    if k_eff < n:
+        for j in range(k_eff):
+            d = np.uint64(keys[row + np.uint64(j)]) & low
+            at = (base + d) * two
+            grad[base + d] -= er[at] * (er[at + one] * a - cc)
+    return a, cc, gain
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
@@ -251,7 +355,7 @@ def disparity_terms(exposure, codes, mask, scale, present, squared, use_max, d, 
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def store_prefixes(keys, low, select, cutoff, er, v, theta, n_real, prefixes, tails, exposure,
+def store_prefixes(keys, low, select, cutoff, er, e, v, theta, n_real, prefixes, tails, exposure,
                    dcg):  # pragma: no cover - compiled
     """The first pass of two: each row's K displayed items (sorted rows, or selected with
     ``select``) into ``prefixes`` (B, Q, K) (any integer type), the sum of e past them into
@@ -262,6 +366,7 @@ def store_prefixes(keys, low, select, cutoff, er, v, theta, n_real, prefixes, ta
     N = er.shape[1]
     flat_keys = keys.reshape(-1)
     flat_er = er.reshape(-1)
+    flat_e = e.reshape(-1)
     stride = np.uint64(er.shape[2])
     ulow = np.uint64(low)
     top = np.empty(max(N, 1), dtype=np.uint64)
@@ -276,7 +381,8 @@ def store_prefixes(keys, low, select, cutoff, er, v, theta, n_real, prefixes, ta
         gain = 0.0
         for b in range(B):
             row = (np.uint64(b) * np.uint64(Q) + np.uint64(q)) * np.uint64(W)
-            tails[b, q] = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys)
+            tails[b, q] = _row_prefix(flat_keys, row, ulow, N, k_eff, n, select, flat_er, base, stride, top, top_keys,
+                                      flat_e)
             for k in range(k_eff):
                 d = top[k]
                 prefixes[b, q, k] = d
