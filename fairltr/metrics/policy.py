@@ -110,15 +110,12 @@ def _group_exposure(exposure: torch.Tensor, groups: torch.Tensor, mask: torch.Te
 
 
 def aggregate_policy(per_query: dict[str, torch.Tensor]) -> dict[str, float]:
-    """Means over the queries where each figure is defined, with ``<name>_n_queries``; and
-    ``expected_exposure_disparity`` = 1 - min(R, 1/R) of the averaged ``expected_exposure_ratio``."""
-    out: dict[str, float] = {}
-    for name, values in per_query.items():
-        v = values.detach().cpu().to(torch.float64)
-        ok = ~torch.isnan(v)
-        n = int(ok.sum())
-        out[name] = float(v[ok].mean()) if n else float("nan")
-        out[f"{name}_n_queries"] = n
+    """Means over the queries where each figure is defined, with ``<name>_n_queries``
+    (:func:`fairltr.metrics.aggregate`); and ``expected_exposure_disparity`` = 1 - min(R, 1/R)
+    of the averaged ``expected_exposure_ratio`` R (as ``exposure_disparity`` of the reported ratio)."""
+    from fairltr.metrics.evaluate import aggregate
+
+    out = aggregate(per_query)
     if "expected_exposure_ratio" in out:
         out["expected_exposure_disparity"] = float(exposure_disparity(out["expected_exposure_ratio"]))
         out["expected_exposure_disparity_n_queries"] = out["expected_exposure_ratio_n_queries"]
