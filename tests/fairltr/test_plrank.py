@@ -173,3 +173,20 @@ def test_the_baseline_learns_one_long_list():
         return float(w @ true / np.linalg.norm(w) / np.linalg.norm(true))
 
     assert cosine("plrank") > 0.98 > cosine("plrank_plain")
+
+
+@pytest.mark.parametrize("folder,stem", [("race_black", "LawStudents_Race"), ("gender", "LawStudents_Gender")])
+def test_lambda_zero_learns_the_law_tables_as_deltr_does(deltr_data, folder, stem):
+    """Issue 32's bar: on the DELTR paper's Law race and Law gender split, PLRank at lambda 0
+    (its defaults) reaches a test kendall_tau within 0.02 of DELTR's at gamma 0, for seeds 0-2
+    (benchmarks/plrank_figures.py --part law measures seeds 0-9: gaps <= 0.005 / 0.013)."""
+    from fairltr.io import read_deltr_csv
+    from fairltr.metrics import evaluate_ranking
+
+    d = deltr_data / "LawStudents" / folder
+    train, test = read_deltr_csv(d / f"{stem}_train.txt"), read_deltr_csv(d / f"{stem}_test.txt")
+    tau = lambda model: evaluate_ranking(test, model.fit(train).predict(test), k=(10,))["kendall_tau"]  # noqa: E731
+    deltr = tau(DELTR(gamma=0.0))
+    assert deltr > 0.15
+    for seed in range(3):
+        assert tau(PLRank(lam=0.0, seed=seed, device="cpu")) > deltr - 0.02, seed
