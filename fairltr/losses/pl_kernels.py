@@ -126,9 +126,10 @@ def prepare(scores: np.ndarray, mask: np.ndarray, rewards: np.ndarray | None = N
                   e)  # exp(-inf) = 0 on padding
 
 
-CLASS_PADDING = 1.25
-"""Sampling pads each query only to the longest of its length class: slots <= 1.25 x real items
-(the random keys and the sort cost per slot)."""
+CLASS_PADDING = 1.1
+"""Sampling pads each query only to the longest of its length class: slots <= 1.1 x real items
+(the random keys and the sort cost per slot; on lists of 10-150 items, 100 samples, 1.1 against
+1.25 took 0.85-0.89x the time at 1,000 queries and 0.95-0.99x at 100: the classes' own cost is small)."""
 
 
 class _Class(NamedTuple):
