@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from pl_lists import pad as _pad
 
 from fairltr.errors import ConfigError
 from fairltr.losses.plackett_luce import (
@@ -28,16 +29,6 @@ ROWS = [  # (score, judgment, group) per candidate; three queries of 5, 3 and 6 
 ]
 
 
-def _pad(rows):
-    n = max(len(r) for r in rows)
-    s = torch.zeros(len(rows), n, dtype=torch.float64)
-    y = torch.zeros_like(s)
-    g = torch.zeros(len(rows), n, dtype=torch.long)
-    m = torch.zeros(len(rows), n, dtype=torch.bool)
-    for q, r in enumerate(rows):
-        for i, (si, yi, gi) in enumerate(r):
-            s[q, i], y[q, i], g[q, i], m[q, i] = si, yi, gi, True
-    return s, y, g, m
 
 
 def _exact_objective(s_row, y_row, g_row, lam, cutoff):
