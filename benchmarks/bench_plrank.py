@@ -1,32 +1,36 @@
 """PL-Rank speed: fairltr's Plackett-Luce sampling + gradient per iteration against the authors'
 public numpy code (Oosterhuis, ``HarrieO/2022-SIGIR-plackett-luce``, MIT), in one run.
 
-Both sides get the same data (Q queries x N candidates, scores ~ N(0, 1), graded labels 0..4 as
-rewards, DCG weights 1/log2(1 + k) over full rankings) and the same S sampled rankings per query.
-One iteration = sample S rankings of every query (Gumbel trick) + the PL-Rank gradient w.r.t. the
-scores of every query:
+Cells: every ``--cutoffs`` (DCG@K, the authors' ``--cutoff``; ``none`` = the whole ranking) x
+every ``--queries``. A cell's data: Q queries whose lengths are drawn uniformly from ``--docs``
+(``10-150``: padded variable-length lists; ``100``: all of one length), scores ~ N(0, 1), graded
+labels 0..4 with rewards 2^label - 1, DCG weights 1/log2(1 + k) for the first K positions.
+One iteration = sample S rankings of every query (Gumbel trick) + the PL-Rank gradient with
+respect to every query's scores:
 
-* reference: ``algorithms.PLRank.PL_rank_3`` (their fastest estimator; it samples with
-  ``utils.plackettluce.gumbel_sample_rankings``) called once per query, as their ``run.py`` does;
-* fairltr: :func:`fairltr.losses.plackett_luce.plrank_sample_gradient` on the padded (Q, N)
-  batch: every query at once; with the compiled kernels (numba, the ``[fast]`` extra) each block
-  of ~2^17 elements goes from the random bits to the gradient in cache (``FAIRLTR_COMPILED=0``:
-  the tensor code, ``sample_rankings`` + ``plrank_gradient``).
+* reference: ``algorithms.PLRank.PL_rank_3(weights[:K], rewards, scores, n_samples=S)`` (their
+  fastest estimator; it samples with ``utils.plackettluce.gumbel_sample_rankings``) called once
+  per query on its real items, as their ``run.py`` does;
+* fairltr: :func:`fairltr.losses.plackett_luce.plrank_sample_gradient` (``cutoff=K``; the plain
+  estimator, the reference's values) on the padded (Q, N) batch: every query at once; with the
+  compiled kernels (numba, the ``[fast]`` extra) each block of ~2^17 elements goes from the random
+  bits to the gradient in cache, and with K <= 32 the rows' top K are selected, not sorted
+  (``FAIRLTR_COMPILED=0``: the tensor code).
 
-Where fairltr's time goes is printed too (CPU time, same rounds): ``sample_rankings`` alone (it
-writes the (S, Q, N) rankings), ``plrank_gradient`` alone on stored rankings, and the random
-doubles alone (the numbers both sides must draw).
+Each side runs ``--repeats`` (>= 5) times, interleaved; printed per cell: min / median / max of
+each side's wall time and of the per-repeat ratio reference / fairltr (and the same for the
+process's CPU time, robust to other jobs on a shared machine). Agreement: both implementations on
+the SAME sampled rankings (fairltr's, full rankings) give the same gradient:
+max |g_fairltr - g_ref| / max |g_ref| is printed (rounding only; the exact enumeration is in
+tests/fairltr/losses/test_pl_cutoff_baseline.py). ``--baseline`` also times fairltr's default
+training estimator (the position baseline: different per-sample values, the same expectation).
 
 The reference is read from a folder (a checkout or ``git archive`` export of the repository) given
-by ``--reference PATH``; it is imported from there and never copied into this repository. Both
-estimates are unbiased for the same gradient; as a check both are fed the same sampled rankings and their gradients compared
-(they must agree to rounding). Timings: medians over ``--repeats`` rounds, interleaved, of wall-clock time and of this
-thread's CPU time (robust to other jobs on a shared machine),
-with torch and numpy on ``--threads`` threads (default 1: a fair comparison with numpy, and
-robust on a shared machine).
+by ``--reference PATH``; it is imported from there and never copied into this repository. torch and
+numpy run on ``--threads`` threads (default 1: a fair comparison with numpy).
 
-Usage:  python benchmarks/bench_plrank.py --reference /tmp/plrank-ref [--queries 100 --docs 100
-        --samples 100] [--json OUT]
+Usage:  python benchmarks/bench_plrank.py --reference /tmp/plrank-ref [--docs 10-150 --queries 100,1000
+        --cutoffs 5,none --samples 100 --repeats 5] [--json OUT]
 """
 
 from __future__ import annotations
@@ -45,24 +49,107 @@ def _set_threads(n: int) -> None:
         os.environ[var] = str(n)
 
 
+def _lengths(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
+def _cutoff(text: str) -> int | None:
+    return None if text.strip().lower() == "none" else int(text)
+
+
+def spread(values: list[float], scale: float = 1.0, fmt: str = ".2f") -> str:
+    return " / ".join(format(v * scale, fmt) for v in (min(values), statistics.median(values), max(values)))
+
+
+def make_cell(n_queries: int, lengths: tuple[int, int], seed: int = 0):
+    """Scores, rewards (2^label - 1) and mask (Q, N_max), and each query's length."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = rng.integers(lengths[0], lengths[1] + 1, size=n_queries)
+    width = int(n.max())
+    mask = np.arange(width)[None, :] < n[:, None]
+    scores = np.where(mask, rng.standard_normal((n_queries, width)), 0.0)
+    rewards = np.where(mask, 2.0 ** rng.integers(0, 5, size=(n_queries, width)) - 1.0, 0.0)
+    return scores, rewards, mask, n
+
+
+def run_cell(pl_rank_3, n_queries: int, lengths: tuple[int, int], cutoff: int | None, samples: int, repeats: int,
+             baseline: bool) -> dict:
+    import numpy as np
+    import torch
+
+    from fairltr.losses.plackett_luce import plrank_gradient, plrank_sample_gradient, sample_rankings
+
+    scores, rewards, mask, n = make_cell(n_queries, lengths)
+    weights = 1.0 / np.log2(np.arange(scores.shape[1]) + 2.0)
+    ref_weights = weights if cutoff is None else weights[:cutoff]
+    s_t, r_t, m_t = torch.as_tensor(scores), torch.as_tensor(rewards), torch.as_tensor(mask)
+    gen = torch.Generator().manual_seed(0)
+
+    def ours():
+        return plrank_sample_gradient(s_t, r_t, m_t, samples, gen, cutoff=cutoff)
+
+    def ours_baseline():
+        return plrank_sample_gradient(s_t, r_t, m_t, samples, gen, cutoff=cutoff, baseline=True)
+
+    def reference():
+        return [pl_rank_3(ref_weights, rewards[q, :n[q]], scores[q, :n[q]], n_samples=samples) for q in range(n_queries)]
+
+    sides = {"fairltr": ours, "reference": reference}
+    if baseline:
+        sides["fairltr baseline"] = ours_baseline
+    np.random.seed(0)
+    for fn in sides.values():  # warm-up (and the kernels' compilation)
+        fn()
+    wall = {name: [] for name in sides}
+    cpu = {name: [] for name in sides}
+    for _ in range(repeats):
+        for name, fn in sides.items():
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    # the same sampled rankings (full rankings, real items first) through both implementations
+    rk = sample_rankings(s_t, m_t, samples, gen)
+    g_ours = plrank_gradient(s_t, rk, r_t, m_t, cutoff=cutoff).numpy()
+    rk_np = rk.numpy()
+    worst, largest = 0.0, 0.0
+    for q in range(n_queries):
+        g_ref = pl_rank_3(ref_weights, rewards[q, :n[q]], scores[q, :n[q]], sampled_rankings=rk_np[:, q, :n[q]])
+        worst = max(worst, float(np.abs(g_ours[q, :n[q]] - g_ref).max()))
+        largest = max(largest, float(np.abs(g_ref).max()))
+    cell = {"queries": n_queries, "lengths": list(lengths), "cutoff": cutoff, "samples": samples,
+            "real_items": int(n.sum()), "padded_width": int(scores.shape[1]),
+            "wall": wall, "cpu": cpu, "max_relative_difference_same_rankings": worst / largest}
+    for name in sides:
+        if name != "reference":
+            cell[f"ratio_wall {name}"] = [a / b for a, b in zip(wall["reference"], wall[name])]
+            cell[f"ratio_cpu {name}"] = [a / b for a, b in zip(cpu["reference"], cpu[name])]
+    return cell
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", required=True, type=Path, help="folder of the authors' PL-Rank code")
-    ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--docs", type=int, default=100)
+    ap.add_argument("--queries", default="100,1000", help="comma list: one cell per value")
+    ap.add_argument("--docs", default="10-150", help="list lengths: LOW-HIGH (uniform, padded) or N")
+    ap.add_argument("--cutoffs", default="5,none", help="comma list of K (DCG@K) or none")
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="cpu", help="fairltr's device (cpu, cuda)")
+    ap.add_argument("--baseline", action="store_true", help="also time fairltr's position-baseline estimator")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.repeats < 5:
+        raise SystemExit("Error: --repeats must be >= 5 (min / median / max of each side)")
     _set_threads(args.threads)
 
     import numpy as np
     import torch
 
-    from fairltr.losses import plrank_gradient, sample_rankings
-    from fairltr.losses.plackett_luce import _kernels, plrank_sample_gradient
+    from fairltr.losses.plackett_luce import _kernels
 
     torch.set_num_threads(args.threads)
     ref = args.reference.resolve()
@@ -71,86 +158,29 @@ def main(argv: list[str] | None = None) -> dict:
     sys.path.insert(0, str(ref))
     from algorithms.PLRank import PL_rank_3  # noqa: E402  (the reference, imported from its own folder)
 
-    Q, N, S = args.queries, args.docs, args.samples
-    rng = np.random.default_rng(0)
-    scores = rng.standard_normal((Q, N))
-    labels = rng.integers(0, 5, size=(Q, N)).astype(np.float64)
-    rewards = 2.0 ** labels - 1.0
-    weights = 1.0 / np.log2(np.arange(N) + 2.0)
-
-    dev = torch.device(args.device)
-    s_t = torch.as_tensor(scores, device=dev)
-    r_t = torch.as_tensor(rewards, device=dev)
-    m_t = torch.ones(Q, N, dtype=torch.bool, device=dev)
-    gen = torch.Generator().manual_seed(0)
-
-    def ours() -> "torch.Tensor":
-        g = plrank_sample_gradient(s_t, r_t, m_t, S, gen)
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        return g
-
-    def reference() -> "np.ndarray":
-        return np.stack([PL_rank_3(weights, rewards[q], scores[q], n_samples=S) for q in range(Q)])
-
-    fixed = sample_rankings(s_t, m_t, S, gen)
-
-    def sampling() -> "torch.Tensor":
-        return sample_rankings(s_t, m_t, S, gen)
-
-    def gradient() -> "torch.Tensor":
-        return plrank_gradient(s_t, fixed, r_t, m_t)
-
-    def uniforms() -> "object":
-        if kernels is not None:  # the kernels' random doubles: numpy's SFC64 stepped in their loop
-            out = np.empty(S * Q * N)
-            kernels._sfc64_uniforms(kernels.sfc64_state(0), out)
-            return out
-        return torch.rand((S, Q, N), generator=gen, dtype=s_t.dtype)
-
-    kernels = _kernels() if dev.type == "cpu" else None
-    np.random.seed(0)
-    ours(), reference()  # warm-up (and the kernels' compilation)
-    t_ours, t_ref, c_ours, c_ref = [], [], [], []
-    parts: dict[str, list[float]] = {"sampling": [], "gradient": [], "uniform draws": []}
-    for _ in range(args.repeats):
-        for fn, wall, cpu in ((ours, t_ours, c_ours), (reference, t_ref, c_ref)):
-            c0, t0 = time.process_time(), time.perf_counter()
-            fn()
-            wall.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)  # the process's CPU time (all its threads): robust to other jobs
-        for name, fn in (("sampling", sampling), ("gradient", gradient), ("uniform draws", uniforms)):
-            c0 = time.process_time()
-            fn()
-            parts[name].append(time.process_time() - c0)
-    med_ours, med_ref = statistics.median(t_ours), statistics.median(t_ref)
-    cpu_ours, cpu_ref = statistics.median(c_ours), statistics.median(c_ref)
-    cpu_parts = {name: statistics.median(v) for name, v in parts.items()}
-
-    # the same sampled rankings through both implementations: the gradients must agree to rounding
-    rk = sample_rankings(s_t, m_t, S, gen)
-    g_ours = plrank_gradient(s_t, rk, r_t, m_t).cpu().numpy()
-    rk_np = rk.cpu().numpy()
-    g_ref = np.stack([PL_rank_3(weights, rewards[q], scores[q], sampled_rankings=rk_np[:, q, :]) for q in range(Q)])
-    check = float(np.abs(g_ours - g_ref).max() / np.abs(g_ref).max())
-    out = {
-        "queries": Q, "docs": N, "samples": S, "threads": args.threads, "device": str(dev),
-        "fairltr_s_per_iteration": med_ours, "reference_s_per_iteration": med_ref, "ratio": med_ref / med_ours,
-        "fairltr_cpu_s_per_iteration": cpu_ours, "reference_cpu_s_per_iteration": cpu_ref,
-        "cpu_ratio": cpu_ref / cpu_ours,
-        "fairltr_cpu_s_parts": cpu_parts,
-        "max_relative_difference_same_rankings": check,
-        "torch": torch.__version__, "numpy": np.__version__,
-        "compiled_kernels": kernels is not None,
-    }
-    print(f"PL sampling + PL-Rank gradient, {Q} queries x {N} docs, {S} samples per query, "
-          f"{args.threads} thread(s), fairltr on {dev}:")
-    print(f"  reference PL_rank_3 (numpy, per query): {med_ref * 1e3:9.2f} ms wall, {cpu_ref * 1e3:9.2f} ms CPU / iteration")
-    how = "compiled kernels (numba)" if kernels is not None else "torch"
-    print(f"  fairltr ({how}, batched over queries): {med_ours * 1e3:9.2f} ms wall, {cpu_ours * 1e3:9.2f} ms CPU / iteration")
-    print(f"  ratio (reference / fairltr): {med_ref / med_ours:.2f}x wall, {cpu_ref / cpu_ours:.2f}x CPU time")
-    print("  fairltr's parts (CPU): " + ", ".join(f"{name} {v * 1e3:.2f} ms" for name, v in cpu_parts.items()))
-    print(f"  agreement on the same sampled rankings: max |g_fairltr - g_ref| / max |g_ref| = {check:.1e}")
+    lengths = _lengths(args.docs)
+    how = "compiled kernels (numba)" if _kernels() is not None else "torch"
+    print(f"PL sampling + PL-Rank gradient per iteration, lists of {args.docs} items (padded), {args.samples} "
+          f"samples per query, {args.threads} thread(s), fairltr: {how}; {args.repeats} repeats per side")
+    print("times in ms min / median / max; ratio = reference / fairltr per repeat, min / median / max")
+    cells = []
+    for cutoff in (_cutoff(c) for c in args.cutoffs.split(",")):
+        for q in (int(x) for x in args.queries.split(",")):
+            cell = run_cell(PL_rank_3, q, lengths, cutoff, args.samples, args.repeats, args.baseline)
+            cells.append(cell)
+            label = f"DCG@{cutoff}" if cutoff is not None else "full DCG"
+            print(f"{label}, {q} queries ({cell['real_items']} items, padded to {cell['padded_width']}):")
+            print(f"  reference PL_rank_3: wall {spread(cell['wall']['reference'], 1e3)}, "
+                  f"CPU {spread(cell['cpu']['reference'], 1e3)}")
+            for name in cell["wall"]:
+                if name == "reference":
+                    continue
+                print(f"  {name}: wall {spread(cell['wall'][name], 1e3)}, CPU {spread(cell['cpu'][name], 1e3)}; "
+                      f"ratio wall {spread(cell[f'ratio_wall {name}'])}x, CPU {spread(cell[f'ratio_cpu {name}'])}x")
+            print(f"  same rankings: max |g_fairltr - g_ref| / max |g_ref| = "
+                  f"{cell['max_relative_difference_same_rankings']:.1e}")
+    out = {"cells": cells, "threads": args.threads, "torch": torch.__version__, "numpy": np.__version__,
+           "compiled_kernels": _kernels() is not None}
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return out

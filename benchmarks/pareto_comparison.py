@@ -194,7 +194,9 @@ def rank_keeper(folder: Path, folds):
     """``on_ranked`` hook of the sweep trials: writes ``<folder>/<trial_key>.npz`` with, per fold
     ``f``, ``r<f>``: the test table's row numbers in the evaluation's order (score descending
     within each query, ties by row position, as :func:`fairltr.metrics.evaluate_ranking` reads
-    the ranked table): all the bootstrap of the hypervolume needs."""
+    the ranked table), and ``s<f>``: the scores in that order (equal scores are ties, which the
+    front's bootstrap treats as :func:`evaluate_ranking` does): all the bootstrap of the
+    hypervolume needs."""
     folder.mkdir(parents=True, exist_ok=True)
 
     def keep(values, ranked) -> None:
@@ -203,6 +205,7 @@ def rank_keeper(folder: Path, folds):
             q = pd.factorize(r["query_id"], sort=False)[0]
             order = np.lexsort((np.arange(len(r)), -r["score"].to_numpy(np.float64), q))
             arrays[f"r{f}"] = row_ids(folds[f][1], r)[order]
+            arrays[f"s{f}"] = r["score"].to_numpy(np.float64)[order]
         tmp = folder / f".{trial_key(values)}.tmp.npz"
         np.savez_compressed(tmp, **arrays)
         tmp.replace(folder / f"{trial_key(values)}.npz")

@@ -25,16 +25,20 @@ from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError
 from fairltr.losses.builtin import LAMBDA
 from fairltr.losses.merit import check_merits
-from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS, pl_policy_objective
+from fairltr.buckets import split_batch
+from fairltr.losses.plackett_luce import DISPARITIES, ESTIMATORS, BaselineCarry, check_cutoff, pl_policy_gradient
 from fairltr.model_file import PARAM_KINDS as _DELTR_PARAM_KINDS
 from fairltr.ranker_params import OptimiserChoices
 from fairltr.training_loop import LoopLabels, run_training_loop
 
-__all__ = ["PLRank", "PLRankSettings", "PL_DEFAULT_MAX_ITER", "PL_DEFAULT_LR", "PL_OPTIMIZERS"]
+__all__ = ["PLRank", "PLRankSettings", "PL_DEFAULT_MAX_ITER", "PL_DEFAULT_LR", "PL_OPTIMIZERS", "PL_MAX_PADDING"]
 
 PL_OPTIMIZERS = ("adam", "sgd")
 PL_DEFAULT_MAX_ITER = 300
 PL_DEFAULT_LR = {"adam": 0.05, "sgd": 0.01}
+PL_MAX_PADDING = 1.25
+"""Length buckets for training: padded cells <= 1.25 x rows (DELTR's fit uses 2): a sampled
+ranking costs per padded slot (the keys and the sort), so tighter buckets pay for their calls."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class PLRankSettings:
 
     lam: float
     samples: int
+    cutoff: int | None
     columns: RankingColumns
     l2: float
     tol: float
@@ -63,8 +68,10 @@ class PLRank(DELTR):
     max(0, a_0 - a_p)), where a_p is group p's mean expected exposure, or with ``merit=True``
     its exposure per unit of merit (mean judgment; merit-proportional exposure, which needs
     judgments >= 0); ``reduce`` over protected groups p >= 1 (max or mean). ``samples``
-    rankings per query and iteration; ``estimator`` ``"plrank"`` (PL-Rank-2) or ``"reinforce"``
-    (with a leave-one-out baseline). Columns, features, ``colorblind``, ``standardize``,
+    rankings per query and iteration; ``cutoff`` K: DCG@K and exposure 0 past position K (the
+    authors' ``--cutoff``; None or 0: the whole ranking); ``estimator`` ``"plrank"`` (PL-Rank-2
+    with the position baseline, docs/plrank.md), ``"plrank_plain"`` (PL-Rank-2 as published) or
+    ``"reinforce"`` (with a leave-one-out baseline). Columns, features, ``colorblind``, ``standardize``,
     ``l2``, ``seed``, ``device`` and ``dtype`` mean what they mean for :class:`~fairltr.DELTR`.
 
     Fitted attributes are DELTR's; each ``history_`` record is ``iteration``, ``total``
@@ -78,7 +85,8 @@ class PLRank(DELTR):
     def __init__(
         self,
         lam: float = LAMBDA.default,
-        samples: int = 32,
+        samples: int = 16,
+        cutoff: int | None = None,
         estimator: str = "plrank",
         disparity: str = "squared",
         merit: bool = False,
@@ -98,6 +106,7 @@ class PLRank(DELTR):
     ) -> None:
         self.lam = lam
         self.samples = samples
+        self.cutoff = cutoff
         self.estimator = estimator
         self.disparity = disparity
         self.merit = merit
@@ -125,15 +134,18 @@ class PLRank(DELTR):
                 raise ConfigError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
         if not isinstance(self.merit, bool):
             raise ConfigError(f"merit must be True or False, got {self.merit!r}")
+        # 0 is how a model file stores "no cut-off" (its params are typed: an integer)
+        cutoff = None if self.cutoff is None or (self.cutoff == 0 and not isinstance(self.cutoff, bool)) \
+            else check_cutoff(self.cutoff)
         shared = self._linear_params()  # columns, l2, tol, max_iter, lr, optimizer, reduce: fairltr.ranker_params
-        return PLRankSettings(lam=lam, samples=int(self.samples), columns=shared.columns, l2=shared.l2,
+        return PLRankSettings(lam=lam, samples=int(self.samples), cutoff=cutoff, columns=shared.columns, l2=shared.l2,
                               tol=shared.tol, max_iter=shared.max_iter, lr=shared.lr)
 
     def effective_params(self) -> dict[str, Any]:
         """The validated parameters as a model file stores them and MLflow logs them (JSON-serialisable)."""
         s = self.settings()
         return {
-            "lam": s.lam, "samples": s.samples, "estimator": self.estimator, "disparity": self.disparity,
+            "lam": s.lam, "samples": s.samples, "cutoff": s.cutoff or 0, "estimator": self.estimator, "disparity": self.disparity,
             "merit": self.merit, "reduce": self.reduce, "protected": s.columns.group, "colorblind": self.colorblind,
             "standardize": self.standardize, "l2": s.l2, "optimizer": self.optimizer, "max_iter": s.max_iter,
             "lr": s.lr, "tol": s.tol, "seed": self.seed, "device": str(self.device),
@@ -170,7 +182,8 @@ class PLRank(DELTR):
         """Policy-gradient steps over every length bucket at once per iteration; sets the fitted state."""
         device = self._device()
         gen = torch.Generator().manual_seed(self.seed)
-        batches = [b for b in buckets.batches if bool(b.mask.any())] or list(buckets.batches[:1])
+        batches = [part for b in buckets.batches if bool(b.mask.any())
+                   for part in split_batch(b, PL_MAX_PADDING).batches] or list(buckets.batches[:1])
         inputs = self._training_inputs(batches, columns, names, settings)
         parts = []
         for x, b in zip(inputs.xs, batches):
@@ -180,25 +193,29 @@ class PLRank(DELTR):
         w = self._initial_weights(inputs, gen, device)
         opt: torch.optim.Optimizer = (torch.optim.Adam([w], lr=settings.lr) if self.optimizer == "adam"
                                       else torch.optim.SGD([w], lr=settings.lr))
+        carries = [BaselineCarry() for _ in parts]  # the baseline's carried part, one per bucket
 
         def step_terms() -> tuple[torch.Tensor, dict[str, float]]:
-            surrogate = torch.zeros((), dtype=self.dtype, device=device)
+            """(the ascent direction d/dw of the sampled objective, its terms): X^T of the score
+            gradient of each bucket, without autograd (the scorer is linear)."""
+            grad_w = torch.zeros_like(w)
             total = dcg = disp = 0.0
-            for x, y, g, m in parts:
-                t = pl_policy_objective(x @ w, y, g, m, lam=settings.lam, n_samples=settings.samples,
-                                        estimator=self.estimator, disparity=self.disparity, merit=self.merit,
-                                        reduce=self.reduce, n_groups=inputs.n_groups, generator=gen)
-                surrogate = surrogate + t.surrogate
+            wd = w.detach()
+            for (x, y, g, m), carry in zip(parts, carries):
+                t = pl_policy_gradient(x @ wd, y, g, m, lam=settings.lam, n_samples=settings.samples,
+                                       estimator=self.estimator, disparity=self.disparity, merit=self.merit,
+                                       reduce=self.reduce, n_groups=inputs.n_groups, generator=gen,
+                                       cutoff=settings.cutoff, carry=carry)
+                grad_w += t.grad.to(x.dtype).reshape(1, -1).matmul(x.reshape(-1, x.shape[-1]))[0]
                 total, dcg, disp = total + float(t.total), dcg + float(t.dcg), disp + float(t.disparity)
             if settings.l2:
-                surrogate = surrogate - settings.l2 * (w * w).sum()
-                total -= settings.l2 * float((w.detach() ** 2).sum())
-            return surrogate, {"total": total, "dcg": dcg, "disparity": disp}
+                grad_w -= 2.0 * settings.l2 * wd
+                total -= settings.l2 * float((wd ** 2).sum())
+            return grad_w, {"total": total, "dcg": dcg, "disparity": disp}
 
         def step() -> dict[str, float]:
-            opt.zero_grad()
-            surrogate, terms = step_terms()
-            (-surrogate).backward()  # ascent on the objective
+            ascent, terms = step_terms()
+            w.grad = -ascent  # the optimisers minimise
             opt.step()
             return terms
 
@@ -213,7 +230,7 @@ class PLRank(DELTR):
                                      history=history)
 
 PLRank._PARAM_KINDS = {
-    "lam": "number", "samples": "int", "estimator": "str", "disparity": "str", "merit": "bool", "reduce": "str",
+    "lam": "number", "samples": "int", "cutoff": "int", "estimator": "str", "disparity": "str", "merit": "bool", "reduce": "str",
     **{k: v for k, v in _DELTR_PARAM_KINDS.items() if k not in ("gamma", "fairness_loss", "reduce")},
 }
 PLRank._HISTORY_KEYS = frozenset({"iteration", "total", "dcg", "disparity"})

@@ -19,9 +19,12 @@ from fairltr.cli.options import (
 @train_test_options()
 @click.option("--lambda", "lam", type=float, default=10.0, show_default=True,
               help="fairness weight: E[DCG] - lambda x disparity (0 = plain E[DCG])")
-@click.option("--samples", type=int, default=32, show_default=True, help="rankings sampled per query and iteration")
-@click.option("--estimator", type=click.Choice(["plrank", "reinforce"]), default="plrank", show_default=True,
-              help="gradient estimator: PL-Rank-2, or REINFORCE with a leave-one-out baseline")
+@click.option("--samples", type=int, default=16, show_default=True, help="rankings sampled per query and iteration")
+@click.option("--cutoff", type=int, default=None,
+              help="optimise DCG@K: positions past K get no DCG weight and no exposure (default: the whole ranking)")
+@click.option("--estimator", type=click.Choice(["plrank", "plrank_plain", "reinforce"]), default="plrank",
+              show_default=True, help="gradient estimator: PL-Rank-2 with the position baseline, PL-Rank-2 as "
+              "published, or REINFORCE with a leave-one-out baseline")
 @click.option("--disparity", type=click.Choice(["squared", "hinge"]), default="squared", show_default=True,
               help="squared: (a0 - ap)^2; hinge: max(0, a0 - ap) (only a protected deficit)")
 @click.option("--merit", is_flag=True,
@@ -31,23 +34,28 @@ from fairltr.cli.options import (
 @click.option("--max-iter", type=int, default=None, help="iterations (default 300)")
 @click.option("--lr", type=float, default=None, help="learning rate (default 0.05 adam / 0.01 sgd)")
 @click.option("--l2", type=float, default=0.0, show_default=True, help="L2 penalty on the weights")
+@click.option("--eval-samples", type=int, default=100, show_default=True,
+              help="rankings sampled per test query for the policy's figures (seeded by --seed)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1 ...")
 @ranker_output_options("outputs/plrank")
 @tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
-def train_plrank_cmd(train_path, test_path, lam, samples, estimator, disparity, merit, colorblind, features, optimizer,
-                     max_iter, lr, l2, seed, device, out_dir, model_format, experiment, no_track, register,
-                     serve_rerank, fmt, query, group, judgment, item):
+def train_plrank_cmd(train_path, test_path, lam, samples, cutoff, estimator, disparity, merit, colorblind, features,
+                     optimizer, max_iter, lr, l2, eval_samples, seed, device, out_dir, model_format, experiment,
+                     no_track, register, serve_rerank, fmt, query, group, judgment, item):
     """Train a Plackett-Luce ranking policy (PL-Rank / Fair-PG-Rank) for E[DCG] - lambda x disparity of
-    expected exposure; print test metrics of its mean-score ranking; write model, predictions and metrics."""
+    expected exposure; print the test metrics of its mean-score ranking and of the policy itself
+    (from --eval-samples sampled rankings per query); write model, predictions and metrics."""
     from pathlib import Path
 
     from fairltr.workflows import PLRankSpec, TrainPLRankConfig, train_plrank
+    from fairltr.workflows.train_plrank import POLICY_METRIC_KEYS
 
     spec = PLRankSpec(
-        lam=lam, samples=samples, estimator=estimator, disparity=disparity, merit=merit, colorblind=colorblind,
-        features=parse_features(features), optimizer=optimizer, max_iter=max_iter, lr=lr, l2=l2, seed=seed, device=device,
+        lam=lam, samples=samples, cutoff=cutoff, estimator=estimator, disparity=disparity, merit=merit,
+        colorblind=colorblind, features=parse_features(features), optimizer=optimizer, max_iter=max_iter, lr=lr, l2=l2,
+        seed=seed, device=device, eval_samples=eval_samples,
     )
     train_source, test_source = train_test_sources(train_path, test_path, fmt, query, group, judgment, item)
     cfg = TrainPLRankConfig(
@@ -58,6 +66,8 @@ def train_plrank_cmd(train_path, test_path, lam, samples, estimator, disparity, 
     res = train_plrank(cfg, echo=_echo_err)
     if res.metrics is not None:
         click.echo(metrics_table({"test": res.metrics}, KEY_METRICS))
+        click.echo(f"the policy ({eval_samples} sampled rankings per query):")
+        click.echo(metrics_table({"policy": res.metrics}, POLICY_METRIC_KEYS))
     model = res.model
     last = model.history[-1]
     click.echo(f"model: {res.model_path}  ({model.n_iter_} iterations, sampled objective {last['total']:.6g}: "

@@ -38,24 +38,24 @@ Both return a surrogate whose gradient (autograd, through any scorer) is the est
 from __future__ import annotations
 
 import math
-from typing import Literal, NamedTuple
+import numbers
+from typing import Literal
 
 import torch
 
 from fairltr.errors import ConfigError
-from fairltr.losses.exposure import V1, check_group_ids
+from fairltr.losses.exposure import V1
 
 __all__ = [
     "DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "sample_rankings", "dcg_weights", "ranks_of",
     "sampled_exposure", "expected_dcg", "group_means", "policy_disparity", "plrank_gradient",
-    "reinforce_surrogate", "pl_policy_objective", "dcg_gains", "plrank_sample_gradient",
+    "reinforce_surrogate", "pl_policy_objective", "dcg_gains", "plrank_sample_gradient", "BaselineCarry",
+    "check_cutoff", "position_weights",
 ]
 
-DISPARITIES = ("squared", "hinge")
-ESTIMATORS = ("plrank", "reinforce")
+ESTIMATORS = ("plrank", "plrank_plain", "reinforce")
 
-Disparity = Literal["squared", "hinge"]
-Estimator = Literal["plrank", "reinforce"]
+Estimator = Literal["plrank", "plrank_plain", "reinforce"]
 
 
 # elements (samples x queries x candidates) per block of sample_rankings and plrank_gradient on CPU:
@@ -179,71 +179,40 @@ def ranks_of(rankings: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(rankings).scatter_(-1, rankings, pos)
 
 
-def sampled_exposure(rankings: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """Monte-Carlo expected exposure Exp_i = mean over samples of v_{rank(i)}, v_k = 1/ln(1+k); (Q, N), 0 on padding."""
-    v = V1 * dcg_weights(rankings.shape[-1], dtype=dtype, device=rankings.device)
+def check_cutoff(cutoff: int | None) -> int | None:
+    """The DCG cut-off: None (the whole ranking) or an integer >= 1 (DCG@K; exposure 0 past K)."""
+    if cutoff is None:
+        return None
+    if isinstance(cutoff, bool) or not isinstance(cutoff, numbers.Integral) or cutoff < 1:
+        raise ConfigError(f"cutoff must be None (the whole ranking) or an integer >= 1, got {cutoff!r}")
+    return int(cutoff)
+
+
+def position_weights(n: int, cutoff: int | None = None, *, dtype: torch.dtype = torch.float64,
+                     device: torch.device | str | None = None) -> torch.Tensor:
+    """theta_k of :func:`dcg_weights`, 0 past ``cutoff`` (DCG@K), shape (n,)."""
+    theta = dcg_weights(n, dtype=dtype, device=device)
+    if cutoff is not None and cutoff < n:
+        theta[cutoff:] = 0.0
+    return theta
+
+
+def sampled_exposure(rankings: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype = torch.float64,
+                     cutoff: int | None = None) -> torch.Tensor:
+    """Monte-Carlo expected exposure Exp_i = mean over samples of v_{rank(i)}, v_k = 1/ln(1+k) (0 past
+    ``cutoff``); (Q, N), 0 on padding."""
+    v = V1 * position_weights(rankings.shape[-1], check_cutoff(cutoff), dtype=dtype, device=rankings.device)
     exposure = v[ranks_of(rankings)].mean(dim=0)
     return exposure.masked_fill(~mask, 0.0)
 
 
-def expected_dcg(rankings: torch.Tensor, judgments: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Monte-Carlo E[DCG] per query, (Q,), gains 2^y - 1 and discount 1/log2(1+k)."""
+def expected_dcg(rankings: torch.Tensor, judgments: torch.Tensor, mask: torch.Tensor,
+                 cutoff: int | None = None) -> torch.Tensor:
+    """Monte-Carlo E[DCG] (E[DCG@cutoff]) per query, (Q,), gains 2^y - 1 and discount 1/log2(1+k)."""
     gains = dcg_gains(judgments, mask)
-    theta = dcg_weights(rankings.shape[-1], dtype=gains.dtype, device=gains.device)
+    theta = position_weights(rankings.shape[-1], check_cutoff(cutoff), dtype=gains.dtype, device=gains.device)
     placed = torch.gather(gains.unsqueeze(0).expand_as(rankings), -1, rankings)
     return (placed * theta).sum(dim=-1).mean(dim=0)
-
-
-def group_means(values: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor, n_groups: int | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean of ``values`` (Q, N) over each group's items per query, (Q, G), and the group sizes (Q, G)."""
-    if n_groups is None:
-        n_groups = int(groups[mask].max().item()) + 1 if mask.any() else 1
-    n_groups = max(n_groups, 2)
-    index = groups.masked_fill(~mask, 0).long()
-    check_group_ids(index, n_groups)
-    shape = (values.shape[0], n_groups)
-    counts = torch.zeros(shape, dtype=values.dtype, device=values.device).scatter_add(1, index, mask.to(values.dtype))
-    sums = torch.zeros(shape, dtype=values.dtype, device=values.device).scatter_add(
-        1, index, values.masked_fill(~mask, 0.0))
-    return sums / counts.clamp(min=1.0), counts
-
-
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{name} must be one of {list(allowed)}, got {value!r}")
-
-
-def policy_disparity(
-    exposure: torch.Tensor,
-    groups: torch.Tensor,
-    mask: torch.Tensor,
-    *,
-    judgments: torch.Tensor | None = None,
-    disparity: Disparity = "squared",
-    merit: bool = False,
-    reduce: Literal["max", "mean"] = "max",
-    n_groups: int | None = None,
-) -> torch.Tensor:
-    """D_q of the module docstring from per-item expected exposure (Q, N); (Q,), differentiable
-    in ``exposure``. ``merit=True`` needs ``judgments`` (>= 0): a_p = Exp(G_p) / mean judgment of G_p."""
-    _check_choice("disparity", disparity, DISPARITIES)
-    _check_choice("reduce", reduce, ("max", "mean"))
-    means, counts = group_means(exposure, groups, mask, n_groups)
-    present = counts > 0
-    if merit:
-        if judgments is None:
-            raise ConfigError("a merit-normalised disparity needs the judgments")
-        merits, _ = group_means(judgments.to(exposure.dtype), groups, mask, means.shape[1])
-        present = present & (merits > 0)
-        means = means / torch.where(present, merits, torch.ones_like(merits))
-    diff = means[:, :1] - means[:, 1:]
-    per_group = diff.square() if disparity == "squared" else torch.clamp(diff, min=0.0)
-    valid = present[:, :1] & present[:, 1:]
-    per_group = per_group.masked_fill(~valid, 0.0)
-    if reduce == "max":
-        return per_group.max(dim=1).values
-    return per_group.sum(dim=1) / valid.sum(dim=1).clamp(min=1).to(per_group.dtype)
 
 
 def _shifted(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -254,80 +223,154 @@ def _shifted(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return filled - top
 
 
-def plrank_gradient(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor
+class BaselineCarry:
+    """The carried part beta of PL-Rank's position baseline for one batch (the ``carry`` of
+    :func:`plrank_gradient`, :func:`plrank_sample_gradient` and ``pl_policy_objective``): per
+    reward channel and 0-based position k, the mean over the previous call's samples of
+    R_{k+1} - Theta_{>k} m_k; ``residual`` is None before the first call (then beta = 0). Every
+    call that takes it uses it and replaces it by its own samples' mean (a new shape starts
+    again from 0). Unbiased: beta never depends on the samples it is used with."""
+
+    def __init__(self) -> None:
+        self.residual: torch.Tensor | None = None  # (C, Q, N)
+
+    def value(self, shape: tuple[int, int, int], dtype: torch.dtype, device: torch.device) -> torch.Tensor | None:
+        r = self.residual
+        return r.to(device, dtype) if r is not None and tuple(r.shape) == tuple(shape) else None
+
+
+def plrank_gradient(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor,
+                    *, cutoff: int | None = None, baseline: bool = False, carry: BaselineCarry | None = None
                     ) -> torch.Tensor:
     """PL-Rank-2 estimate of d/ds E_y[sum_k theta_k rho_{y_k}], (Q, N) (0 on padding), from the
-    sampled ``rankings`` (S, Q, N) and per-item ``rewards`` rho (Q, N); see the module docstring.
+    sampled ``rankings`` (S, Q, N) and per-item ``rewards`` rho (Q, N), or of several reward
+    channels at once (C, Q, N) -> (C, Q, N); see the module docstring (``cutoff``: theta_k = 0
+    past K; ``baseline``: the position baseline b_k, with ``carry`` its carried part beta).
     Computed as PL-Rank-3 does: reverse cumulative sums of exp(s) give every Z_k, forward
     cumulative sums give the sums over k <= r_d, and the per-sample values are added back to the
     items (one index_add per block of samples: all queries and candidates of ~2^17 elements)."""
     S, Q, N = rankings.shape
+    cutoff = check_cutoff(cutoff)
+    channels = rewards.dim() == 3
+    rho = (rewards if channels else rewards.unsqueeze(0)).detach()
+    C = rho.shape[0]
+    beta = carry.value((C, Q, N), torch.float64, scores.device) if baseline and carry is not None else None
     kernels = _kernels() if scores.device.type == "cpu" else None
     if kernels is not None:  # compiled: one loop per pass over each sampled row, no (S, Q, N) temporaries
-        inputs = kernels.prepare(_numpy64(scores), mask.numpy(), _numpy64(rewards))
-        grad = kernels.gradient_of_rankings(inputs, rankings.numpy())
-        return torch.from_numpy(grad).to(scores.dtype).div_(S).masked_fill(~mask, 0.0)
+        inputs = kernels.prepare(_numpy64(scores), mask.numpy(), _numpy64(rho))
+        sums = kernels.gradient_of_rankings(inputs, rankings.numpy(), cutoff, baseline,
+                                            carry=None if beta is None else beta.permute(1, 2, 0).numpy())
+        grad = torch.from_numpy(sums.grad).permute(2, 0, 1).to(scores.dtype).div_(S)
+        residual = torch.from_numpy(sums.residual).permute(2, 0, 1).div_(S)
+    else:
+        grad, residual = _tensor_plrank(scores, rankings, rho, mask, cutoff, baseline, beta)
+    if baseline and carry is not None:
+        carry.residual = residual
+    grad = grad.masked_fill_(~mask, 0.0)
+    return grad if channels else grad[0]
+
+
+def _tensor_plrank(scores, rankings, rho, mask, cutoff, baseline, beta) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tensor code of :func:`plrank_gradient`: (gradient (C, Q, N), mean residuals (C, Q, N))."""
+    S, Q, N = rankings.shape
     s = _shifted(scores.detach(), mask)                                           # max real score 0
     dtype = s.dtype
     e = torch.exp(s).view(-1)                                                     # 0 on padding
-    rho = rewards.detach().to(dtype).masked_fill(~mask, 0.0).view(-1)
-    theta = dcg_weights(N, dtype=dtype, device=s.device)
+    rho = rho.to(dtype).masked_fill(~mask, 0.0)
+    C = rho.shape[0]
+    theta = position_weights(N, cutoff, dtype=dtype, device=s.device)
+    spread = _baseline_spread(mask, theta) if baseline else None
+    rsum = rho.sum(-1).view(C, 1, Q, 1)
+    rho = rho.reshape(C, -1)
+    beta = None if beta is None else beta.to(dtype).unsqueeze(1)                  # (C, 1, Q, N)
     offsets = (torch.arange(Q, device=rankings.device) * N).view(1, Q, 1)
     valid = None if bool(mask.all()) else _valid_positions(mask).unsqueeze(0)
-    grad = torch.zeros(Q * N, dtype=dtype, device=s.device)
-    step = max(1, _BLOCK_ELEMENTS // max(1, Q * N)) if s.device.type == "cpu" else S
+    grad = torch.zeros(C, Q * N, dtype=dtype, device=s.device)
+    residual = torch.zeros(C, Q, N, dtype=dtype, device=s.device)
+    step = max(1, _BLOCK_ELEMENTS // max(1, C * Q * N)) if s.device.type == "cpu" else S
     for start in range(0, S, step):
-        _plrank_block(rankings[start:start + step], offsets, e, rho, theta, valid, grad)
-    return grad.div_(S).view(Q, N).masked_fill(~mask, 0.0)
+        _plrank_block(rankings[start:start + step], offsets, e, rho, theta, valid, grad, spread, rsum, beta,
+                      residual)
+    return grad.div_(S).view(C, Q, N), residual.div_(S)
+
+
+def _baseline_spread(mask: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """(Q, N): Theta_{>k} / (n_q - k) at the 0-based positions k < n_q (0 after): the baseline
+    b_k = Theta_{>k} m_k is this times the rewards of the items not placed before k, summed."""
+    n = mask.sum(-1, keepdim=True)                                                # (Q, 1)
+    ctheta = torch.cat([theta.new_zeros(1), theta.cumsum(0)])                     # (N + 1,)
+    k = torch.arange(mask.shape[-1], device=mask.device).unsqueeze(0)             # (1, N)
+    upper = ctheta[n.clamp(max=mask.shape[-1])]                                   # Theta_{< n_q}
+    later = (upper - ctheta[(k + 1).clamp(max=mask.shape[-1])]).clamp(min=0.0)
+    return torch.where(k < n, later / (n - k).clamp(min=1).to(theta.dtype), torch.zeros_like(later))
 
 
 def _numpy64(values: torch.Tensor) -> "np.ndarray":
     """A float64 numpy copy (or view) of a CPU tensor, detached."""
-    return values.detach().to(torch.float64).numpy()
+    return values.detach().to(torch.float64).contiguous().numpy()
 
 
 def plrank_sample_gradient(scores: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, n_samples: int,
-                           generator: torch.Generator | None = None) -> torch.Tensor:
+                           generator: torch.Generator | None = None, *, cutoff: int | None = None,
+                           baseline: bool = False, carry: BaselineCarry | None = None) -> torch.Tensor:
     """``plrank_gradient(scores, sample_rankings(scores, mask, n_samples, generator), rewards, mask)``
     without the (S, Q, N) rankings: on CPU with the compiled kernels every block of samples goes
     from the random bits to the gradient in cache (the same rankings, hence the same gradient, as
-    the two calls with the same seed); elsewhere the two calls. One iteration of PL-Rank for fixed
+    the two calls with the same seed; with a cut-off of at most ``SELECT_MAX`` the rows are not
+    sorted, their top K selected); elsewhere the two calls. One iteration of PL-Rank for fixed
     rewards (relevance, or a fairness reward that does not depend on these samples)."""
     s = scores.detach()
+    cutoff = check_cutoff(cutoff)
     kernels = _kernels() if s.device.type == "cpu" else None
-    if kernels is None:
-        return plrank_gradient(scores, sample_rankings(scores, mask, n_samples, generator), rewards, mask)
+    if kernels is None or rewards.dim() != 2:
+        return plrank_gradient(scores, sample_rankings(scores, mask, n_samples, generator), rewards, mask,
+                               cutoff=cutoff, baseline=baseline, carry=carry)
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise ConfigError(f"samples must be an integer >= 1, got {n_samples!r}")
+    Q, N = s.shape
+    beta = carry.value((1, Q, N), torch.float64, s.device) if baseline and carry is not None else None
     inputs = kernels.prepare(_numpy64(s), mask.numpy(), _numpy64(rewards))
-    grad = kernels.sample_gradient(inputs, n_samples, _kernel_seed(generator))
-    return torch.from_numpy(grad).to(s.dtype).div_(n_samples).masked_fill(~mask, 0.0)
+    sums = kernels.sample_gradient(inputs, n_samples, _kernel_seed(generator), cutoff, baseline,
+                                   carry=None if beta is None else beta.permute(1, 2, 0).numpy())
+    if baseline and carry is not None:
+        carry.residual = torch.from_numpy(sums.residual).permute(2, 0, 1).div_(n_samples)
+    return torch.from_numpy(sums.grad[..., 0]).to(s.dtype).div_(n_samples).masked_fill(~mask, 0.0)
 
 
 def _plrank_block(rankings: torch.Tensor, offsets: torch.Tensor, e: torch.Tensor, rho: torch.Tensor,
-                  theta: torch.Tensor, valid: torch.Tensor | None, grad: torch.Tensor) -> None:
-    """Adds the PL-Rank terms of the samples ``rankings`` (B, Q, N) to ``grad`` (Q*N,)."""
+                  theta: torch.Tensor, valid: torch.Tensor | None, grad: torch.Tensor,
+                  spread: torch.Tensor | None, rsum: torch.Tensor, beta: torch.Tensor | None,
+                  residual: torch.Tensor) -> None:
+    """Adds the PL-Rank terms of the samples ``rankings`` (B, Q, N) to ``grad`` (C, Q*N) for the C
+    reward channels ``rho`` (C, Q*N), and the baseline's residuals to ``residual`` (C, Q, N)."""
     B, Q, N = rankings.shape
+    C = rho.shape[0]
     flat = rankings.add(offsets).view(-1)  # item index into the flattened (Q*N,) arrays
     e_sorted = e.index_select(0, flat).view(B, Q, N)
-    rho_sorted = rho.index_select(0, flat).view(B, Q, N)
+    rho_sorted = rho.index_select(1, flat).view(C, B, Q, N)
     r = rho_sorted * theta                                                        # 0 on padding (rho = 0)
     # R_{k+1} = sum_{x>k} r_x = total - sum_{x<=k} r_x: one cumulative sum, in place (the absolute
     # rounding error is that of the total); Z_k below needs a true reverse sum (it is divided by)
     r_next = r.cumsum(-1)
     total = r_next[..., -1:].clone()
     r_next = r_next.neg_().add_(total)
+    if spread is not None:  # R_{k+1} - b_k, b_k = spread_k * (the rewards not placed before k) + beta_k
+        before = rho_sorted.cumsum(-1).sub_(rho_sorted)
+        r_next.sub_(before.neg_().add_(rsum).mul_(spread))
+        residual.add_(r_next.sum(1))
+        if beta is not None:
+            r_next.sub_(beta)
     z = e_sorted.flip(-1).cumsum_(-1).flip(-1)                                    # Z_k = sum_{x>=k} exp(s)
     # Z_1 >= 1 (the top real item has exp(0)); Z_k = 0 only on padded positions, whose values are
     # dropped below; the floor keeps them finite (theta / Z_k summed over <= N positions)
     inv_z = z.clamp_(min=torch.finfo(e.dtype).max ** -0.5).reciprocal_()
-    b = r.add_(r_next).mul_(inv_z).cumsum_(-1)                                    # sum_{k<=r} R_k / Z_k
+    b = r.add_(r_next).mul_(inv_z).cumsum_(-1)                                    # sum_{k<=r} (R_k - b_k) / Z_k
     a = inv_z.mul_(theta).cumsum_(-1)                                             # sum_{k<=r} theta_k / Z_k
-    # g = R_{r+1} + exp(s_d) (rho_d a_r - b_r); in place, no new buffers
-    g = r_next.add_(a.mul_(rho_sorted).sub_(b).mul_(e_sorted))
+    # g = R_{r+1} - b_r + exp(s_d) (rho_d a_r - c_r); in place, no new buffers
+    g = r_next.add_(a.mul(rho_sorted).sub_(b).mul_(e_sorted))
     if valid is not None:  # padded positions (a finite value times e = 0) are dropped
         g = g.mul_(valid)
-    grad.index_add_(0, flat, g.view(-1))
+    grad.index_add_(1, flat, g.view(C, -1))
 
 
 def _log_policy(scores: torch.Tensor, rankings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -341,71 +384,27 @@ def _log_policy(scores: torch.Tensor, rankings: torch.Tensor, mask: torch.Tensor
     return terms.sum(dim=-1)
 
 
-def reinforce_surrogate(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor
-                        ) -> torch.Tensor:
+def reinforce_surrogate(scores: torch.Tensor, rankings: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor,
+                        *, cutoff: int | None = None) -> torch.Tensor:
     """Per-query surrogate (Q,) whose gradient is the REINFORCE estimate with a leave-one-out
-    baseline: mean_s (R(y_s) - mean_{t != s} R(y_t)) grad log pi(y_s)."""
+    baseline: mean_s (R(y_s) - mean_{t != s} R(y_t)) grad log pi(y_s) (theta 0 past ``cutoff``)."""
     S, Q, N = rankings.shape
     valid = _valid_positions(mask).unsqueeze(0)
-    theta = dcg_weights(N, dtype=scores.dtype, device=scores.device) * valid
+    theta = position_weights(N, check_cutoff(cutoff), dtype=scores.dtype, device=scores.device) * valid
     rho_sorted = torch.gather(rewards.detach().to(scores.dtype).unsqueeze(0).expand(S, Q, N), -1, rankings)
     total = (theta * rho_sorted.masked_fill(~valid, 0.0)).sum(-1)               # (S, Q)
     baseline = (total.sum(0, keepdim=True) - total) / (S - 1) if S > 1 else torch.zeros_like(total)
     return ((total - baseline).detach() * _log_policy(scores, rankings, mask)).mean(dim=0)
 
 
-class PLObjectiveTerms(NamedTuple):
-    """Summed over queries. ``surrogate``: maximise it (its gradient is the estimate);
-    ``total = dcg - lam * disparity`` is the sampled estimate of the objective."""
-
-    surrogate: torch.Tensor
-    total: torch.Tensor
-    dcg: torch.Tensor
-    disparity: torch.Tensor
+_OBJECTIVE_NAMES = frozenset({"DISPARITIES", "Disparity", "PLObjectiveTerms", "PLGradientTerms", "group_means",
+                              "policy_disparity", "disparity_gradient", "pl_policy_objective", "pl_policy_gradient"})
 
 
-def pl_policy_objective(
-    scores: torch.Tensor,
-    judgments: torch.Tensor,
-    groups: torch.Tensor,
-    mask: torch.Tensor,
-    *,
-    lam: float,
-    n_samples: int = 32,
-    estimator: Estimator = "plrank",
-    disparity: Disparity = "squared",
-    merit: bool = False,
-    reduce: Literal["max", "mean"] = "max",
-    n_groups: int | None = None,
-    generator: torch.Generator | None = None,
-    rankings: torch.Tensor | None = None,
-) -> PLObjectiveTerms:
-    """Sample ``n_samples`` rankings per query (or use ``rankings``), estimate E[DCG], the
-    expected exposure and D, and build the surrogate of ``estimator`` for E[DCG] - lam * D.
-    The same samples give the exposure estimate and the gradient (as PL-Rank does)."""
-    _check_choice("estimator", estimator, ESTIMATORS)
-    if not math.isfinite(lam) or lam < 0:
-        raise ConfigError(f"lambda must be a finite number >= 0, got {lam!r}")
-    if rankings is None:
-        rankings = sample_rankings(scores, mask, n_samples, generator)
-    y = judgments.to(scores.dtype)
-    kernels = _kernels() if scores.device.type == "cpu" and rankings.device.type == "cpu" else None
-    if kernels is not None:  # one compiled pass over the samples for both estimates
-        exposure_np, dcg_np = kernels.exposure_and_dcg(rankings.numpy(), _numpy64(dcg_gains(y, mask)),
-                                                       mask.sum(dim=-1).numpy())
-        dcg = torch.from_numpy(dcg_np).to(scores.dtype).sum()
-        exposure = torch.from_numpy(exposure_np).to(scores.dtype).requires_grad_(True)
-    else:
-        dcg = expected_dcg(rankings, y, mask).sum()
-        exposure = sampled_exposure(rankings, mask, scores.dtype).requires_grad_(True)
-    with torch.enable_grad():
-        d = policy_disparity(exposure, groups, mask, judgments=y, disparity=disparity, merit=merit,
-                             reduce=reduce, n_groups=n_groups).sum()
-        coef = torch.autograd.grad(d, exposure)[0] if lam > 0 and d.requires_grad else torch.zeros_like(exposure)
-    rewards = dcg_gains(y, mask) - lam * V1 * coef
-    if estimator == "plrank":
-        surrogate = (plrank_gradient(scores, rankings, rewards, mask) * scores).sum()
-    else:
-        surrogate = reinforce_surrogate(scores, rankings, rewards, mask).sum()
-    d = d.detach()
-    return PLObjectiveTerms(surrogate, dcg - lam * d, dcg, d)
+def __getattr__(name: str):
+    """The objective's names (:mod:`fairltr.losses.pl_objective`) under this module's name, as before."""
+    if name in _OBJECTIVE_NAMES:
+        from fairltr.losses import pl_objective
+
+        return getattr(pl_objective, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -185,8 +185,18 @@ for _info in [
     # to relevance over the sequence of rankings
     MetricInfo("iaa", "lower", "query left out when a ranking's relevance sums to 0 (normalised attention)",
                kind="fairness", ideal=0.0),
+    # a stochastic policy's figures from sampled rankings (PLRank): fairltr.metrics.policy
+    MetricInfo("expected_ndcg", "higher", "query left out when its ideal DCG is 0", True),
+    MetricInfo("expected_exposure_protected", "none", "query left out without a protected item", kind="fairness"),
+    MetricInfo("expected_exposure_nonprotected", "none", "query left out without a non-protected item",
+               kind="fairness"),
+    MetricInfo("expected_exposure_ratio", "target", "query left out unless both groups are present",
+               kind="fairness", ideal=1.0, distance="ratio"),
+    MetricInfo("expected_exposure_disparity", "lower", "computed from expected_exposure_ratio (same queries); "
+               "NaN when it is", kind="fairness", ideal=0.0),
 ]:
     METRICS.register(_info)
+
 
 def per_query_declarations() -> list[MetricInfo]:
     """The metrics every evaluation computes per query (those with a ``compute``), in

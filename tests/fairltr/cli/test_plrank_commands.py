@@ -58,3 +58,32 @@ def test_bad_options_are_one_line_errors(files, tmp_path, args, code, needle):
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error:") and needle in lines[0], res.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_train_plrank_reports_the_policy_and_trains_with_a_cutoff(files, tmp_path):
+    """The CLI prints the policy's sampled figures (--eval-samples, seeded) beside the mean-score
+    ranking's, metrics.json holds both under their own names, and --cutoff is stored in the model."""
+    from fairltr.metrics.policy import evaluate_policy
+
+    out = tmp_path / "out"
+    res = run("train", "plrank", "--train", str(files / "train.csv"), "--test", str(files / "test.csv"),
+              "--lambda", "5", "--samples", "8", "--max-iter", "5", "--cutoff", "3", "--eval-samples", "20",
+              "--seed", "4", "--out", str(out), "--no-track")
+    assert res.exit_code == 0, res.output
+    assert "expected_exposure_disparity" in res.output and "ee_l" in res.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    model = PLRank.load(out / "model.json")
+    assert model.cutoff == 3 and model.settings().cutoff == 3
+    ranked = model.rank(pd.read_csv(files / "test.csv"))
+    want = evaluate_policy(ranked, "score", n_samples=20, seed=4, k=(1, 5, 10, 20, 100))
+    for key in ("expected_ndcg_at_10", "ee_l", "ee_r", "expected_exposure_disparity"):
+        assert metrics[key] == pytest.approx(want[key], abs=1e-12)
+    assert {"ndcg_at_10", "exposure_disparity"} <= set(metrics)
+
+
+def test_bad_policy_options_are_one_line_errors(files, tmp_path):
+    for args, needle in ((["--eval-samples", "0"], "eval samples"), (["--cutoff", "-2"], "cutoff")):
+        res = CliRunner().invoke(cli, ["train", "plrank", "--train", str(files / "train.csv"),
+                                       "--out", str(tmp_path / "o"), "--no-track", *args])
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert res.exit_code == 1 and len(lines) == 1 and needle in lines[0], res.stderr

@@ -165,7 +165,10 @@ def test_a_zero_uniform_keeps_a_real_item_before_padding():
 
 
 def test_the_compiled_sfc64_loop_draws_numpys_sfc64_doubles():
-    """Bit for bit numpy's Generator(SFC64(seed)).random(), across consecutive fills."""
+    """Bit for bit numpy's Generator(SFC64(seed)).random(), across consecutive fills; the seeded
+    state is numpy's SFC64(seed) state word for word."""
+    for seed in (0, 1, 2026, 2 ** 62 - 1):
+        assert pl_kernels.sfc64_state(seed).tolist() == list(np.random.SFC64(seed).state["state"]["state"])
     state = pl_kernels.sfc64_state(2026)
     numpy_generator = np.random.Generator(np.random.SFC64(2026))
     for size in (1, 1000, 70_001):
@@ -207,3 +210,27 @@ def test_the_objective_is_the_same_on_both_paths(monkeypatch):
     tensor = _tensor_path(monkeypatch, terms)
     for a, b in zip(compiled, tensor):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("cutoff,baseline", [(None, False), (5, False), (None, True), (40, True)])
+def test_length_classes_give_the_same_samples_to_every_entry_point(monkeypatch, cutoff, baseline):
+    """Queries of 2 to 300 items in one padded batch: the kernels draw them by length class (each
+    padded to its own longest list); the rankings are permutations with real items first, and the
+    fused sampler + gradient equals sample_rankings + plrank_gradient for the seed (1e-12), for
+    several block sizes; the batch is really split (more than one class)."""
+    g = torch.Generator().manual_seed(8)
+    lengths = [300, 2, 7, 150, 40, 299, 12, 90]
+    n = max(lengths)
+    m = torch.arange(n).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+    s = torch.randn(len(lengths), n, generator=g, dtype=torch.float64)
+    rho = torch.randn(len(lengths), n, generator=g, dtype=torch.float64)
+    assert len(pl_kernels._classes(pl_kernels.prepare(s.numpy(), m.numpy()))) > 1
+    r = sample_rankings(s, m, 21, torch.Generator().manual_seed(4))
+    assert torch.equal(r.sort(dim=-1).values, torch.arange(n).expand(21, len(lengths), n))
+    for q, k in enumerate(lengths):
+        assert bool(m[q][r[:, q, :k]].all())
+    want = plrank_gradient(s, r, rho, m, cutoff=cutoff, baseline=baseline)
+    for per_block in (1, 5, 10**9):
+        monkeypatch.setattr(pl_kernels, "BLOCK_ELEMENTS", per_block)
+        got = plrank_sample_gradient(s, rho, m, 21, torch.Generator().manual_seed(4), cutoff=cutoff, baseline=baseline)
+        torch.testing.assert_close(got, want, atol=1e-12 * float(want.abs().max()), rtol=0)

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from pl_lists import pad as _pad
 
 from fairltr.errors import ConfigError
 from fairltr.losses.plackett_luce import (
@@ -60,17 +61,6 @@ def _direct_disparity(exposure, groups, y, *, disparity, merit):
     return diff ** 2 if disparity == "squared" else torch.clamp(diff, min=0.0)
 
 
-def _pad(rows):
-    """Pad lists of (score, judgment, group) of different lengths into (Q, N) tensors + mask."""
-    n = max(len(r) for r in rows)
-    s = torch.zeros(len(rows), n, dtype=torch.float64)
-    y = torch.zeros_like(s)
-    g = torch.zeros(len(rows), n, dtype=torch.long)
-    m = torch.zeros(len(rows), n, dtype=torch.bool)
-    for q, r in enumerate(rows):
-        for i, (si, yi, gi) in enumerate(r):
-            s[q, i], y[q, i], g[q, i], m[q, i] = si, yi, gi, True
-    return s, y, g, m
 
 
 ROWS = [

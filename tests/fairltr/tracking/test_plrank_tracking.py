@@ -1,10 +1,13 @@
 """A PLRank policy through MLflow like DELTR: ``train plrank --register`` logs and registers it,
 the ranker pyfunc returns its deterministic mean-score ranking, promotion verifies its digest and
-loads it with fairltr's loader, and damaged weights are rejected."""
+loads it with fairltr's loader, and damaged weights are rejected; the run holds the policy's sampled
+figures (metrics and fairness report) beside the deterministic ranking's."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -41,6 +44,13 @@ def test_registered_plrank_pyfunc_is_deterministic_and_promotes(registered, tiny
     assert run.data.tags["fairltr.model"] == "PLRank" and run.data.tags["fairltr.fairness_loss"] == "plrank"
     assert run.data.params["lam"] == "7.0" and run.data.params["lambda"] == "7.0"
     assert "train_dcg" in run.data.metrics and "ndcg_at_10" in run.data.metrics
+    # the policy's own figures (100 sampled rankings per test query) beside the mean-score ranking's
+    metrics = json.loads((tmp / "out" / "metrics.json").read_text())
+    for key in ("expected_ndcg_at_10", "ee_l", "ee_d", "ee_r", "expected_exposure_disparity"):
+        assert run.data.metrics[key] == pytest.approx(metrics[key], abs=1e-12), key
+    report = Path(mlflow.artifacts.download_artifacts(run_id=mv.run_id, artifact_path="fairness_report.html",
+                                                      dst_path=str(tmp / "dl"))).read_text()
+    assert "expected_exposure_disparity" in report and "expected_ndcg_at_10" in report
     assert mv.tags["fairltr.digest"].startswith("sha256:")
 
     loaded = mlflow.pyfunc.load_model(f"models:/{name}/1")
