@@ -250,9 +250,12 @@ def trial_rankings(folds, folder: Path, trials: pd.DataFrame, hp_names: list[str
             r = z[f"r{f}"]
             q = qcodes[f][r]
             rank = pd.Series(q).groupby(q).cumcount().to_numpy() + 1
+            score = z[f"s{f}"] if f"s{f}" in z.files else None  # rank files before the scores were kept: none
             parts.append((np.full(len(r), f), q + qoffsets[f], t["protected"].to_numpy()[r],
-                          t["judgment"].to_numpy(np.float64)[r], rank, r + offsets[f]))
-        out.append(RankedFolds(*(np.concatenate(col) for col in zip(*parts))))
+                          t["judgment"].to_numpy(np.float64)[r], rank, r + offsets[f], score))
+        cols = list(zip(*parts))
+        scores = None if any(s is None for s in cols[6]) else np.concatenate(cols[6])
+        out.append(RankedFolds(*(np.concatenate(col) for col in cols[:6]), score=scores))  # ties unordered
     return out
 
 

@@ -9,6 +9,7 @@ import click
 from fairltr.cli.app import train
 from fairltr.cli.deltr_commands import KEY_METRICS, _echo_err, _tracked_line
 from fairltr.cli.formatting import metrics_table
+from fairltr.cli.option_rules import option_rules, reading_rules, tracking_rules, used_when
 from fairltr.cli.options import (
     data_options, feature_options, parse_features, ranker_output_options, tracking_from, tracking_options,
     train_test_options, train_test_sources,
@@ -41,6 +42,16 @@ from fairltr.cli.options import (
 @ranker_output_options("outputs/plrank")
 @tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
+@option_rules({
+    "disparity": used_when(lambda v: v["lam"] != 0, "--disparity shapes the fairness term --lambda weighs; with "
+                                                    "--lambda 0 it is not trained"),
+    "merit": used_when(lambda v: v["lam"] != 0, "--merit shapes the fairness term --lambda weighs; with --lambda 0 "
+                                                "it is not trained"),
+    **tracking_rules(register=True, serve_rerank=True),
+    **reading_rules(lambda v: (v["train_path"], v["test_path"])),
+}, always=("train_path", "test_path", "lam", "samples", "cutoff", "estimator", "colorblind", "features", "optimizer",
+           "max_iter", "lr", "l2", "eval_samples", "seed", "device", "out_dir", "model_format", "no_track", "fmt",
+           "query", "group", "judgment", "item"))
 def train_plrank_cmd(train_path, test_path, lam, samples, cutoff, estimator, disparity, merit, colorblind, features,
                      optimizer, max_iter, lr, l2, eval_samples, seed, device, out_dir, model_format, experiment,
                      no_track, register, serve_rerank, fmt, query, group, judgment, item):

@@ -31,7 +31,7 @@ __all__ = [
     "unregister_loss", "temporary_loss", "registry_snapshot",
     "listnet_loss", "masked_log_softmax", "top_one_probability",
     "exposure_disparity", "exposure_hinge", "exposure_symmetric", "group_exposure",
-    "lakda_kl", "mse_align",
+    "lakda_kl", "mse_align", "sampled_ranks", "request_seed",
 ]
 
 lazy_exports(__name__, {
@@ -45,4 +45,5 @@ lazy_exports(__name__, {
     **dict.fromkeys(["DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "expected_dcg", "pl_policy_objective",
                      "plrank_gradient", "policy_disparity", "reinforce_surrogate", "sample_rankings",
                      "sampled_exposure"], "fairltr.losses.plackett_luce"),
+    **dict.fromkeys(["sampled_ranks", "request_seed"], "fairltr.losses.pl_serving"),
 })
