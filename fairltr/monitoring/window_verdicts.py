@@ -147,11 +147,13 @@ def _selection_records(w, gate, tau: float, tests: pd.DataFrame, confidence: flo
     column, _ = category_column_of(gate.metric)
     fails, notes = [], []
     level = f"{confidence:g}" if confidence is not None else ""
+    empty = tests.iloc[:0]
+    by_category = {key: part for key, part in tests.groupby(["attribute", "category"], sort=False)} if len(tests) else {}
     for rec in _category_rows(w, gate).to_dict("records"):
         value = float(rec[column])
         cat = {"attribute": rec["attribute"], "category": rec["category"], "value": value,
                "ci_low": float(rec.get(f"{column}_ci_low", math.nan)), "ci_high": float(rec.get(f"{column}_ci_high", math.nan))}
-        mine = tests[(tests["attribute"] == rec["attribute"]) & (tests["category"] == rec["category"])]
+        mine = by_category.get((rec["attribute"], rec["category"]), empty)
         below = not holds(">=" if gate.op == ">=" else ">", value, tau)
         untestable = mine[~mine["testable"]]
         if confidence is not None:
@@ -231,6 +233,8 @@ def judge_windows(windows: Sequence, gates: Sequence, confidence: float | None,
         tests.loc[family, "p_adjusted"] = holm_adjusted(p)
         tests.loc[family, "rejected"] = holm(p, 1.0 - confidence)
     verdicts = []
+    empty = tests.iloc[:0]
+    by_window = {key: part for key, part in tests.groupby(["window", "gate_index"], sort=False)} if len(tests) else {}
     for w in windows:
         v = WindowVerdict()
         for gi, gate in enumerate(gates):
@@ -238,7 +242,7 @@ def judge_windows(windows: Sequence, gates: Sequence, confidence: float | None,
             if tau is None:
                 v.failures += _other_gate(w, gate, confidence)
                 continue
-            mine = tests[(tests["window"] == w.index) & (tests["gate_index"] == gi)]
+            mine = by_window.get((w.index, gi), empty)
             fails, notes = _selection_records(w, gate, tau, mine, confidence, n_tests)
             v.failures += fails
             v.insufficient += notes
