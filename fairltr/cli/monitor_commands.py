@@ -15,12 +15,16 @@ __all__ = ["monitor_command"]
 
 
 @cli.command("monitor")
-@click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--data", "data_path", default=None, type=click.Path(dir_okay=False),
               help="table of served rankings (CSV or Parquet; Parquet is read in batches)")
+@click.option("--decision-log", "decision_log", default=None, metavar="URI",
+              help="audit a served model's decision log (a folder of Parquet shards or postgresql://...?table=NAME) "
+                   "instead of --data: columns time, query_id, rank and the logged group columns")
 @click.option("--model-uri", default=None,
               help="score raw candidates with this model (models:/NAME/V, models:/NAME@ALIAS; verified before use); "
                    "without it the table's --rank-column (or --score-column) is the ranking")
-@click.option("--time-column", required=True, help="timestamp of each row (ISO 8601 dates or times)")
+@click.option("--time-column", default=None, help="timestamp of each row (ISO 8601 dates or times); required with "
+                                                    "--data ('time' in a decision log)")
 @click.option("--window", required=True, help="window length: 24h, 7d, 2w, 1mo, 1y")
 @click.option("--query", default="query_id", show_default=True, help="query (ranking) id column")
 @group_option("group attribute column, repeatable: --group race --group sex (integer or string categories; "
@@ -43,7 +47,7 @@ __all__ = ["monitor_command"]
 @click.option("--out", "out_dir", default="outputs/monitor", show_default=True, help="output folder")
 @click.option("--experiment", default="fairltr-monitor", show_default=True, help="MLflow experiment")
 @click.option("--no-track", is_flag=True, help="do not log to MLflow (and do not tag the model version)")
-def monitor_command(data_path, model_uri, time_column, window, query, group, judgment, item, rank_column, score_column, k,
+def monitor_command(data_path, decision_log, model_uri, time_column, window, query, group, judgment, item, rank_column, score_column, k,
                     ci, min_category_share, n_boot, ci_seed, gates, confidence, reference, allow_unverified, out_dir,
                     experiment, no_track):
     """Audit served rankings per time window; exit 1 naming every failing window and category."""
@@ -51,8 +55,10 @@ def monitor_command(data_path, model_uri, time_column, window, query, group, jud
 
     from fairltr.workflows.monitor import MonitorConfig, monitor
 
+    if data_path is not None and time_column is None:
+        raise click.UsageError("--time-column is required with --data")
     cfg = MonitorConfig(
-        data=Path(data_path), time_column=time_column, window=window,
+        data=Path(data_path) if data_path else None, decision_log=decision_log, time_column=time_column, window=window,
         columns=ranking_columns(query, group, judgment, item),
         audit=audit_config(k, ci, min_category_share, n_boot, ci_seed), out_dir=Path(out_dir), model_uri=model_uri,
         score_column=score_column, rank_column=rank_column, gates=tuple(gates), confidence=confidence,

@@ -18,7 +18,9 @@ runs inside the scoring server (``mlflow models serve`` / its uvicorn app), wrap
 module-level ``invocations`` function (looked up by name on every request) with
 :func:`guarded_invocations`, which reads the raw body first and answers HTTP 400 (one line) for
 a body nested more than :data:`MAX_DEPTH` levels or that Python cannot parse for depth, an unknown
-top-level key, and an unknown param — then calls MLflow's own function unchanged. In-process
+top-level key, and an unknown param — then calls MLflow's own function unchanged (only the
+``Failed to predict data '<the whole input>'`` prefix MLflow puts before the model's own one-line
+error is dropped, so a 400 neither echoes the request's features nor spans lines). In-process
 ``mlflow.pyfunc.load_model(...).predict(df, params=...)`` is not guarded: MLflow still drops
 undeclared params there (with its warning).
 """
@@ -94,12 +96,19 @@ def guarded_invocations(original: Callable, known_params: Sequence[str], allowed
     """MLflow's ``invocations(data, content_type, model, input_schema)`` behind :func:`check_body`;
     a ``RecursionError`` MLflow raises on a body is a 400 too."""
 
+    from mlflow.exceptions import MlflowException
+
     def invocations(data, content_type, model, input_schema):
         check_body(data, content_type, known_params, allowed)
         try:
             return original(data, content_type, model, input_schema)
         except RecursionError:
             raise _bad_request("request body is nested too deeply for MLflow's parser") from None
+        except MlflowException as exc:  # MLflow prefixes the model's one-line error with the whole input
+            head, sep, reason = exc.message.partition("\nError: ")
+            if sep and head.startswith("Failed to predict data"):
+                exc.message = reason
+            raise
 
     invocations.__wrapped__ = original  # type: ignore[attr-defined]
     invocations.fairltr_guard = True  # type: ignore[attr-defined]

@@ -236,14 +236,19 @@ def load_verified(vm: VerifiedModel):
     pyfunc = (vm.meta.flavors or {}).get("python_function") or {}
     config = dict(pyfunc.get("config") or {})
     try:
-        if vm.kind == "ranker":
+        if vm.kind == "ranker" and config.get("weights"):  # the loader-module form: files named in the config
+            from fairltr.tracking.models.pyfunc import ranker_from_config
+
+            python_model = ranker_from_config(vm.path, config)
+        elif vm.kind == "ranker":  # models from code: MLflow's artifacts map
             from fairltr.tracking.models.pyfunc import FairltrRanker, load_ranker_artifacts
 
             artifacts = (pyfunc.get("artifacts") or {})
             booster = _artifact(vm, "booster") if "booster" in artifacts else None
             python_model = FairltrRanker.from_model(load_ranker_artifacts(_artifact(vm, "weights"), booster),
                                                     config.get("query"), policy=config.get("serve_rerank"),
-                                                    group=config.get("group"), input_types=config.get("input_types"))
+                                                    group=config.get("group"), input_types=config.get("input_types"),
+                                                    overrides=config.get("serve_overrides"))
         else:
             from fairltr.tracking.models.retriever import FairltrRetriever
 
