@@ -65,7 +65,7 @@ class ParquetDecisionLog:
 
         from fairltr.files import atomic_write_bytes
 
-        table = pa.Table.from_pandas(records, schema=SCHEMA, preserve_index=False)
+        table = _table(records)
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd")
         stamp = records["time"].iloc[0] if len(records) else pd.Timestamp.now(tz="UTC")
@@ -78,6 +78,21 @@ class ParquetDecisionLog:
 
     def read(self) -> pd.DataFrame:
         return read_parquet_log(self.root)[0]
+
+
+def _table(records: pd.DataFrame):
+    """``records`` as an Arrow table of :data:`SCHEMA` (the time column through naive UTC values)."""
+    import pyarrow as pa
+
+    arrays = []
+    for field in SCHEMA:
+        col = records[field.name]
+        if field.name == "time":
+            naive = pd.DatetimeIndex(col).tz_convert("UTC").tz_localize(None).as_unit("us").to_numpy()
+            arrays.append(pa.array(naive, type=pa.timestamp("us")).cast(field.type))
+        else:
+            arrays.append(pa.array(col, type=field.type, from_pandas=True))
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
 def read_parquet_log(root: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
