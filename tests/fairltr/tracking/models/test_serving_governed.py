@@ -240,7 +240,7 @@ def test_1000_served_requests_are_reaudited_by_monitor_to_the_responses_figures(
     from fairltr.cli import cli
     from fairltr.synthetic import make_biased_rankings
 
-    _, pool = make_biased_rankings(1000, 10, 0.35, seed=23)  # 1,000 queries of 10 candidates
+    pool = pd.concat(make_biased_rankings(1000, 10, 0.35, seed=23))  # train + test: 1,000 queries of 10 candidates
     # a fresh log for this test: the same model, its log overridden where it is served
     log = tmp_path / "decisions"
     from fairltr.tracking.models.serving import served_model
@@ -252,10 +252,14 @@ def test_1000_served_requests_are_reaudited_by_monitor_to_the_responses_figures(
         assert f"fairltr: decision log {log} (FAIRLTR_DECISION_LOG)" in (tmp_path / "serve.log").read_text()
         queries = [part for _, part in pool.groupby("query_id", sort=False)]
 
+        failures = []
+
         def send(chunk):
             for part in chunk:
                 code, body = _post(url, _split(part))
-                assert code == 200, body
+                if code != 200:
+                    failures.append((code, str(body)[:300]))
+                    return
                 responses.append((part, pd.DataFrame(body["predictions"])))
 
         threads = [threading.Thread(target=send, args=(queries[i::4],)) for i in range(4)]
@@ -263,6 +267,7 @@ def test_1000_served_requests_are_reaudited_by_monitor_to_the_responses_figures(
             t.start()
         for t in threads:
             t.join()
+    assert not failures, failures[:3]
     assert len(responses) == 1000
     served = pd.concat([out for _, out in responses], ignore_index=True)
     groups = np.concatenate([part["protected"].to_numpy() for part, _ in responses])
