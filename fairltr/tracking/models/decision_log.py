@@ -55,7 +55,7 @@ import pandas as pd
 
 from fairltr.errors import ConfigError, DataError
 
-__all__ = ["COLUMNS", "ENV_VAR", "DecisionLog", "DecisionContext", "decision_records", "open_decision_log",
+__all__ = ["COLUMNS", "ENV_VAR", "DecisionLog", "DecisionContext", "decision_records", "record_schema", "open_decision_log",
            "read_decision_log", "check_recordable_uri", "resolve_decision_log", "is_postgres_uri"]
 
 ENV_VAR = "FAIRLTR_DECISION_LOG"
@@ -69,7 +69,7 @@ class DecisionLog(Protocol):
 
     uri: str  # for messages: credentials redacted
 
-    def append(self, records: pd.DataFrame) -> None: ...
+    def append(self, records) -> None: ...  # a pyarrow.Table of decision_records
 
     def read(self) -> pd.DataFrame: ...
 
@@ -90,13 +90,40 @@ def is_postgres_uri(uri: str) -> bool:
     return str(uri).startswith(("postgresql://", "postgresql+psycopg2://", "postgres://"))
 
 
-def _text(values: np.ndarray | pd.Series) -> np.ndarray:
-    """Ids as text: integers without a trailing .0, missing values as None."""
-    s = pd.Series(values)
-    if pd.api.types.is_float_dtype(s) and bool(np.all(np.isfinite(s))) and bool(np.all(s == np.round(s))):
-        s = s.astype(np.int64)
-    return np.array([None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in s.tolist()],
-                    dtype=object)
+def _schema():
+    import pyarrow as pa
+
+    return pa.schema([
+        ("request_id", pa.string()), ("time", pa.timestamp("us", tz="UTC")), ("model_name", pa.string()),
+        ("model_version", pa.string()), ("model_digest", pa.string()), ("policy", pa.string()),
+        ("policy_method", pa.string()), ("policy_p", pa.float64()), ("policy_alpha", pa.float64()),
+        ("policy_adjust", pa.bool_()), ("policy_k", pa.int64()), ("policy_target", pa.string()),
+        ("query_id", pa.string()), ("item_id", pa.string()), ("row", pa.int64()), ("score", pa.float64()),
+        ("rank", pa.int64()), ("fair_feasible", pa.bool_()), ("groups", pa.string()),
+    ])
+
+
+def record_schema():
+    """The Arrow schema of the records (:data:`COLUMNS` with their types, module docstring)."""
+    global _SCHEMA
+    if _SCHEMA is None:
+        _SCHEMA = _schema()
+    return _SCHEMA
+
+
+_SCHEMA = None
+
+
+def _text(values: pd.Series):
+    """Ids as an Arrow string array: integers (also whole floats) without a trailing .0, missing as null."""
+    import pyarrow as pa
+
+    if pd.api.types.is_float_dtype(values) and bool(np.all(np.isfinite(values))) and bool(np.all(values == np.round(values))):
+        values = values.astype(np.int64)
+    if pd.api.types.is_integer_dtype(values) or pd.api.types.is_string_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return pa.array(values, from_pandas=True).cast(pa.string())
+    return pa.array([None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in values.tolist()],
+                    type=pa.string())
 
 
 def _json_value(v: Any) -> Any:
@@ -104,45 +131,55 @@ def _json_value(v: Any) -> Any:
         return int(v)
     if isinstance(v, (np.floating, float)):
         f = float(v)
-        return int(f) if np.isfinite(f) and f.is_integer() else (None if np.isnan(f) else f)
+        return None if np.isnan(f) else int(f) if f.is_integer() else f
     if isinstance(v, np.bool_):
         return bool(v)
     return v if v is None or isinstance(v, (str, int, bool)) else str(v)
 
 
-def decision_records(model_input: pd.DataFrame, served: pd.DataFrame, policy: Any, ctx: DecisionContext,
-                     request_id: str, time: pd.Timestamp) -> pd.DataFrame:
-    """The records of one served request (:data:`COLUMNS`): ``served`` is the ranking in input
-    row order (``score``, ``rank``, optional ``fair_feasible``), ``policy`` the applied
-    :class:`~fairltr.fair.policy.ServingPolicy`."""
+def _groups_json(model_input: pd.DataFrame, groups: Sequence[str]) -> list[str]:
+    """Each row's ``{"attribute": value, ...}`` (attributes sorted), from each column's distinct values."""
     n = len(model_input)
+    if not groups:
+        return ["{}"] * n
+    parts = []
+    for g in sorted(groups):
+        codes, uniques = pd.factorize(model_input[g], use_na_sentinel=False)
+        frags = np.array([f"{json.dumps(g)}: {json.dumps(_json_value(u))}" for u in uniques], dtype=object)
+        parts.append(frags[codes])
+    return ["{" + ", ".join(row) + "}" for row in zip(*parts)]
+
+
+def decision_records(model_input: pd.DataFrame, served: pd.DataFrame, policy: Any, ctx: DecisionContext,
+                     request_id: str, time: pd.Timestamp):
+    """The records of one served request as an Arrow table of :func:`record_schema`: ``served`` is
+    the ranking in input row order (``score``, ``rank``, optional ``fair_feasible``), ``policy``
+    the applied :class:`~fairltr.fair.policy.ServingPolicy` (columns built whole, no per-row objects
+    but the groups' JSON text)."""
+    import pyarrow as pa
+
+    n = len(model_input)
+
+    def same(value, kind):
+        return pa.array([value] * n, type=kind)
+
     groups = [g for g in ctx.groups if g in model_input.columns]
-    if groups:
-        cols = [model_input[g].tolist() for g in groups]
-        packed = [json.dumps({g: _json_value(v) for g, v in zip(groups, vals)}, sort_keys=True)
-                  for vals in zip(*cols)]
-    else:
-        packed = ["{}"] * n
-    item = _text(model_input[ctx.item].to_numpy()) if ctx.item and ctx.item in model_input.columns else [None] * n
-    feasible = served["fair_feasible"].to_numpy(dtype=bool) if "fair_feasible" in served.columns else np.ones(n, bool)
-    return pd.DataFrame({
-        "request_id": [request_id] * n,
-        "time": pd.DatetimeIndex([time] * n).as_unit("us"),
-        "model_name": [ctx.model_name] * n, "model_version": [ctx.model_version] * n,
-        "model_digest": [ctx.model_digest] * n,
-        "policy": [policy.describe()] * n, "policy_method": [policy.method] * n,
-        "policy_p": np.full(n, np.nan if policy.p is None else float(policy.p)),
-        "policy_alpha": np.full(n, float(policy.alpha)), "policy_adjust": np.full(n, bool(policy.adjust)),
-        "policy_k": pd.array([policy.k] * n, dtype="Int64"),
-        "policy_target": pd.array([policy.target] * n, dtype=object),
-        "query_id": _text(model_input[ctx.query].to_numpy()),
-        "item_id": pd.array(item, dtype=object),
-        "row": np.arange(n, dtype=np.int64),
-        "score": served["score"].to_numpy(dtype=np.float64),
-        "rank": served["rank"].to_numpy(dtype=np.int64),
-        "fair_feasible": feasible,
-        "groups": packed,
-    })
+    item = (_text(model_input[ctx.item]) if ctx.item and ctx.item in model_input.columns
+            else pa.nulls(n, type=pa.string()))
+    feasible = (served["fair_feasible"].to_numpy(dtype=bool) if "fair_feasible" in served.columns
+                else np.ones(n, dtype=bool))
+    micros = pd.Timestamp(time).tz_convert("UTC").value // 1000  # .value is nanoseconds
+    columns = [
+        same(request_id, pa.string()), pa.array(np.full(n, micros, dtype=np.int64), type=pa.timestamp("us", tz="UTC")),
+        same(ctx.model_name, pa.string()), same(ctx.model_version, pa.string()), same(ctx.model_digest, pa.string()),
+        same(policy.describe(), pa.string()), same(policy.method, pa.string()),
+        same(None if policy.p is None else float(policy.p), pa.float64()), same(float(policy.alpha), pa.float64()),
+        same(bool(policy.adjust), pa.bool_()), same(None if policy.k is None else int(policy.k), pa.int64()),
+        same(policy.target, pa.string()), _text(model_input[ctx.query]), item, pa.array(np.arange(n, dtype=np.int64)),
+        pa.array(served["score"].to_numpy(dtype=np.float64)), pa.array(served["rank"].to_numpy(dtype=np.int64)),
+        pa.array(feasible), pa.array(_groups_json(model_input, groups), type=pa.string()),
+    ]
+    return pa.Table.from_arrays(columns, schema=record_schema())
 
 
 def check_recordable_uri(uri: str | None) -> str | None:
@@ -185,9 +222,9 @@ def open_decision_log(uri: str) -> DecisionLog:
         from fairltr.tracking.models.decision_log_postgres import PostgresDecisionLog
 
         return PostgresDecisionLog(uri)
-    from fairltr.tracking.models.decision_log_parquet import ParquetDecisionLog
+    from fairltr.tracking.models.decision_log_parquet import SYNC_ENV, ParquetDecisionLog
 
-    return ParquetDecisionLog(uri)
+    return ParquetDecisionLog(uri, sync=os.environ.get(SYNC_ENV, "full").strip().lower() or "full")
 
 
 def read_decision_log(uri: str, groups: Sequence[str] | None = None) -> pd.DataFrame:

@@ -194,8 +194,10 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
             except Exception as exc:
                 raise _server_error(f"decision log {self.decision_log.uri} refused the request's records "
                                     f"({type(exc).__name__}: {exc}); the ranking was not served") from None
-        return out.assign(policy=policy.describe(), model_name=ctx.model_name, model_version=ctx.model_version,
-                          model_digest=ctx.model_digest, request_id=request_id)
+        values = (policy.describe(), ctx.model_name, ctx.model_version, ctx.model_digest, request_id)
+        extra = pd.DataFrame({c: np.full(len(out), v, dtype=object) for c, v in zip(PROVENANCE_COLUMNS, values)},
+                             index=out.index)
+        return pd.concat([out, extra], axis=1)  # a third of the time of DataFrame.assign with text scalars
 
 
 def _server_error(text: str):
