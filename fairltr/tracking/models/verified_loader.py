@@ -15,7 +15,8 @@ fairltr and calls :func:`_load_pyfunc`, which
    and the logged model named by MLmodel's ``model_id``), refusing a mismatch, a model without a
    recorded digest and a model whose store cannot be asked (``FAIRLTR_ALLOW_UNVERIFIED=true``
    serves those last two anyway, saying so);
-2. only then reads the weights with fairltr's validating loaders (the model folder's staged code
+2. only then reads the weights with fairltr's validating loaders, with the settings of the verified
+   MLmodel (a load-time override of a recorded setting, :data:`GOVERNED_KEYS`, is refused) (the model folder's staged code
    is never imported), opens the decision log (:mod:`~fairltr.tracking.models.decision_log`) and,
    inside ``mlflow models serve``, installs the request guard (:mod:`~fairltr.tracking.models.request_guard`).
 
@@ -43,8 +44,8 @@ from typing import Any, Iterator, Mapping
 from fairltr.errors import ConfigError, DataError
 from fairltr.tracking.models.digests import DIGEST_TAG, ModelRejected, folder_digest
 
-__all__ = ["LOADER_MODULE", "LOADER_FORMAT", "ALLOW_UNVERIFIED_ENV", "in_scoring_server", "check_at_load",
-           "LoadCheck", "logging_model"]
+__all__ = ["LOADER_MODULE", "LOADER_FORMAT", "ALLOW_UNVERIFIED_ENV", "GOVERNED_KEYS", "in_scoring_server",
+           "check_at_load", "LoadCheck", "logging_model"]
 
 LOADER_MODULE = "fairltr.tracking.models.verified_loader"
 LOADER_FORMAT = 2  # model_config["format"]; the models-from-code form had none
@@ -164,10 +165,33 @@ def _load_pyfunc(data_path: str, model_config: Mapping[str, Any] | None = None):
         raise ModelRejected(" ".join(str(exc).split())) from None
 
 
-def _load(root: Path, config: dict, served: bool):
+GOVERNED_KEYS = ("format", "kind", "query", "group", "groups", "item", "input_types", "serve_rerank",
+                 "serve_overrides", "decision_log", "weights", "booster", "model", "package")
+"""Model-config keys recorded with the model (inside its digest) that no load-time override may
+change: MLflow merges ``load_model(model_config=...)``, ``MLFLOW_PYFUNC_INFERENCE_CONFIG`` and the
+scoring server's ``SERVING_MODEL_CONFIG`` into the config it passes to the loader."""
+
+
+def _effective_config(root: Path, given: Mapping[str, Any], label: str) -> dict:
+    """The verified MLmodel's own config, with the load-time overrides of keys outside
+    :data:`GOVERNED_KEYS` (a retriever's ``device``, ``batch_size``); an override of a governed key
+    is refused."""
+    from mlflow.models import Model
+
+    recorded = dict((Model.load(str(root / "MLmodel")).flavors.get("python_function") or {}).get("config") or {})
+    changed = sorted(k for k, v in given.items() if k in GOVERNED_KEYS and v != recorded.get(k))
+    if changed:
+        raise ModelRejected(f"{label}: model config {changed} cannot be overridden where the model loads "
+                            "(load_model(model_config=...), MLFLOW_PYFUNC_INFERENCE_CONFIG, SERVING_MODEL_CONFIG): "
+                            "it is recorded with the model, inside its digest")
+    return {**recorded, **{k: v for k, v in given.items() if k not in GOVERNED_KEYS}}
+
+
+def _load(root: Path, given: dict, served: bool):
     from fairltr.tracking.models.verify import _InProcessModel
 
     check = check_at_load(root)
+    config = _effective_config(root, given, f"{check.name} v{check.version}" if check.name else str(root))
     if check.note and check.note != "being logged":
         _say(f"fairltr: {check.note}")
     kind = config.get("kind", "ranker")

@@ -249,6 +249,10 @@ def load_verified(vm: VerifiedModel):
                                                     config.get("query"), policy=config.get("serve_rerank"),
                                                     group=config.get("group"), input_types=config.get("input_types"),
                                                     overrides=config.get("serve_overrides"))
+        elif config.get("package"):  # a loader-form retriever: the package folder named in the config
+            from fairltr.tracking.models.retriever_pyfunc import retriever_from_config
+
+            python_model = retriever_from_config(vm.path, config)
         else:
             from fairltr.tracking.models.retriever import FairltrRetriever
 

@@ -18,7 +18,8 @@ def _log_models_from_code(model, input_example, name: str = "model", serve_reran
 
     from fairltr.fair.policy import parse_policy
     from fairltr.tracking.models.digests import record_digest
-    from fairltr.tracking.models.pyfunc import MODEL_CODE, predict_frame, ranker_pip_requirements, stage_package
+    from fairltr.tracking.models.pyfunc import (MODEL_CODE, FairltrRanker, _serving_signature, ranker_pip_requirements,
+                                                stage_package)
     from fairltr.tracking.models.signature_types import training_types
 
     policy = parse_policy(serve_rerank)
@@ -29,7 +30,9 @@ def _log_models_from_code(model, input_example, name: str = "model", serve_reran
         code = stage_package(Path(tmp) / "code")
         info = mlflow.pyfunc.log_model(
             name=name, python_model=str(MODEL_CODE), artifacts={"weights": str(weights)}, code_paths=[str(code)],
-            pip_requirements=ranker_pip_requirements(), signature=infer_signature(example, predict_frame(model, example)),
+            pip_requirements=ranker_pip_requirements(),
+            signature=_serving_signature(infer_signature(example, FairltrRanker.from_model(model, policy=policy).predict(
+                None, example)), (model.columns_.group,), list(example.columns)),  # declares the six params
             input_example=example,
             model_config={"query": model.query_, "kind": "ranker", "group": model.columns_.group,
                           "serve_rerank": policy.describe(), "input_types": training_types(example)})
