@@ -4,10 +4,13 @@ old loading path stays tested once new models are logged in the loader-module fo
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # rest_helpers
 
 
 def _log_models_from_code(model, input_example, name: str = "model", serve_rerank: str | None = None):
