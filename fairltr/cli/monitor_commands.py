@@ -55,7 +55,7 @@ def monitor_command(data_path, decision_log, model_uri, time_column, window, que
 
     from fairltr.workflows.monitor import MonitorConfig, monitor
 
-    if data_path is not None and time_column is None:
+    if data_path is not None and decision_log is None and time_column is None:
         raise click.UsageError("--time-column is required with --data")
     cfg = MonitorConfig(
         data=Path(data_path) if data_path else None, decision_log=decision_log, time_column=time_column, window=window,
