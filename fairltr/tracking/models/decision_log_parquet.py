@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from fairltr.errors import ConfigError, DataError
+from fairltr.files import _fsync_file as _fsync_folder  # open read-only + fsync: a folder's entries too
 
 __all__ = ["ParquetDecisionLog", "read_parquet_log", "SYNC_ENV", "SYNC_MODES"]
 
@@ -134,11 +135,3 @@ def read_parquet_log(root: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     frame = table.to_pandas()
     frame["policy_k"] = frame["policy_k"].astype("Int64")
     return frame, unfinished
-
-
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

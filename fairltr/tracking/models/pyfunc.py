@@ -310,6 +310,20 @@ def _example_output(model: Ranker, example: pd.DataFrame, policy: ServingPolicy,
     return out.assign(**{c: policy.describe() if c == "policy" else "" for c in PROVENANCE_COLUMNS})
 
 
+def _model_config(model: Ranker, policy: ServingPolicy, allowed: str, log_uri: str | None, types: dict[str, str],
+                  weights: list[str]) -> dict[str, Any]:
+    """The MLmodel config of a loader-form ranker (read by :func:`ranker_from_config`): the column
+    contract, the serving settings and the weight files (``weights``: the weights, then a
+    LambdaMART model's booster)."""
+    from fairltr.tracking.models.verified_loader import LOADER_FORMAT
+
+    c = model.columns_
+    return {"format": LOADER_FORMAT, "kind": "ranker", "query": model.query_, "group": c.group,
+            "groups": list(c.groups), "item": c.item, "serve_rerank": policy.describe(), "serve_overrides": allowed,
+            "decision_log": log_uri, "input_types": types, "weights": weights[0],
+            **({"model": "LambdaMART", "booster": weights[1]} if len(weights) > 1 else {})}
+
+
 def log_ranker_model(
     model: Ranker,
     name: str = "model",
@@ -338,7 +352,6 @@ def log_ranker_model(
     from fairltr.tracking.models.decision_log import check_recordable_uri
     from fairltr.tracking.models.digests import record_digest
     from fairltr.tracking.models.loader_form import build_wheel, log_loader_model, wheel_requirement
-    from fairltr.tracking.models.verified_loader import LOADER_FORMAT
 
     model.check_fitted()
     group = model.columns_.group
@@ -368,11 +381,7 @@ def log_ranker_model(
         code = stage_package(tmp_path / "code")
         wheel = build_wheel(code, tmp_path / "wheel", md.version("fairltr"))
         files.update({"ranker_code.py": MODEL_CODE, "code/fairltr": code, f"code/{wheel.name}": wheel})
-        config = {"format": LOADER_FORMAT, "kind": "ranker", "query": model.query_, "group": group,
-                  "groups": list(model.columns_.groups), "item": model.columns_.item,
-                  "serve_rerank": policy.describe(), "serve_overrides": allowed, "decision_log": log_uri,
-                  "input_types": types, "weights": next(iter(files)),
-                  **({"model": "LambdaMART", "booster": list(files)[1]} if lambdamart else {})}
+        config = _model_config(model, policy, allowed, log_uri, types, list(files)[:2 if lambdamart else 1])
         with registry_prints_follow_log_level(), warnings.catch_warnings():
             # MLflow infers the example's schema again: the same hint on the int query id column
             warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer", category=UserWarning)
