@@ -31,7 +31,11 @@ fair_retrieval evaluators run on it as on a loaded model. ``ranker_code.py``, ``
 and ``code/`` from the store are never imported.
 
 Models logged before digests existed have no tag: they are refused (:class:`ModelRejected`)
-unless ``allow_unverified=True``, which still loads them only with fairltr's loaders.
+unless ``allow_unverified=True``, which still loads them only with fairltr's loaders. Both model
+forms load here: the loader-module form (its files named in the MLmodel config,
+:mod:`fairltr.tracking.models.loader_form`) and the models-from-code form of earlier releases
+(MLflow's ``artifacts`` map). Where MLflow itself loads a model, the same digest check runs in
+:mod:`fairltr.tracking.models.verified_loader`.
 """
 
 from __future__ import annotations
