@@ -31,12 +31,16 @@ MONITOR_RULES = {
 
 
 @cli.command("monitor")
-@click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--data", "data_path", default=None, type=click.Path(dir_okay=False),
               help="table of served rankings (CSV or Parquet; Parquet is read in batches)")
+@click.option("--decision-log", "decision_log", default=None, metavar="URI",
+              help="audit a served model's decision log (a folder of Parquet shards or postgresql://...?table=NAME) "
+                   "instead of --data: columns time, query_id, rank and the logged group columns")
 @click.option("--model-uri", default=None,
               help="score raw candidates with this model (models:/NAME/V, models:/NAME@ALIAS; verified before use); "
                    "without it the table's --rank-column (or --score-column) is the ranking")
-@click.option("--time-column", required=True, help="timestamp of each row (ISO 8601 dates or times)")
+@click.option("--time-column", default=None, help="timestamp of each row (ISO 8601 dates or times); required with "
+                                                    "--data ('time' in a decision log)")
 @click.option("--time-format", default=None, metavar="FORMAT",
               help="strptime format of dates written with numbers only, which are refused without it "
                    "(07/01/2026: %d/%m/%Y or %m/%d/%Y)")
@@ -66,12 +70,11 @@ MONITOR_RULES = {
 @click.option("--out", "out_dir", default="outputs/monitor", show_default=True, help="output folder")
 @click.option("--experiment", default="fairltr-monitor", show_default=True, help="MLflow experiment")
 @click.option("--no-track", is_flag=True, help="do not log to MLflow (and do not tag the model version)")
-@option_rules(MONITOR_RULES, always=("data_path", "model_uri", "time_column", "time_format", "time_unit", "window",
-                                     "query", "group", "judgment",
-                                     "item", "rank_column", "score_column", "k", "gates", "reference", "out_dir",
-                                     "no_track"))
-def monitor_command(data_path, model_uri, time_column, time_format, time_unit, window, query, group, judgment, item,
-                    rank_column, score_column, k,
+@option_rules(MONITOR_RULES, always=("data_path", "decision_log", "model_uri", "time_column", "time_format",
+                                     "time_unit", "window", "query", "group", "judgment", "item", "rank_column",
+                                     "score_column", "k", "gates", "reference", "out_dir", "no_track"))
+def monitor_command(data_path, decision_log, model_uri, time_column, time_format, time_unit, window, query, group,
+                    judgment, item, rank_column, score_column, k,
                     ci, min_category_share, n_boot, ci_seed, gates, confidence, reference, allow_unverified, out_dir,
                     experiment, no_track):
     """Audit served rankings per time window: each window passes, fails or has insufficient evidence;
@@ -80,8 +83,11 @@ def monitor_command(data_path, model_uri, time_column, time_format, time_unit, w
 
     from fairltr.workflows.monitor import MonitorConfig, monitor
 
+    if data_path is not None and decision_log is None and time_column is None:
+        raise click.UsageError("--time-column is required with --data")
     cfg = MonitorConfig(
-        data=Path(data_path), time_column=time_column, window=window, time_format=time_format, time_unit=time_unit,
+        data=Path(data_path) if data_path else None, decision_log=decision_log, time_column=time_column, window=window,
+        time_format=time_format, time_unit=time_unit,
         columns=ranking_columns(query, group, judgment, item),
         audit=audit_config(k, ci, min_category_share, n_boot, ci_seed), out_dir=Path(out_dir), model_uri=model_uri,
         score_column=score_column, rank_column=rank_column, gates=tuple(gates), confidence=confidence,

@@ -180,9 +180,20 @@ def parse_ks(text: str, option: str = "--k") -> tuple[int, ...]:
     return ks
 
 
+SERVE_META = "fairltr.serving_options"
+"""Where ``--serve-overrides`` and ``--decision-log`` wait in the click context for
+:func:`tracking_from` (not passed to the command function, whose signature stays as it was)."""
+
+
+def _store_serving_option(ctx: click.Context, param: click.Parameter, value):
+    ctx.meta.setdefault(SERVE_META, {})[param.name] = value
+    return value
+
+
 def tracking_options(experiment: str, register: bool = False, serve_rerank: bool = False) -> Callable:
-    """Decorator adding ``--experiment``, ``--no-track`` (and ``--register NAME``; and
-    ``--serve-rerank POLICY`` for rankers)."""
+    """Decorator adding ``--experiment``, ``--no-track`` (and ``--register NAME``; and, for
+    rankers, ``--serve-rerank POLICY``, ``--serve-overrides FIELDS`` and ``--decision-log URI``,
+    the serving settings recorded with the logged model)."""
     options = [
         click.option("--experiment", default=experiment, show_default=True, help="MLflow experiment"),
         click.option("--no-track", is_flag=True, help="do not log to MLflow"),
@@ -193,17 +204,33 @@ def tracking_options(experiment: str, register: bool = False, serve_rerank: bool
     if serve_rerank:
         options.append(click.option("--serve-rerank", "serve_rerank", default=None, metavar="POLICY",
                                     help="post-processing the logged model applies when served, e.g. "
-                                         "'fair:p=0.3,alpha=0.1[,k=10]' (FA*IR) or 'detconstsort:k=10'; "
-                                         "request params override it"))
+                                         "'fair:p=0.3,alpha=0.1[,k=10]' (FA*IR) or 'detconstsort:k=10'"))
+        options.append(click.option("--serve-overrides", "serve_overrides", default=None, metavar="FIELDS",
+                                    expose_value=False, callback=_store_serving_option,
+                                    help="request params that may change the served policy: none, all, or some of "
+                                         "rerank,p,alpha,adjust,k,target [default: none with --serve-rerank, "
+                                         "else all]"))
+        options.append(click.option("--decision-log", "decision_log", default=None, metavar="URI",
+                                    expose_value=False, callback=_store_serving_option,
+                                    help="where the served model logs every served candidate: a folder (Parquet "
+                                         "shards) or postgresql://user@host/db?table=NAME (no password; "
+                                         "FAIRLTR_DECISION_LOG overrides it where the model is served)"))
     return stack(options)
 
 
 def tracking_from(experiment: str, no_track: bool, register: str | None = None, run_name: str | None = None,
-                  serve_rerank: str | None = None):
+                  serve_rerank: str | None = None, serve_overrides: str | None = None,
+                  decision_log: str | None = None):
+    """The :class:`~fairltr.workflows.options.TrackingOptions` of the tracking options; the
+    serving settings not given here come from ``--serve-overrides`` / ``--decision-log``."""
     from fairltr.workflows.options import TrackingOptions
 
+    ctx = click.get_current_context(silent=True)
+    meta = (ctx.meta.get(SERVE_META) if ctx is not None else None) or {}
     return TrackingOptions(enabled=not no_track, experiment=experiment, register=register or None, run_name=run_name,
-                           serve_rerank=serve_rerank)
+                           serve_rerank=serve_rerank,
+                           serve_overrides=serve_overrides if serve_overrides is not None else meta.get("serve_overrides"),
+                           decision_log=decision_log if decision_log is not None else meta.get("decision_log"))
 
 
 def ci_option(default: float = 0.0, what: str = "the metrics") -> Callable:

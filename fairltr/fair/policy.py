@@ -10,9 +10,11 @@ recorded with the model) or as the serving request's ``params``:
   Geyik et al.'s multi-group re-rankers (``target`` absent: the pool's mix). ``target`` takes the
   rest of the string, so it comes last.
 
-Request ``params`` override the recorded policy field by field (``{"rerank": "fair", "p": 0.4}``);
-``{"rerank": "none"}`` turns a recorded policy off for one request. Every error is a
-:class:`~fairltr.errors.ConfigError` naming the field.
+Request ``params`` override the recorded policy field by field (``{"rerank": "fair", "p": 0.4}``),
+but only the fields the model allows (``--serve-overrides``, :func:`parse_overrides`): by default
+none once a policy is recorded, so ``{"rerank": "none"}`` cannot switch a recorded policy off; a
+model recorded without a policy lets a request choose one (every field) unless restricted. Every
+error is a :class:`~fairltr.errors.ConfigError` naming the field (and the allowed overrides).
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ import pandas as pd
 from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
 
-__all__ = ["ServingPolicy", "POLICY_METHODS", "GEYIK_METHODS", "parse_policy", "policy_from_params",
-           "apply_policy", "NO_POLICY"]
+__all__ = ["ServingPolicy", "POLICY_METHODS", "GEYIK_METHODS", "OVERRIDE_FIELDS", "parse_policy", "parse_overrides",
+           "overrides_text", "policy_from_params", "apply_policy", "NO_POLICY"]
 
 GEYIK_METHODS = ("detgreedy", "detcons", "detrelaxed", "detconstsort")
 POLICY_METHODS = ("none", "fair", *GEYIK_METHODS)
 _FIELDS = ("p", "alpha", "adjust", "k", "target")
+OVERRIDE_FIELDS = ("rerank", *_FIELDS)
+"""The request params a served model may allow (``--serve-overrides``), in their printed order."""
 _TRUE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -158,14 +162,52 @@ def parse_policy(spec: str | None) -> ServingPolicy:
     return ServingPolicy(method=method, **fields)
 
 
-def policy_from_params(recorded: ServingPolicy, params: Mapping[str, Any] | None) -> ServingPolicy:
+def parse_overrides(spec: str | None, policy: ServingPolicy | None = None) -> frozenset[str]:
+    """The request params a served model accepts: ``"none"``, ``"all"`` or a comma list of
+    :data:`OVERRIDE_FIELDS` (``"p,k"``). ``None`` (not given) is the default: none once ``policy``
+    is active (a recorded policy holds), every field otherwise (a request may choose a policy)."""
+    if spec is None or not str(spec).strip():
+        return frozenset() if policy is not None and policy.active else frozenset(OVERRIDE_FIELDS)
+    names = [n.strip().lower() for n in str(spec).split(",")]
+    if names == ["none"]:
+        return frozenset()
+    if names == ["all"]:
+        return frozenset(OVERRIDE_FIELDS)
+    bad = [n for n in names if n not in OVERRIDE_FIELDS]
+    if bad or not all(names):
+        shown = bad or [n for n in names if not n]
+        raise ConfigError(f"--serve-overrides: {shown} not among {list(OVERRIDE_FIELDS)} "
+                          "(or give none / all alone), e.g. --serve-overrides p,k")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"--serve-overrides: {dupes[0]} given twice")
+    return frozenset(names)
+
+
+def overrides_text(allowed: frozenset[str] | set[str]) -> str:
+    """``"none"``, ``"all"`` or the allowed fields in :data:`OVERRIDE_FIELDS` order (what
+    :func:`parse_overrides` reads back)."""
+    if not allowed:
+        return "none"
+    if set(allowed) >= set(OVERRIDE_FIELDS):
+        return "all"
+    return ",".join(f for f in OVERRIDE_FIELDS if f in allowed)
+
+
+def policy_from_params(recorded: ServingPolicy, params: Mapping[str, Any] | None,
+                       allowed: frozenset[str] | set[str] = frozenset(OVERRIDE_FIELDS)) -> ServingPolicy:
     """The policy of one request: ``recorded`` with every non-None field of ``params`` replacing
-    its own (``rerank`` names the method). Switching methods drops the other method's fields."""
+    its own (``rerank`` names the method). Switching methods drops the other method's fields.
+    A param outside ``allowed`` (the model's ``--serve-overrides``) is refused, whatever its value."""
     if not params:
         return recorded
-    unknown = sorted(set(params) - {"rerank", *_FIELDS})
+    unknown = sorted(set(params) - set(OVERRIDE_FIELDS))
     if unknown:
-        raise ConfigError(f"unknown serving params {unknown}; known: {['rerank', *_FIELDS]}")
+        raise ConfigError(f"unknown serving params {unknown}; known: {list(OVERRIDE_FIELDS)}")
+    refused = [f for f in OVERRIDE_FIELDS if params.get(f) is not None and f not in allowed]
+    if refused:
+        raise ConfigError(f"serving params {refused} are not allowed by this model, whose policy "
+                          f"{recorded.describe()!r} holds; allowed overrides: {overrides_text(allowed)}")
     fields = recorded.as_dict()
     method = params.get("rerank")
     if method is not None:

@@ -10,6 +10,11 @@ intersection, with bootstrap intervals), the ``--gate`` checks (the promotion gr
 (step = window index, timestamp = window start); the model version, when ``--model-uri`` names
 one, is tagged "monitored through <date>: <verdict>".
 
+With ``decision_log`` (``--decision-log URI``) the traffic is a served model's decision log
+(:func:`fairltr.tracking.models.decision_log.read_decision_log`) instead of ``--data``: time column
+``time``, served ``rank`` and ``score``, the group columns expanded from the log, and one ranking
+per served (request, query) (a query served twice is two rankings).
+
 The table is either scored already (a ``rank`` or score column per row) or raw candidates scored
 with ``--model-uri`` (verified loading, :mod:`fairltr.tracking.models.verify`). With ``--model-uri`` AND a
 rank or score column, the table's served ranking is audited and the model names the version to
@@ -50,7 +55,7 @@ class MonitorConfig:
     ``reference`` table for the shift (default: the profile recorded with the model), ``out_dir``
     and tracking."""
 
-    data: Path
+    data: Path | None  # None with decision_log
     time_column: str
     window: str
     columns: RankingColumns
@@ -68,11 +73,12 @@ class MonitorConfig:
     duplicates: str = "refuse"  # repeated rows (no item column): fairltr.data.DUPLICATE_POLICIES
     time_format: str | None = None  # strptime format of dates written with numbers only (07/01/2026)
     time_unit: str | None = None  # what numeric timestamps count: fairltr.monitoring.TIME_UNITS
+    decision_log: str | None = None  # a served model's decision log (folder or postgresql:// URI) instead of data
 
     def __post_init__(self) -> None:
         from fairltr.monitoring import parse_window
 
-        object.__setattr__(self, "data", Path(self.data))
+        _check_source(self)
         if self.score_column and self.rank_column:
             raise ConfigError("give --score-column or --rank-column, not both")
         if self.rank_column is None and self.score_column is None and self.model_uri is None:
@@ -102,6 +108,39 @@ class MonitorResult:
     @property
     def passed(self) -> bool:
         return not self.failures
+
+
+def _check_source(cfg: MonitorConfig) -> None:
+    """``--data`` or ``--decision-log`` (whose columns are fixed: ``time``, ``query_id``, ``rank``)."""
+    if cfg.decision_log is None:
+        if cfg.data is None:
+            raise ConfigError("give --data (a table of served rankings) or --decision-log URI")
+        object.__setattr__(cfg, "data", Path(cfg.data))
+        return
+    if cfg.data is not None:
+        raise ConfigError("give --data or --decision-log, not both")
+    if cfg.time_column not in (None, "time") or cfg.columns.query != "query_id" or cfg.score_column:
+        raise ConfigError("a decision log's columns are fixed: time, query_id, rank (drop --time-column, --query "
+                          "and --score-column)")
+    object.__setattr__(cfg, "time_column", "time")
+    object.__setattr__(cfg, "rank_column", cfg.rank_column or "rank")
+
+
+def _frames_decision_log(cfg: MonitorConfig, spec) -> Iterator[tuple]:
+    """The windows of a decision log: one ranking per (request, query), groups from the log."""
+    from fairltr.monitoring import assign_windows
+    from fairltr.tracking.models.decision_log import read_decision_log
+
+    df = read_decision_log(cfg.decision_log, groups=cfg.columns.groups)
+    missing = [g for g in cfg.columns.groups if df[g].isna().all()]
+    if missing:
+        raise DataError(f"decision log {cfg.decision_log}: no group values for {missing}; it records "
+                        f"{sorted({k for t in df['groups'].unique() for k in json.loads(t)})}")
+    df["query_id"] = df["request_id"] + "/" + df["query_id"].astype(str)
+    times = df["time"].dt.tz_convert("UTC").dt.tz_localize(None)
+    index, starts = assign_windows(times, spec)
+    for i in np.unique(index):
+        yield int(i), starts[i], starts[i + 1], df.iloc[np.flatnonzero(index == i)]
 
 
 def _needed_columns(cfg: MonitorConfig, features: Sequence[str]) -> list[str]:
@@ -243,7 +282,9 @@ def _audit_all_windows(cfg: MonitorConfig, spec, gates: Sequence, vm, model, tmp
     columns = cfg.columns if cfg.columns.judgment else cfg.columns.replace(judgment=_JUDGMENT_FILL)
     spill = tmp / "spill"
     spill.mkdir()
-    if cfg.data.suffix.lower() in (".parquet", ".pq"):
+    if cfg.decision_log is not None:
+        frames = _frames_decision_log(cfg, spec)
+    elif cfg.data.suffix.lower() in (".parquet", ".pq"):
         frames = _frames_parquet(cfg, spec, features, spill, extra=list(profile.features) if profile else [])
     else:
         frames = _frames_csv(cfg, spec, features)
@@ -415,7 +456,8 @@ def _record(cfg: MonitorConfig, spec, windows: list, failures: list[dict], summa
     failing_windows = sorted({f["window_start"] for f in failures})
     verdict = "PASS" if not failures else f"FAIL in {len(failing_windows)} of {len(windows)} windows"
     return {
-        "data": str(cfg.data), "time_column": cfg.time_column, "window": spec.text(), "groups": list(cfg.columns.groups),
+        "data": str(cfg.data) if cfg.decision_log is None else f"decision log {_redacted(cfg.decision_log)}",
+        "time_column": cfg.time_column, "window": spec.text(), "groups": list(cfg.columns.groups),
         "k": cfg.audit.k, "ci": cfg.audit.ci, "n_boot": cfg.audit.n_boot, "seed": cfg.audit.seed,
         "gates": list(cfg.gates), "confidence": cfg.confidence,
         "model_uri": cfg.model_uri, "model_version": (f"{vm.name}/{vm.version}" if vm is not None and vm.name else None),
@@ -423,3 +465,9 @@ def _record(cfg: MonitorConfig, spec, windows: list, failures: list[dict], summa
         "failures": [{k: v for k, v in f.items() if k != "line"} | {"line": f["line"]} for f in failures],
         "shift": {str(k): v for k, v in summary.items()},
     }
+
+
+def _redacted(uri: str) -> str:
+    from fairltr.redaction import redact_uri
+
+    return redact_uri(uri)

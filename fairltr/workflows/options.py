@@ -63,8 +63,11 @@ def read_source(source: RankingSource) -> pd.DataFrame:
 class TrackingOptions:
     """MLflow settings of a job: ``enabled`` (False = ``--no-track``), the experiment, a run
     name, the registered model name to register the model under (None = do not), and the
-    serving policy recorded with a logged ranker (``serve_rerank``, e.g. ``fair:p=0.3,alpha=0.1``;
-    :func:`fairltr.fair.policy.parse_policy`; None = the model's own ranking)."""
+    serving settings recorded with a logged ranker: the policy (``serve_rerank``, e.g.
+    ``fair:p=0.3,alpha=0.1``; :func:`fairltr.fair.policy.parse_policy`; None = the model's own
+    ranking), the request params allowed to change it (``serve_overrides``: ``none``, ``all`` or
+    ``p,k``...; None = the default, none once a policy is recorded) and the ``decision_log``
+    (a folder or ``postgresql://`` URI; None = no log)."""
 
     enabled: bool = True
     experiment: str = "fairltr"
@@ -72,15 +75,28 @@ class TrackingOptions:
     register: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     serve_rerank: str | None = None
+    serve_overrides: str | None = None
+    decision_log: str | None = None
 
     def __post_init__(self) -> None:
-        if self.serve_rerank is not None:
-            from fairltr.fair.policy import parse_policy
+        from fairltr.fair.policy import NO_POLICY, overrides_text, parse_overrides, parse_policy
 
+        policy = NO_POLICY
+        if self.serve_rerank is not None:
             policy = parse_policy(self.serve_rerank)  # a bad spec is a ConfigError before any work
             object.__setattr__(self, "serve_rerank", policy.describe() if policy.active else None)
             if policy.active and not self.enabled:
                 raise ConfigError("--serve-rerank is recorded with the logged model: drop --no-track")
+        if self.serve_overrides is not None:
+            object.__setattr__(self, "serve_overrides", overrides_text(parse_overrides(self.serve_overrides, policy)))
+            if not self.enabled:
+                raise ConfigError("--serve-overrides is recorded with the logged model: drop --no-track")
+        if self.decision_log is not None:
+            from fairltr.tracking.models.decision_log import check_recordable_uri
+
+            object.__setattr__(self, "decision_log", check_recordable_uri(self.decision_log))
+            if self.decision_log is not None and not self.enabled:
+                raise ConfigError("--decision-log is recorded with the logged model: drop --no-track")
         if self.register is not None and not self.register.strip():
             object.__setattr__(self, "register", None)
         if self.register and not self.enabled:

@@ -302,7 +302,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
                         data_paths: Mapping[str, str | Path] | None = None, register: str | None = None,
                         title: str | None = None, tags: Mapping[str, str] | None = None,
                         rename: bool = False, train_sample: bool = False, serve_rerank: str | None = None,
-                        test_audits: Mapping[int, Any] | None = None, audit_k: int | None = None):
+                        test_audits: Mapping[int, Any] | None = None, audit_k: int | None = None,
+                        serve_overrides: str | None = None, decision_log: str | None = None):
     """Log a fitted ranker into the ACTIVE run ``run_id``, in the order a reader needs it:
 
     * params (:func:`run_params` + ``params``); the training (and test) table as MLflow datasets
@@ -322,7 +323,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
 
     ``rename`` sets the run's name to ``title``; ``serve_rerank`` is the serving policy recorded with
     the model (:mod:`fairltr.fair.policy`; param ``serve_rerank`` and a line of the version
-    description). ``test_audits`` (``{k: AuditResult}`` of the evaluated table, SPEC 3b) adds
+    description), ``serve_overrides`` the request params allowed to change it and ``decision_log``
+    where the served model logs its decisions (params of the same names; recorded in the model). ``test_audits`` (``{k: AuditResult}`` of the evaluated table, SPEC 3b) adds
     ``audit_table.csv``, ``impact_ratios.png``, the per-category table and the intervals of the
     report, written as the ``fair_ranking`` evaluator writes them (at cut-off ``audit_k``).
     Returns MLflow's ``ModelInfo``."""
@@ -333,7 +335,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     client = mlflow.MlflowClient()
     paths = dict(data_paths or {})
     all_params = _log_inputs(run_id, model, train_df, test_df, paths, params=params, title=title, tags=tags,
-                             rename=rename, train_sample=train_sample, serve_rerank=serve_rerank)
+                             rename=rename, train_sample=train_sample, serve_rerank=serve_rerank,
+                             serving={"serve_overrides": serve_overrides, "decision_log": decision_log})
     split = "test" if test_df is not None else "train"
     heading = title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
                         f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
@@ -344,21 +347,21 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     keep = [c for c in dict.fromkeys([model.query_, *model.feature_names_, model.columns_.group])
             if c is not None and c in train_df.columns]  # the group column types the signature's optional input
     info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
-                            serve_rerank=serve_rerank)
+                            serve_rerank=serve_rerank, serve_overrides=serve_overrides, decision_log=decision_log)
     log_history(model.history, run_id, model_id=info.model_id)
     mlflow.set_tag("fairltr.model_uri", info.model_uri)
     if register:
         version = str(info.registered_model_version)
         mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
         client.update_model_version(register, version, description=version_description(
-            heading, model, logged, split, serve_rerank=serve_rerank))
+            heading, model, logged, split, serve_rerank=serve_rerank, serve_overrides=serve_overrides))
     return info
 
 
 def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, test_df: pd.DataFrame | None,
                 paths: Mapping[str, str | Path], *, params: Mapping[str, Any] | None, title: str | None,
-                tags: Mapping[str, str] | None, rename: bool, train_sample: bool, serve_rerank: str | None
-                ) -> dict[str, Any]:
+                tags: Mapping[str, str] | None, rename: bool, train_sample: bool, serve_rerank: str | None,
+                serving: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     """The params (:func:`run_params` + ``params`` + ``serve_rerank``), the run's tags and the
     training (and test) table as datasets; returns the params."""
     import mlflow
@@ -369,6 +372,9 @@ def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, 
     all_params.update(params or {})
     if serve_rerank:
         all_params["serve_rerank"] = serve_rerank
+    from fairltr.redaction import redact_uri
+
+    all_params.update({k: redact_uri(v) for k, v in (serving or {}).items() if v})
     log_params(run_id, all_params)
     run_tags = {"fairltr.model": model._FILE_KIND}
     if model.fairness_loss is not None:
@@ -426,7 +432,7 @@ def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, tr
 
 
 def version_description(title: str, model: DELTR, metrics: Mapping[str, float], split: str,
-                        serve_rerank: str | None = None) -> str:
+                        serve_rerank: str | None = None, serve_overrides: str | None = None) -> str:
     """One line for a newly registered version: what it is, its fairness on ``split`` and the
     serving policy it applies (when one was recorded)."""
     from fairltr.tracking.evaluation.report import HEADLINE_METRICS
@@ -435,6 +441,6 @@ def version_description(title: str, model: DELTR, metrics: Mapping[str, float], 
     values = ", ".join(f"{k} {metrics[k]:.3g}" for k in shown)
     return (f"Registered from run '{title}' ({_model_words(model, title)})"
             + (f"; {split} split: {values}" if values else "")
-            + (f". Served with post-processing {serve_rerank} (request params may override it)"
+            + (f". Served with post-processing {serve_rerank} (request overrides allowed: {serve_overrides or 'none'})"
                if serve_rerank and serve_rerank != "none" else "")
             + ". No promotion decision yet.")

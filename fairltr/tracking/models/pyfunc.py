@@ -8,32 +8,41 @@ never a sampled ranking, so that a registered version's outputs are reproducible
   a model artifact (no pickle of weights or of the model object); a LambdaMART model logs its
   ``lambdamart.json`` (artifact ``weights``) and LightGBM's text model file ``lambdamart.txt``
   (artifact ``booster``, :meth:`fairltr.gbdt.LambdaMART.save`);
-* code: "models from code" — the model is defined by ``ranker_code.py`` (which calls
-  ``mlflow.models.set_model``), and the ``fairltr`` package is shipped under ``code/`` because it
-  is not on PyPI; third-party requirements are pinned explicitly (no 19 s inference);
+* code: the loader-module form (:mod:`fairltr.tracking.models.loader_form`): MLmodel names the
+  installed fairltr's :mod:`~fairltr.tracking.models.verified_loader`, which checks the folder's
+  digest before it reads the weights and never imports the staged package; the ``fairltr``
+  package is staged under ``code/`` (as a tree and as a wheel that non-local env managers install,
+  fairltr not being on PyPI); third-party requirements are pinned explicitly (no 19 s inference).
+  Models logged before that form ("models from code": ``ranker_code.py`` + ``code/``) still load
+  through :meth:`FairltrRanker.load_context`, unverified at load;
 * integrity: the SHA-256 digest of the logged model folder is recorded in the tracking store
   (tag ``fairltr.digest`` on the logged model and the registered version,
   :mod:`fairltr.tracking.models.verify`); promotion and ``fairltr evaluate-model`` check it and build
-  the ranker with :meth:`FairltrRanker.from_model` in their own process, never running the
-  stored ``ranker_code.py``;
+  the ranker with :meth:`FairltrRanker.from_model` in their own process, never running stored code;
 * contract: input = DataFrame with the query-id column and the model's feature columns (extra
   columns are ignored); output = DataFrame ``score`` (float) and ``rank`` (1-based, per query,
   by decreasing score, ties in input order), same index and row order as the input.
 * serving-time post-processing (:mod:`fairltr.fair.policy`): a policy recorded at logging time
   (``serve_rerank`` in the model config, e.g. ``fair:p=0.3,alpha=0.1``; inside the digest like
   the weights) and/or the request's ``params`` (``rerank``, ``p``, ``alpha``, ``adjust``, ``k``,
-  ``target``) re-rank each query; the output then carries the query id (and item id), ``score``,
+  ``target``) re-rank each query, as far as the recorded ``serve_overrides`` allow (default: none
+  once a policy is recorded); the output then carries the query id (and item id), ``score``,
   the re-ranked ``rank`` and ``fair_feasible`` (per query), still in input row order. The
   rankings are deterministic: the model's scores, then the re-ranker. A bad request (unknown
-  ``rerank``, a missing group column, bad values) is an ``INVALID_PARAMETER_VALUE`` error with one
-  line, which ``mlflow models serve`` answers with HTTP 400.
+  ``rerank``, an override the model does not allow, a missing group column, bad values) is an
+  ``INVALID_PARAMETER_VALUE`` error with one line, which ``mlflow models serve`` answers with HTTP 400;
+* served (loaded by the verifying loader): every output also carries :data:`PROVENANCE_COLUMNS`
+  (the applied policy, model name, version and digest, a request id), and each request's records
+  are appended to the decision log, when one is in use, before the output is returned.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as md
 import shutil
+import sys
 import tempfile
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -46,7 +55,8 @@ import mlflow.pyfunc
 from fairltr.columns import RankingColumns
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError, DataError
-from fairltr.fair.policy import NO_POLICY, ServingPolicy, apply_policy, parse_policy, policy_from_params
+from fairltr.fair.policy import (NO_POLICY, OVERRIDE_FIELDS, ServingPolicy, apply_policy, overrides_text, parse_overrides,
+                                 parse_policy, policy_from_params)
 from fairltr.gbdt import LambdaMART
 from fairltr.rankers import load_ranker
 from fairltr.tracking.runs.config import registry_prints_follow_log_level
@@ -54,12 +64,14 @@ from fairltr.tracking.models.ranks import aligned_ranks
 from fairltr.tracking.models.signature_types import any_typed_signature, check_identifier_columns, training_types
 
 __all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package",
-           "load_ranker_artifacts", "MODEL_CODE"]
+           "load_ranker_artifacts", "ranker_from_config", "MODEL_CODE", "PROVENANCE_COLUMNS"]
 
 MODEL_CODE = Path(__file__).with_name("ranker_code.py")
 WEIGHTS_FILE = "deltr.safetensors"
 LAMBDAMART_FILE = "lambdamart.json"  # + LightGBM's lambdamart.txt beside it
 _REQUIREMENTS = ("torch", "numpy", "pandas", "scipy", "safetensors", "mlflow")
+PROVENANCE_COLUMNS = ("policy", "model_name", "model_version", "model_digest", "request_id")
+"""The columns a served ranker adds to every output (the response's ``predictions`` records)."""
 
 Ranker = DELTR | LambdaMART
 
@@ -102,29 +114,50 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
 
     ``model_config``: ``query`` (overrides the query-id column name seen at training), ``group``
     (the group column a re-ranker reads), ``serve_rerank`` (the recorded policy's spec),
+    ``serve_overrides`` (the request params allowed, :func:`~fairltr.fair.policy.parse_overrides`),
     ``input_types`` (each input column's type in the training file: an integer query id or group
     column must arrive as integers, :func:`~fairltr.tracking.models.signature_types.check_identifier_columns`).
     """
 
+    provenance = None  # DecisionContext once served (attach); None in-process: no provenance columns
+    decision_log = None
+
     @classmethod
     def from_model(cls, model: Ranker, query: str | None = None, policy: ServingPolicy | str | None = None,
-                   group: str | None = None, input_types: dict[str, str] | None = None) -> "FairltrRanker":
+                   group: str | None = None, input_types: dict[str, str] | None = None,
+                   overrides: str | None = None) -> "FairltrRanker":
         """The pyfunc of an already loaded model (in-process use; no MLflow context)."""
         self = cls()
         self.model = model
         self.query = query or model.query_
         self.group = group or model.columns_.group
         self.policy = policy if isinstance(policy, ServingPolicy) else parse_policy(policy)
+        self.overrides = parse_overrides(overrides, self.policy)
         self.input_types = dict(input_types or {})
         return self
 
     def load_context(self, context) -> None:
+        """The models-from-code form (models logged before the verifying loader): not verified here."""
         self.model = load_ranker_artifacts(context.artifacts["weights"], context.artifacts.get("booster"))
         config = getattr(context, "model_config", None) or {}
         self.query = config.get("query") or self.model.query_
         self.group = config.get("group") or self.model.columns_.group
         self.policy = parse_policy(config.get("serve_rerank"))
+        self.overrides = parse_overrides(config.get("serve_overrides"), self.policy)
         self.input_types = dict(config.get("input_types") or {})
+        sys.stderr.write("fairltr: this model was logged before load-time verification (models from code): "
+                         "its digest was not checked when it loaded\n")
+
+    @property
+    def overrides_text(self) -> str:
+        """The allowed request params as ``--serve-overrides`` reads them (``none``, ``all``, ``p,k``)."""
+        return overrides_text(getattr(self, "overrides", frozenset(OVERRIDE_FIELDS)))
+
+    def attach(self, provenance, decision_log=None) -> None:
+        """Serve with provenance columns (a :class:`~fairltr.tracking.models.decision_log.DecisionContext`)
+        and, when given, append every request's records to ``decision_log`` before returning."""
+        self.provenance = provenance
+        self.decision_log = decision_log
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         if not isinstance(model_input, pd.DataFrame):
@@ -133,17 +166,68 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         try:
             check_identifier_columns(model_input, getattr(self, "input_types", {}), (self.query, getattr(self, "group", None)))
             requested = _given(params)
+            policy = policy_from_params(recorded, requested, getattr(self, "overrides", frozenset(OVERRIDE_FIELDS)))
             plain = not recorded.active and requested.get("rerank", "none") == "none" and set(requested) <= {"rerank"}
             if plain:  # no policy anywhere: today's output (score, rank)
-                return predict_frame(self.model, model_input, self.query)
-            policy = policy_from_params(recorded, requested)
-            if self.query not in model_input.columns:
-                raise DataError(f"query column {self.query!r} not in the input; columns: {list(model_input.columns)}")
-            scores = self.model.predict(model_input)
-            return apply_policy(model_input, scores, policy,
-                                RankingColumns(query=self.query, group=getattr(self, "group", None), judgment=None))
+                out = predict_frame(self.model, model_input, self.query)
+            else:
+                if self.query not in model_input.columns:
+                    raise DataError(f"query column {self.query!r} not in the input; columns: {list(model_input.columns)}")
+                scores = self.model.predict(model_input)
+                out = apply_policy(model_input, scores, policy,
+                                   RankingColumns(query=self.query, group=getattr(self, "group", None), judgment=None))
         except (ConfigError, DataError) as exc:
             raise _bad_request(exc) from None
+        return out if self.provenance is None else self._served(model_input, out, policy)
+
+    def _served(self, model_input: pd.DataFrame, out: pd.DataFrame, policy: ServingPolicy) -> pd.DataFrame:
+        """``out`` with :data:`PROVENANCE_COLUMNS`, after the request's records are durable in the
+        decision log (a failed append fails the request: nothing is served unlogged)."""
+        ctx = self.provenance
+        request_id = uuid.uuid4().hex
+        if self.decision_log is not None:
+            from fairltr.tracking.models.decision_log import decision_records
+
+            records = decision_records(model_input, out, policy, ctx, request_id, pd.Timestamp.now(tz="UTC"))
+            try:
+                self.decision_log.append(records)
+            except Exception as exc:
+                raise _server_error(f"decision log {self.decision_log.uri} refused the request's records "
+                                    f"({type(exc).__name__}: {exc}); the ranking was not served") from None
+        values = (policy.describe(), ctx.model_name, ctx.model_version, ctx.model_digest, request_id)
+        extra = pd.DataFrame({c: np.full(len(out), v, dtype=object) for c, v in zip(PROVENANCE_COLUMNS, values)},
+                             index=out.index)
+        return pd.concat([out, extra], axis=1)  # a third of the time of DataFrame.assign with text scalars
+
+
+def _server_error(text: str):
+    """A one-line MLflow error the scoring server answers with HTTP 500."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import INTERNAL_ERROR
+
+    return MlflowException(" ".join(text.split())[:500], error_code=INTERNAL_ERROR)
+
+
+def _inside(root: Path, rel: str | None) -> Path | None:
+    """``root / rel``, refused when it leaves the model folder."""
+    if not rel:
+        return None
+    path = (root / rel).resolve()
+    if root.resolve() not in path.parents:
+        raise DataError(f"model file {rel!r} lies outside the model folder")
+    return path
+
+
+def ranker_from_config(root: Path, config: dict[str, Any]) -> FairltrRanker:
+    """The ranker of a loader-form model folder ``root`` (its MLmodel ``config``: the weight file
+    names and the serving settings), read with fairltr's validating loaders."""
+    weights = _inside(root, config.get("weights"))
+    if weights is None:
+        raise DataError(f"{root}: the model config names no weights file")
+    model = load_ranker_artifacts(weights, _inside(root, config.get("booster")))
+    return FairltrRanker.from_model(model, config.get("query"), policy=config.get("serve_rerank"),
+                                    group=config.get("group"), input_types=config.get("input_types"),
+                                    overrides=config.get("serve_overrides"))
 
 
 def ranker_pip_requirements(extra: tuple[str, ...] = ()) -> list[str]:
@@ -187,36 +271,57 @@ def _group_type(example: pd.DataFrame | None, group: str | None) -> str:
     return "string" if is_string_categories(example[group]) else "long"
 
 
-def _serving_signature(signature, group: str | None, columns: list[str]):
-    """The inputs ``columns`` (and, when it is not among them, the group column as an optional
-    input) declared Any (:func:`~fairltr.tracking.models.signature_types.any_typed_signature`: the
-    model checks them against the training file's types), ``signature``'s outputs, and the
-    serving params. Every param defaults to None ("the recorded policy's value"): MLflow fills
-    absent params with their defaults, and a recorded value there could not be told from a
-    requested one (``{"rerank": "none"}`` would arrive with the policy's ``p``)."""
+def _serving_signature(signature, optional: tuple[str, ...], columns: list[str]):
+    """The inputs ``columns`` (and the ``optional`` ones not among them: the group attributes and
+    the item column, which a re-ranker and the decision log read) declared Any
+    (:func:`~fairltr.tracking.models.signature_types.any_typed_signature`: the model checks them
+    against the training file's types), ``signature``'s outputs, and the serving params. Every
+    param defaults to None ("the recorded policy's value"): MLflow fills absent params with their
+    defaults, and a recorded value there could not be told from a requested one."""
     from mlflow.models import ModelSignature
     from mlflow.types.schema import ParamSchema, ParamSpec
 
-    inputs = any_typed_signature(columns, optional=(group,) if group is not None else ())
+    inputs = any_typed_signature(columns, optional=tuple(c for c in optional if c is not None))
     params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
         ("rerank", "string"), ("p", "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
         ("target", "string"))])
     return ModelSignature(inputs=inputs, outputs=signature.outputs, params=params)
 
 
-def _save_artifacts(model: Ranker, folder: Path) -> tuple[dict[str, str], dict[str, Path]]:
-    """Save ``model``'s files in ``folder``: (pyfunc ``artifacts``, ``{"artifact:<key>": local file}``
-    for :func:`~fairltr.tracking.models.digests.record_digest`); a LambdaMART model adds its booster."""
+def _save_artifacts(model: Ranker, folder: Path) -> dict[str, Path]:
+    """Save ``model``'s files in ``folder`` (the model's ``artifacts/``): ``{path in the model
+    folder: local file}``; a LambdaMART model adds its booster."""
     lambdamart = isinstance(model, LambdaMART)
     weights = model.save(folder / (LAMBDAMART_FILE if lambdamart else WEIGHTS_FILE))
-    artifacts = {"weights": str(weights)}
-    uploaded = {"artifact:weights": weights}
+    files = {f"artifacts/{weights.name}": weights}
     if lambdamart:
         from fairltr.gbdt import booster_path_for
 
-        artifacts["booster"] = str(booster_path_for(weights))
-        uploaded["artifact:booster"] = booster_path_for(weights)
-    return artifacts, uploaded
+        files[f"artifacts/{booster_path_for(weights).name}"] = booster_path_for(weights)
+    return files
+
+
+def _example_output(model: Ranker, example: pd.DataFrame, policy: ServingPolicy, group: str | None,
+                    group_type: str) -> pd.DataFrame:
+    """What a served request of ``example`` returns (the signature's outputs), provenance included."""
+    out = (predict_frame(model, example) if not policy.active else
+           FairltrRanker.from_model(model, policy=policy).predict(
+               None, _with_group(example, group, text=group_type == "string")))
+    return out.assign(**{c: policy.describe() if c == "policy" else "" for c in PROVENANCE_COLUMNS})
+
+
+def _model_config(model: Ranker, policy: ServingPolicy, allowed: str, log_uri: str | None, types: dict[str, str],
+                  weights: list[str]) -> dict[str, Any]:
+    """The MLmodel config of a loader-form ranker (read by :func:`ranker_from_config`): the column
+    contract, the serving settings and the weight files (``weights``: the weights, then a
+    LambdaMART model's booster)."""
+    from fairltr.tracking.models.verified_loader import LOADER_FORMAT
+
+    c = model.columns_
+    return {"format": LOADER_FORMAT, "kind": "ranker", "query": model.query_, "group": c.group,
+            "groups": list(c.groups), "item": c.item, "serve_rerank": policy.describe(), "serve_overrides": allowed,
+            "decision_log": log_uri, "input_types": types, "weights": weights[0],
+            **({"model": "LambdaMART", "booster": weights[1]} if len(weights) > 1 else {})}
 
 
 def log_ranker_model(
@@ -225,20 +330,28 @@ def log_ranker_model(
     input_example: pd.DataFrame | None = None,
     register: str | None = None,
     serve_rerank: ServingPolicy | str | None = None,
+    serve_overrides: str | None = None,
+    decision_log: str | None = None,
     **log_kwargs: Any,
 ):
-    """Log ``model`` as a pyfunc (in the active run, if any) and optionally register it as a
-    new version of ``register``. Returns MLflow's ``ModelInfo`` (``model_uri``,
-    ``registered_model_version``...). The folder's digest is recorded on the logged model and
-    the version (tag ``fairltr.digest``, :func:`fairltr.tracking.models.digests.record_digest`).
+    """Log ``model`` as a pyfunc in the loader-module form (in the active run, if any) and
+    optionally register it as a new version of ``register``. Returns MLflow's ``ModelInfo``
+    (``model_uri``, ``registered_model_version``...). The folder's digest is recorded on the
+    logged model and the version (tag ``fairltr.digest``, :func:`~fairltr.tracking.models.digests.record_digest`)
+    and checked by the loader before the model serves.
 
-    ``serve_rerank``: the default serving policy (``"fair:p=0.3,alpha=0.1"``), recorded in the
-    model config (so inside the digest) and applied by every ``predict`` unless a request's
-    params override it. The signature declares the serving params and, when the group column is
-    not a feature, the group column as an optional input."""
+    ``serve_rerank``: the serving policy (``"fair:p=0.3,alpha=0.1"``); ``serve_overrides``: the
+    request params allowed to change it (``"none"``, ``"all"``, ``"p,k"``; default: none once a
+    policy is recorded, all otherwise); ``decision_log``: where the served model appends its
+    decisions (a folder or a ``postgresql://`` URI without password; ``FAIRLTR_DECISION_LOG``
+    overrides it where it is served). All three are recorded in the model config, inside the
+    digest. The signature declares the serving params and, when they are not features, the
+    group attributes and the item column as optional inputs."""
     from mlflow.models import infer_signature
 
+    from fairltr.tracking.models.decision_log import check_recordable_uri
     from fairltr.tracking.models.digests import record_digest
+    from fairltr.tracking.models.loader_form import build_wheel, log_loader_model, wheel_requirement
 
     model.check_fitted()
     group = model.columns_.group
@@ -254,34 +367,27 @@ def log_ranker_model(
     # its ids itself (an integer-trained query id must arrive as an integer)
     types = {**training_types(input_example), **({group: group_type} if group is not None else {})}
     policy = serve_rerank if isinstance(serve_rerank, ServingPolicy) else parse_policy(serve_rerank)
+    allowed = overrides_text(parse_overrides(serve_overrides, policy))
+    log_uri = check_recordable_uri(decision_log)
+    lambdamart = isinstance(model, LambdaMART)
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
-        lambdamart = isinstance(model, LambdaMART)
-        artifacts, uploaded = _save_artifacts(model, tmp_path)
+        files = _save_artifacts(model, tmp_path / "artifacts")
         with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
             warnings.simplefilter("ignore", UserWarning)
-            example_out = (predict_frame(model, input_example) if not policy.active else
-                           FairltrRanker.from_model(model, policy=policy).predict(
-                               None, _with_group(input_example, group, text=group_type == "string")))
-            signature = _serving_signature(infer_signature(input_example, example_out), group,
-                                           list(input_example.columns))
+            signature = _serving_signature(
+                infer_signature(input_example, _example_output(model, input_example, policy, group, group_type)),
+                (*model.columns_.groups, model.columns_.item), list(input_example.columns))
         code = stage_package(tmp_path / "code")
+        wheel = build_wheel(code, tmp_path / "wheel", md.version("fairltr"))
+        files.update({"ranker_code.py": MODEL_CODE, "code/fairltr": code, f"code/{wheel.name}": wheel})
+        config = _model_config(model, policy, allowed, log_uri, types, list(files)[:2 if lambdamart else 1])
         with registry_prints_follow_log_level(), warnings.catch_warnings():
             # MLflow infers the example's schema again: the same hint on the int query id column
             warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer", category=UserWarning)
-            info = mlflow.pyfunc.log_model(
-                name=name,
-                python_model=str(MODEL_CODE),
-                artifacts=artifacts,
-                code_paths=[str(code)],
-                pip_requirements=ranker_pip_requirements(("lightgbm",) if lambdamart else ()),
-                signature=signature,
-                input_example=input_example,
-                model_config={"query": model.query_, "kind": "ranker", "group": group,
-                              "serve_rerank": policy.describe(), "input_types": types,
-                              **({"model": "LambdaMART"} if lambdamart else {})},
-                **log_kwargs,
-            )
-        record_digest(info, {**uploaded, "ranker_code.py": MODEL_CODE, "code/fairltr": code},
-                      register=register or None, version_tags={"fairltr.kind": "ranker"})
+            info = log_loader_model(
+                name, files, config,
+                pip_requirements=[*ranker_pip_requirements(("lightgbm",) if lambdamart else ()), wheel_requirement(wheel)],
+                signature=signature, input_example=input_example, **log_kwargs)
+        record_digest(info, files, register=register or None, version_tags={"fairltr.kind": "ranker"})
     return info

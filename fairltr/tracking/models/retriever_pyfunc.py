@@ -1,9 +1,12 @@
 """The "fairltr retriever" MLflow pyfunc over a retriever package (:mod:`fairltr.tracking.models.retriever_package`).
 
-MLflow model: "models from code" (``retriever_code.py``, which imports :class:`FairltrRetriever`
-from :mod:`fairltr.tracking.models.retriever`, so models logged before this module existed still load),
-the package folder as the ``package`` artifact, the ``fairltr`` package under ``code/``, pinned
-pip requirements and ``model_config={"kind": "retriever"}`` (read by :func:`model_kind`).
+MLflow model: the loader-module form (:mod:`fairltr.tracking.models.loader_form`: MLmodel names
+fairltr's :mod:`~fairltr.tracking.models.verified_loader`, which checks the digest before it reads
+the package), the package folder under ``artifacts/``, the ``fairltr`` package staged under
+``code/`` (tree and wheel), pinned pip requirements and ``model_config={"kind": "retriever",
+"package": ...}`` (read by :func:`model_kind`). Models logged before that form ("models from
+code": ``retriever_code.py``, which imports :class:`FairltrRetriever` from
+:mod:`fairltr.tracking.models.retriever`, and MLflow's ``package`` artifact) still load as before.
 
 Contract of ``predict``: input = DataFrame ``query_id`` (str, unique), ``text`` (str), optional
 ``lang`` (accepted so that evaluation frames pass as they are; not used for scoring);
@@ -32,7 +35,7 @@ from fairltr.tracking.models.retriever_encoder import PathLike, RetrieverEncoder
 from fairltr.tracking.models.retriever_package import read_retriever_index, read_retriever_settings
 
 __all__ = ["FairltrRetriever", "log_retriever_model", "retriever_pip_requirements", "retriever_signature",
-           "model_kind", "check_k", "MODEL_CODE", "DEFAULT_K", "KIND_TAG"]
+           "model_kind", "check_k", "retriever_from_config", "MODEL_CODE", "DEFAULT_K", "KIND_TAG"]
 
 MODEL_CODE = Path(__file__).with_name("retriever_code.py")
 DEFAULT_K = 10
@@ -156,6 +159,15 @@ def retriever_signature():
     return ModelSignature(inputs=inputs, outputs=outputs, params=ParamSchema([ParamSpec("k", "long", DEFAULT_K)]))
 
 
+def retriever_from_config(root: Path, config: dict[str, Any]) -> FairltrRetriever:
+    """The retriever of a loader-form model folder ``root`` (its MLmodel ``config`` names the package folder)."""
+    rel = config.get("package")
+    package = (root / rel).resolve() if rel else None
+    if package is None or root.resolve() not in package.parents:
+        raise DataError(f"{root}: the model config names no package folder inside the model ({rel!r})")
+    return FairltrRetriever(package, device=config.get("device"), batch_size=config.get("batch_size", 128))
+
+
 def log_retriever_model(
     package_dir: PathLike,
     *,
@@ -164,20 +176,25 @@ def log_retriever_model(
     input_example: pd.DataFrame | None = None,
     **log_kwargs: Any,
 ):
-    """Log the package as a pyfunc (in the active run, if any), optionally registering it as a new
-    version of ``register`` (that version gets the tag ``fairltr.kind=retriever``). Returns MLflow's
-    ``ModelInfo``. ``model_config`` / ``tags`` in ``log_kwargs`` are merged with the kind marker.
-    The folder's digest is recorded on the logged model and the version (tag ``fairltr.digest``,
-    :func:`fairltr.tracking.models.digests.record_digest`)."""
-    from fairltr.tracking.models.pyfunc import stage_package
+    """Log the package as a pyfunc in the loader-module form (in the active run, if any), optionally
+    registering it as a new version of ``register`` (that version gets the tag
+    ``fairltr.kind=retriever``). Returns MLflow's ``ModelInfo``. ``model_config`` / ``tags`` in
+    ``log_kwargs`` are merged with the kind marker. The folder's digest is recorded on the logged
+    model and the version (tag ``fairltr.digest``, :func:`fairltr.tracking.models.digests.record_digest`)
+    and checked by the loader before the model serves."""
     from fairltr.tracking.models.digests import record_digest
+    from fairltr.tracking.models.loader_form import build_wheel, log_loader_model, wheel_requirement
+    from fairltr.tracking.models.pyfunc import stage_package
+    from fairltr.tracking.models.verified_loader import LOADER_FORMAT
 
     settings = read_retriever_settings(package_dir)
     if input_example is None:
         input_example = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["an example query", "another query"]})
     else:
         input_example = _check_queries(input_example.head(5).reset_index(drop=True))
-    model_config = {**dict(log_kwargs.pop("model_config", None) or {}), "kind": "retriever"}
+    package_rel = f"artifacts/{Path(package_dir).resolve().name}"
+    model_config = {**dict(log_kwargs.pop("model_config", None) or {}), "kind": "retriever",
+                    "format": LOADER_FORMAT, "package": package_rel}
     tags = {**dict(log_kwargs.pop("tags", None) or {}), KIND_TAG: "retriever"}
     metadata = {**dict(log_kwargs.pop("metadata", None) or {}),
                 "fairltr_retriever": {k: settings.get(k) for k in ("pooling", "normalize", "max_query_length",
@@ -185,22 +202,15 @@ def log_retriever_model(
                                                                    "encoder_origin", "format_version")}}
     with tempfile.TemporaryDirectory(prefix="fairltr-retriever-") as tmp:
         code = stage_package(Path(tmp) / "code")
+        wheel = build_wheel(code, Path(tmp) / "wheel", md.version("fairltr"))
+        files = {package_rel: Path(package_dir), "retriever_code.py": MODEL_CODE, "code/fairltr": code,
+                 f"code/{wheel.name}": wheel}
         with registry_prints_follow_log_level():
-            info = mlflow.pyfunc.log_model(
-                name=name,
-                python_model=str(MODEL_CODE),
-                artifacts={"package": str(Path(package_dir))},
-                code_paths=[str(code)],
-                pip_requirements=retriever_pip_requirements(),
-                signature=retriever_signature(),
-                input_example=input_example,
-                model_config=model_config,
-                tags=tags,
-                metadata=metadata,
-                **log_kwargs,
-            )
-        record_digest(info, {"artifact:package": Path(package_dir), "retriever_code.py": MODEL_CODE,
-                             "code/fairltr": code}, register=register or None, version_tags={KIND_TAG: "retriever"})
+            info = log_loader_model(name, files, model_config,
+                                    pip_requirements=[*retriever_pip_requirements(), wheel_requirement(wheel)],
+                                    signature=retriever_signature(), input_example=input_example, tags=tags,
+                                    metadata=metadata, **log_kwargs)
+        record_digest(info, files, register=register or None, version_tags={KIND_TAG: "retriever"})
     return info
 
 

@@ -31,7 +31,11 @@ fair_retrieval evaluators run on it as on a loaded model. ``ranker_code.py``, ``
 and ``code/`` from the store are never imported.
 
 Models logged before digests existed have no tag: they are refused (:class:`ModelRejected`)
-unless ``allow_unverified=True``, which still loads them only with fairltr's loaders.
+unless ``allow_unverified=True``, which still loads them only with fairltr's loaders. Both model
+forms load here: the loader-module form (its files named in the MLmodel config,
+:mod:`fairltr.tracking.models.loader_form`) and the models-from-code form of earlier releases
+(MLflow's ``artifacts`` map). Where MLflow itself loads a model, the same digest check runs in
+:mod:`fairltr.tracking.models.verified_loader`.
 """
 
 from __future__ import annotations
@@ -236,14 +240,23 @@ def load_verified(vm: VerifiedModel):
     pyfunc = (vm.meta.flavors or {}).get("python_function") or {}
     config = dict(pyfunc.get("config") or {})
     try:
-        if vm.kind == "ranker":
+        if vm.kind == "ranker" and config.get("weights"):  # the loader-module form: files named in the config
+            from fairltr.tracking.models.pyfunc import ranker_from_config
+
+            python_model = ranker_from_config(vm.path, config)
+        elif vm.kind == "ranker":  # models from code: MLflow's artifacts map
             from fairltr.tracking.models.pyfunc import FairltrRanker, load_ranker_artifacts
 
             artifacts = (pyfunc.get("artifacts") or {})
             booster = _artifact(vm, "booster") if "booster" in artifacts else None
             python_model = FairltrRanker.from_model(load_ranker_artifacts(_artifact(vm, "weights"), booster),
                                                     config.get("query"), policy=config.get("serve_rerank"),
-                                                    group=config.get("group"), input_types=config.get("input_types"))
+                                                    group=config.get("group"), input_types=config.get("input_types"),
+                                                    overrides=config.get("serve_overrides"))
+        elif config.get("package"):  # a loader-form retriever: the package folder named in the config
+            from fairltr.tracking.models.retriever_pyfunc import retriever_from_config
+
+            python_model = retriever_from_config(vm.path, config)
         else:
             from fairltr.tracking.models.retriever import FairltrRetriever
 

@@ -52,7 +52,10 @@ def test_registry_round_trip_same_scores(mlflow_tracking, tiny_rankings, tmp_pat
     loaded = mlflow.pyfunc.load_model(f"models:/{name}@champion")
     shuffled = test.sample(frac=1.0, random_state=1)  # rows of a query interleaved; index kept
     out = loaded.predict(shuffled)
-    assert list(out.columns) == ["score", "rank"]
+    from fairltr.tracking.models.pyfunc import PROVENANCE_COLUMNS
+
+    assert list(out.columns) == ["score", "rank", *PROVENANCE_COLUMNS]
+    assert set(out["model_name"]) == {name} and set(out["model_version"]) == {str(info.registered_model_version)}
     assert out.index.equals(shuffled.index)
     np.testing.assert_allclose(out["score"].to_numpy(), model.predict(shuffled), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(out["rank"].to_numpy(),
@@ -61,29 +64,39 @@ def test_registry_round_trip_same_scores(mlflow_tracking, tiny_rankings, tmp_pat
     # the signature names the query and feature columns; the weights are not a pickle
     sig = loaded.metadata.get_input_schema().input_names()
     assert sig == ["query_id", *model.feature_names_]
-    local = Path(mlflow.artifacts.download_artifacts(f"models:/{name}@champion", dst_path=str(tmp_path)))
+    (tmp_path / "model").mkdir()  # the model folder alone: its digest is checked when it loads
+    local = Path(mlflow.artifacts.download_artifacts(f"models:/{name}@champion", dst_path=str(tmp_path / "model")))
     files = [p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file()]
     assert any(f.endswith("deltr.safetensors") for f in files)
     assert not [f for f in files if f.endswith((".pkl", ".pickle", ".cloudpickle"))], files
     reqs = (local / "requirements.txt").read_text().split()
     assert "torch==2.13.0" in reqs and any(r.startswith("mlflow==") for r in reqs)
-    assert all("==" in r for r in reqs), reqs
+    assert all("==" in r for r in reqs if not r.startswith("./code/")), reqs  # pins, and the staged wheel
     mlmodel = (local / "MLmodel").read_text()
-    assert "ranker_code.py" in mlmodel  # models from code, not a pickled PythonModel
+    assert "loader_module: fairltr.tracking.models.verified_loader" in mlmodel  # fairltr's loader, no pickle
+    pyfunc_conf = mlflow.models.Model.load(str(local / "MLmodel")).flavors["python_function"]
+    assert "python_model" not in pyfunc_conf and pyfunc_conf.get("code") is None  # nothing of code/ on sys.path
     assert json.loads(json.dumps(out["rank"].tolist()))  # plain ints
 
-    # self-contained: a Python that cannot import the installed fairltr loads it from code/
+    # self-contained: a Python that cannot import the development fairltr loads it from the model's
+    # own wheel (what a virtualenv / uv env manager installs from requirements.txt)
+    (wheel,) = (local / "code").glob("fairltr-*.whl")
+    assert f"./code/{wheel.name}" in reqs
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                    str(tmp_path / "site"), str(wheel)], check=True, timeout=300)
     test.to_csv(tmp_path / "test.csv", index=False)
     site = next(p for p in sys.path if p.endswith("site-packages"))
     script = (
         "import sys; sys.path.append(%r)\n"
         "try:\n    import fairltr; raise SystemExit('fairltr importable without the model')\n"
         "except ImportError: pass\n"
+        "sys.path.insert(0, %r)\n"
         "import mlflow.pyfunc, pandas as pd\n"
         "m = mlflow.pyfunc.load_model(%r)\n"
         "import fairltr; assert fairltr.__file__.startswith(%r), fairltr.__file__\n"
         "m.predict(pd.read_csv(%r)).to_csv(%r, index=False)\n"
-    ) % (site, str(local), str(local), str(tmp_path / "test.csv"), str(tmp_path / "out.csv"))
+    ) % (site, str(tmp_path / "site"), str(local), str(tmp_path / "site"), str(tmp_path / "test.csv"),
+         str(tmp_path / "out.csv"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "-S", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)
@@ -100,20 +113,20 @@ mlflow.models.set_model(FairltrRanker())
 """
 
 
-def test_a_model_logged_before_the_adapter_split_loads_in_process(mlflow_tracking, tiny_rankings, tmp_path):
+def test_a_model_logged_before_the_adapter_split_loads_in_process(mlflow_tracking, tiny_rankings, tmp_path,
+                                                                  log_models_from_code):
     """A ranker logged before ``fairltr.tracking`` had sub-packages stores a ``ranker_code.py``
     importing ``fairltr.tracking.pyfunc``; MLflow runs it on load, in a process where the current
     fairltr is already imported, so that module must still provide ``FairltrRanker``."""
     import mlflow
 
     import fairltr.tracking.models.pyfunc  # noqa: F401  (the current fairltr is loaded first)
-    from fairltr.tracking import log_ranker_model
 
     train, test = tiny_rankings
     model = DELTR(gamma=10.0, max_iter=25).fit(train)
     mlflow.set_experiment("test-pyfunc-pre-split")
     with mlflow.start_run():
-        info = log_ranker_model(model, input_example=train.head(4))
+        info = log_models_from_code(model, train.head(4))  # the models-from-code form of those releases
     local = Path(mlflow.artifacts.download_artifacts(info.model_uri, dst_path=str(tmp_path / "model")))
     (code,) = [p for p in local.rglob("ranker_code.py") if "code" not in p.relative_to(local).parts[:-1]]
     assert "fairltr.tracking.models.pyfunc" in code.read_text()

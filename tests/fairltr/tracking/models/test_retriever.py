@@ -241,25 +241,31 @@ def test_registry_round_trip_and_standalone_load(mlflow_tracking, retriever_pack
     assert not [f for f in files if f.endswith((".pkl", ".pickle", ".cloudpickle", ".bin"))], files
     reqs = (local / "requirements.txt").read_text().split()
     assert {r.split("==")[0] for r in reqs} >= {"torch", "transformers", "tokenizers", "safetensors", "numpy", "pandas", "mlflow"}
-    assert all("==" in r for r in reqs), reqs
+    assert all("==" in r for r in reqs if not r.startswith("./code/")), reqs  # pins, and the staged wheel
     mlmodel = (local / "MLmodel").read_text()
-    assert "retriever_code.py" in mlmodel and "kind: retriever" in mlmodel
+    assert "loader_module: fairltr.tracking.models.verified_loader" in mlmodel and "kind: retriever" in mlmodel
 
-    # self-contained: a Python that cannot import the installed fairltr, offline, loads it from code/
+    # self-contained: a Python that cannot import the development fairltr, offline (no model hub),
+    # loads it with the model's own wheel installed (what a virtualenv / uv env manager does)
+    (wheel,) = (local / "code").glob("fairltr-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                    str(tmp_path / "site"), str(wheel)], check=True, timeout=300)
     queries.to_csv(tmp_path / "queries.csv", index=False)
     site = next(p for p in sys.path if p.endswith("site-packages"))
     script = (
         "import sys; sys.path.append(%r)\n"
         "try:\n    import fairltr; raise SystemExit('fairltr importable without the model')\n"
         "except ImportError: pass\n"
+        "sys.path.insert(0, %r)\n"
         "import torch; torch.set_num_threads(1)\n"
         "import mlflow.pyfunc, pandas as pd\n"
         "m = mlflow.pyfunc.load_model(%r)\n"
         "import fairltr; assert fairltr.__file__.startswith(%r), fairltr.__file__\n"
         "q = pd.read_csv(%r, dtype=str)\n"
         "m.predict(q, params={'k': 4}).to_csv(%r, index=False)\n"
-    ) % (site, str(local), str(local), str(tmp_path / "queries.csv"), str(tmp_path / "out.csv"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MLFLOW_TRACKING_URI")}
+    ) % (site, str(tmp_path / "site"), str(local), str(tmp_path / "site"), str(tmp_path / "queries.csv"),
+         str(tmp_path / "out.csv"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the tracking store verifies the digest
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     proc = subprocess.run([sys.executable, "-S", "-c", script], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=180)

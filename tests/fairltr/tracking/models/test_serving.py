@@ -1,5 +1,7 @@
-"""Serving-time post-processing in the ranker pyfunc: a recorded FA*IR policy, request params,
-one-line 400s, the policy inside the digest, and ``mlflow models serve`` answering over REST."""
+"""Serving-time post-processing in the ranker pyfunc: a recorded FA*IR policy, request params
+(where the model allows them: these models are logged with ``serve_overrides="all"``; the default,
+none, is tested in test_serving_governed.py), one-line 400s, the policy inside the digest, and
+``mlflow models serve`` answering over REST."""
 
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ import pytest
 from fairltr import DELTR
 from fairltr.fair import cached_mtable, parse_policy
 from fairltr.fair.rerank import required_counts
+from fairltr.tracking.models.pyfunc import PROVENANCE_COLUMNS
+
+RANKED = ["query_id", "score", "rank", "fair_feasible", *PROVENANCE_COLUMNS]
 
 
 def _assert_fair_prefixes(out: pd.DataFrame, groups: np.ndarray, k: int, p: float, alpha: float) -> None:
@@ -73,11 +78,12 @@ def test_recorded_policy_serves_fair_rankings_and_params_override(mlflow_trackin
     model, test = ranker_and_test
     mlflow.set_experiment("test-serving")
     with mlflow.start_run():
-        info = log_ranker_model(model, input_example=test.head(6), serve_rerank="fair:p=0.5,alpha=0.1,k=8")
+        info = log_ranker_model(model, input_example=test.head(6), serve_rerank="fair:p=0.5,alpha=0.1,k=8",
+                                serve_overrides="all")
     loaded = mlflow.pyfunc.load_model(info.model_uri)
     shuffled = test.sample(frac=1.0, random_state=2)
     out = loaded.predict(shuffled)
-    assert list(out.columns) == ["query_id", "score", "rank", "fair_feasible"]
+    assert list(out.columns) == RANKED
     assert out.index.equals(shuffled.index)  # input order kept: callers join back by index or query id
     np.testing.assert_array_equal(out["query_id"].to_numpy(), shuffled["query_id"].to_numpy())
     _assert_fair_prefixes(out, shuffled["protected"].to_numpy(), 8, 0.5, 0.1)
@@ -107,12 +113,12 @@ def test_model_without_policy_keeps_todays_output_and_reranks_on_request(mlflow_
         info = log_ranker_model(model, input_example=test.head(6))
         info_cb = log_ranker_model(colorblind, input_example=test.drop(columns=["protected"]).head(6))
     loaded = mlflow.pyfunc.load_model(info.model_uri)
-    assert list(loaded.predict(test).columns) == ["score", "rank"]
+    assert list(loaded.predict(test).columns) == ["score", "rank", *PROVENANCE_COLUMNS]
     out = loaded.predict(test, params={"rerank": "fair", "p": 0.5, "alpha": 0.1})
     _assert_fair_prefixes(out, test["protected"].to_numpy(), 10**6, 0.5, 0.1)
     # colorblind: the group column is not a feature, yet the schema keeps it as an optional input
     cb = mlflow.pyfunc.load_model(info_cb.model_uri)
-    assert list(cb.predict(test.drop(columns=["protected"])).columns) == ["score", "rank"]
+    assert list(cb.predict(test.drop(columns=["protected"])).columns) == ["score", "rank", *PROVENANCE_COLUMNS]
     out_cb = cb.predict(test, params={"rerank": "fair", "p": 0.5})
     _assert_fair_prefixes(out_cb, test["protected"].to_numpy(), 10**6, 0.5, 0.1)
 
@@ -160,14 +166,15 @@ def test_mlflow_models_serve_returns_fair_rankings_and_4xx_for_bad_payloads(mlfl
     name = f"served-{uuid.uuid4().hex[:8]}"
     mlflow.set_experiment("test-serving")
     with mlflow.start_run():
-        log_ranker_model(model, input_example=test.head(4), register=name, serve_rerank="fair:p=0.5,alpha=0.1,k=8")
+        log_ranker_model(model, input_example=test.head(4), register=name, serve_rerank="fair:p=0.5,alpha=0.1,k=8",
+                         serve_overrides="all")
     with served_model(f"models:/{name}/1", tracking_uri=mlflow_tracking, log_path=tmp_path / "serve.log") as base:
         cols = [c for c in test.columns if c != "judgment"]
         split = json.loads(test[cols].to_json(orient="split", index=False))
         code, body = _post(f"{base}/invocations", {"dataframe_split": split})
         assert code == 200, body
         out = pd.DataFrame(body["predictions"])
-        assert list(out.columns) == ["query_id", "score", "rank", "fair_feasible"]
+        assert list(out.columns) == RANKED
         np.testing.assert_array_equal(out["query_id"].to_numpy(), test["query_id"].to_numpy())
         _assert_fair_prefixes(out, test["protected"].to_numpy(), 8, 0.5, 0.1)
         code, body = _post(f"{base}/invocations", {"dataframe_split": split, "params": {"rerank": "none"}})
@@ -217,10 +224,11 @@ def test_geyik_policy_serves_target_mix(mlflow_tracking, ranker_and_test):
     model, test = ranker_and_test
     mlflow.set_experiment("test-serving")
     with mlflow.start_run():
-        info = log_ranker_model(model, input_example=test.head(6), serve_rerank="detconstsort:k=6,target=0:0.5,1:0.5")
+        info = log_ranker_model(model, input_example=test.head(6), serve_rerank="detconstsort:k=6,target=0:0.5,1:0.5",
+                                serve_overrides="target")
     loaded = mlflow.pyfunc.load_model(info.model_uri)
     out = loaded.predict(test)
-    assert list(out.columns) == ["query_id", "score", "rank", "fair_feasible"]
+    assert list(out.columns) == RANKED
     groups = test["protected"].to_numpy()
     checked = 0
     for q in pd.unique(out["query_id"]):
