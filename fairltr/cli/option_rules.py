@@ -138,6 +138,10 @@ def tracking_rules(no_track: str = "no_track", *, register: bool = False, serve_
     if serve_rerank:
         rules["serve_rerank"] = used_when(tracked, f"--serve-rerank is recorded with the logged model; nothing is "
                                                    f"logged with {flag}")
+        rules["serve_overrides"] = used_when(tracked, f"--serve-overrides is recorded with the logged model; nothing "
+                                                      f"is logged with {flag}")
+        rules["decision_log"] = used_when(tracked, f"--decision-log is recorded with the logged model; nothing is "
+                                                   f"logged with {flag}")
     return rules
 
 

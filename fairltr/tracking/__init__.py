@@ -47,6 +47,9 @@ _EXPORTS = {
     "PromotionDecision": "registry.decision", "promote": "registry.promotion",
     "current_champion": "registry.sources", "evaluate_model_uri": "registry.sources",
     "acquire_lock": "registry.lock", "LockTimeout": "registry.lock",
+    # the served decisions and the provenance columns of every served ranking
+    **dict.fromkeys(("read_decision_log", "open_decision_log"), "models.decision_log"),
+    "PROVENANCE_COLUMNS": "models.pyfunc",
     # alias integrity: verify-alias's checks and the registry-webhook receiver
     **dict.fromkeys(("AliasCheck", "check_alias", "check_version"), "registry.alias_check"),
     **dict.fromkeys(("AliasEventReceiver", "register_webhook"), "registry.webhook_receiver"),

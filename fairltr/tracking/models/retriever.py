@@ -20,9 +20,11 @@ L2-normalised last hidden state (:func:`fairltr.retrieval.pooling.pool`); the co
 at build time with :class:`RetrieverEncoder`, the same class that encodes queries at predict
 time, and searched exactly with :func:`fairltr.retrieval.topk_search`.
 
-MLflow model: "models from code" (``retriever_code.py``), the package folder as the
-``package`` artifact, the ``fairltr`` package under ``code/``, pinned pip requirements and
-``model_config={"kind": "retriever"}`` (read by :func:`model_kind`).
+MLflow model: the loader-module form (:mod:`fairltr.tracking.models.verified_loader`: MLflow calls
+the installed fairltr's loader, which checks the recorded digest before it reads anything; no
+staged code runs), the package folder as the ``package`` artifact, fairltr's own wheel among the
+pinned pip requirements and ``model_config={"kind": "retriever"}`` (read by :func:`model_kind`).
+Retrievers logged in the earlier "models from code" form (``retriever_code.py``) still load.
 
 Contract of ``predict``: input = DataFrame ``query_id`` (str, unique), ``text`` (str), optional
 ``lang`` (accepted so that evaluation frames pass as they are; not used for scoring);

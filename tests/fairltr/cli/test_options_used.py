@@ -176,6 +176,8 @@ CASES = [
                                     "--no-track", "--out", "out"], "--merit"),
     _case("plrank-experiment-no-track", ["train", "plrank", "--train", f"{W}/train.csv", "--experiment", "e",
                                          "--no-track", "--out", "out"], "--experiment"),
+    _case("train-serve-overrides-no-track", [*TRAIN, "--serve-overrides", "k"], "--serve-overrides"),
+    _case("train-decision-log-no-track", [*TRAIN, "--decision-log", "logs"], "--decision-log"),
     _case("verify-alias-alias-with-all", ["verify-alias", "--model", "m", "--all", "--alias", "prod"], "--alias"),
     _case("webhook-receiver-url-without-register", ["webhook-receiver", "--secret-env", "S", "--url", "http://x/h"],
           "--url"),
