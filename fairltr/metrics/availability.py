@@ -7,6 +7,8 @@ failing every check later with a NaN.
   and, with group attributes, the audit's worst cases of section 3b (per attribute too: the
   attribute must be one given, or their intersection ``a:b``);
 * a retriever's: MRR, recall, MRC@k, overlap and RBO (per query language with ``/<lang>``);
+* a stochastic policy's (``train plrank``, the ``plrank`` sweep): a ranker's, and the policy
+  figures of :mod:`fairltr.metrics.policy` (``expected_ndcg_at_<k>``, ``ee_l`` ...);
 * ``monitor``: the audit's worst cases only (``disparate_treatment_ratio`` needs the outcome
   column, ``--judgment``).
 """
@@ -23,8 +25,10 @@ __all__ = ["EVALUATORS", "uncomputed_reason", "check_computed"]
 
 _RANKER = {"ndcg", "precision", "selection_ratio", "kendall_tau", "exposure_protected", "exposure_nonprotected",
            "exposure_ratio", "exposure_gap", "exposure_disparity", "exposure_shortfall", "tied_score_share"}
+_POLICY = {"expected_ndcg", "expected_exposure_protected", "expected_exposure_nonprotected",
+           "expected_exposure_ratio", "expected_exposure_disparity", "ee_l", "ee_d", "ee_r"}
 _RETRIEVER = {"mrr", "recall", "mrc", "overlap", "rbo"}
-EVALUATORS = ("ranker", "retriever", "monitor")
+EVALUATORS = ("ranker", "policy", "retriever", "monitor")
 """The jobs :func:`uncomputed_reason` knows: a ranker's evaluation, a retriever's, the monitor's windows."""
 
 
@@ -56,8 +60,13 @@ def uncomputed_reason(key: str, *, evaluator: str, groups: Sequence[str] = (), j
         return (f"{key} is not an audit figure: fairltr monitor computes only the audit's worst cases "
                 f"({', '.join(sorted(AUDIT_METRICS))}, per attribute with .<attribute>)")
     if evaluator == "ranker" and base not in _RANKER:
-        kind = "a retrieval metric" if base in _RETRIEVER else "not a ranker's metric"
+        kind = ("a retrieval metric" if base in _RETRIEVER else "a stochastic policy's figure (train plrank, "
+                "the plrank sweep)" if base in _POLICY else "not a ranker's metric")
         return f"{key} is {kind}; a ranker's evaluation computes {sorted(_RANKER | set(AUDIT_METRICS))}"
+    if evaluator == "policy" and base not in _RANKER | _POLICY:
+        kind = "a retrieval metric" if base in _RETRIEVER else "not a policy's metric"
+        return (f"{key} is {kind}; a policy's evaluation computes "
+                f"{sorted(_RANKER | _POLICY | set(AUDIT_METRICS))}")
     if evaluator == "retriever" and base not in _RETRIEVER:
         return f"{key} is not a retriever's metric; a retriever's evaluation computes {sorted(_RETRIEVER)}"
     return None

@@ -337,7 +337,7 @@ def _check_sweep_metrics(cfg, method, columns: RankingColumns) -> None:
     objectives = parse_objectives(cfg.objectives or method.default_objectives or DEFAULT_OBJECTIVES)
     named = [(o.short, o.name) for o in objectives]
     named += [(str(text), parse_constraint(str(text)).metric) for text in (cfg.constraints or ())]
-    check_computed(named, evaluator="ranker" if method.data == "ranking" else "retriever", groups=columns.groups)
+    check_computed(named, evaluator=method.evaluates, groups=columns.groups)
 
 
 def serving_policy_of(spec: RankerSpec) -> str | None:

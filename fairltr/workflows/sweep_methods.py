@@ -172,4 +172,4 @@ ranking_method("lambdamart+detconstsort", "DetConstSort re-ranking of LambdaMART
 register_sweep_method(SweepMethod(
     "plrank", "Plackett-Luce policy (PL-Rank gradient, Fair-PG-Rank squared disparity of expected exposure), "
     "evaluated on its mean-score ranking", plrank_trial_from,
-    searches="the `plrank` policy loss's `lambda` (log, with 0)", data="ranking"))
+    searches="the `plrank` policy loss's `lambda` (log, with 0)", data="ranking", evaluator="policy"))

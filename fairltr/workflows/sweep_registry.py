@@ -80,6 +80,9 @@ class SweepMethod:
     * ``searches``: the search space in words (docs, ``--help``);
     * ``objectives``: default objectives (``None``: the sweep's ``kendall_tau:max,exposure_disparity:min``);
     * ``data``: ``"ranking"`` (``--train``/``--test`` ranking files, or folds) or ``"parallel"``;
+    * ``evaluator``: which metrics a trial computes (:data:`fairltr.metrics.availability.EVALUATORS`;
+      ``""``: ``"ranker"`` for ranking data, ``"retriever"`` for parallel data), so that an
+      objective or constraint on a metric never computed is refused before the study;
     * ``requires``: importable modules, checked before the study starts, with the extra that
       installs them (``{"lightgbm": "gbdt"}``);
     * ``options``: CLI parameter name -> trial keyword, passed via ``SweepConfig.method_options``
@@ -94,6 +97,7 @@ class SweepMethod:
     searches: str = ""
     objectives: str | None = None
     data: str = "ranking"
+    evaluator: str = ""
     requires: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, str] = field(default_factory=dict)
     ranking: Any = None
@@ -103,8 +107,16 @@ class SweepMethod:
             raise ConfigError(f"sweep method name {self.name!r}: lower-case letters, digits and + _ . - only")
         if self.data not in DATA_KINDS:
             raise ConfigError(f"sweep method {self.name!r}: data must be one of {DATA_KINDS}, got {self.data!r}")
+        if self.evaluator not in ("", "ranker", "policy", "retriever"):
+            raise ConfigError(f"sweep method {self.name!r}: evaluator must be '', 'ranker', 'policy' or "
+                              f"'retriever', got {self.evaluator!r}")
         if not callable(self.trial):
             raise ConfigError(f"sweep method {self.name!r}: trial must be callable")
+
+    @property
+    def evaluates(self) -> str:
+        """The evaluator whose metrics a trial computes (``evaluator``, or the data's default)."""
+        return self.evaluator or ("ranker" if self.data == "ranking" else "retriever")
 
     @property
     def key(self) -> str:
