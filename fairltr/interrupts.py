@@ -84,7 +84,9 @@ def hold() -> bool:
         return False
     if _depth == 0:
         current = signal.getsignal(signal.SIGINT)
-        if not callable(current) or current is _handler:  # ignored, default action, or not Python's
+        if current is _handler:  # left behind by code that saved it in a section and restored it later
+            current = signal.default_int_handler
+        if not callable(current):  # ignored, the default action, or not Python's: leave it
             return False
         _previous = current
         signal.signal(signal.SIGINT, _handler)
