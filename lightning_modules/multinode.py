@@ -71,7 +71,8 @@ def rendezvous_from_env(num_nodes: int, timeout: float | None = None) -> Rendezv
 
 
 _JOINED = re.compile(r"(\d+)/(\d+) clients joined")
-_PEER_GONE = ("reset by peer", "closed by peer", "broken pipe", "connection closed", "connection reset")
+_PEER_GONE = ("reset by peer", "closed by peer", "broken pipe", "connection closed", "connection reset",
+              "connection was likely closed", "failed to recv")
 _TRANSPORT = ("connection closed by peer", "connection reset by peer", "broken pipe", "socket closed",
               "connection refused", "timed out", "timeout", "read error", "write error", "gloo")
 

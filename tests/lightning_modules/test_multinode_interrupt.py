@@ -125,6 +125,8 @@ def test_a_node_that_loses_its_peer_prints_one_line_and_no_cpp_frames(table, tmp
         code, took = _exit_after_sigint(procs[1], sent)
         lines = _lines(logs[1])
         assert code == 1 and len(lines) == 1 and lines[0].startswith("Error: DDP"), (code, logs[1].read_text())
+        assert "node 0 at 127.0.0.1" in lines[0] and "closed the connection" in lines[0], lines[0]
+        assert took < 10, took  # not the 20 s --ddp-timeout: the closed connection is news at once
         _no_cpp_output(logs[1])
         print(f"node 1 lost node 0: exit {code} {took:.1f} s after node 0's Ctrl-C: {lines[0]}")
     finally:
