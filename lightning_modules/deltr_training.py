@@ -208,27 +208,10 @@ def _device_name(accelerator: str) -> str:
 
 
 def _fit_on_nodes(trainer: Any, module: DELTRTrainingModule, dm: Any, rdv: Any) -> None:
-    """``trainer.fit`` on one node of a multi-node run: rendezvous and transport failures become
-    one :class:`~fairltr.errors.ClusterError` line naming the node; the process group is torn
-    down either way, so the process can exit (and its caller report) at once."""
-    import torch.distributed as dist
+    """One node's fit of a multi-node run (:func:`lightning_modules.multinode.fit_on_nodes`)."""
+    from lightning_modules.multinode import fit_on_nodes
 
-    from lightning_modules.multinode import cluster_error
-
-    try:
-        fit(trainer, module, datamodule=dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
-    except Exception as exc:
-        joined = dist.is_available() and dist.is_initialized()
-        err = cluster_error(exc, rdv, joined)
-        if err is None:
-            raise
-        raise err from None
-    finally:
-        if dist.is_available() and dist.is_initialized():
-            try:
-                dist.destroy_process_group()
-            except Exception:  # a lost peer can make the tear-down fail too: the error above is the news
-                pass
+    fit_on_nodes(trainer, module, dm, rdv)
 
 
 def train_deltr_lightning(

@@ -10,18 +10,27 @@ namespace), set ``GLOO_SOCKET_IFNAME`` to the interface of the node's address on
 
 :func:`rendezvous_from_env` checks the environment before any work; :func:`cluster_error` turns
 torch's rendezvous and transport failures into one :class:`~fairltr.errors.ClusterError` line
-that names the node that did not join or was lost.
+that names the node that did not join or was lost; :func:`fit_on_nodes` is the fit of one node.
+
+Ctrl-C: while a node waits in torch's C++ (the rendezvous, or a collective waiting for a peer)
+Python runs no signal handler, so in the fairltr command :func:`fit_on_nodes` ends the process
+itself when a Ctrl-C is not handled within a second (``interrupted``, exit 130;
+:func:`lightning_modules.interrupt.exit_when_stuck`). torch's C++ log lines about a lost or
+missing peer (``[E socket.cpp] ... frame #0 ...``) are kept off the terminal by
+:func:`fairltr.startup.end_startup`; the failure itself is the one line of :func:`cluster_error`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from fairltr.errors import ClusterError, ConfigError
 
-__all__ = ["Rendezvous", "rendezvous_from_env", "cluster_error", "DEFAULT_DDP_TIMEOUT"]
+__all__ = ["Rendezvous", "rendezvous_from_env", "cluster_error", "fit_on_nodes", "DEFAULT_DDP_TIMEOUT"]
 
 DEFAULT_DDP_TIMEOUT = 600.0  # seconds a node waits for the others (to join, or in one collective)
 
@@ -62,6 +71,8 @@ def rendezvous_from_env(num_nodes: int, timeout: float | None = None) -> Rendezv
 
 
 _JOINED = re.compile(r"(\d+)/(\d+) clients joined")
+_PEER_GONE = ("reset by peer", "closed by peer", "broken pipe", "connection closed", "connection reset",
+              "connection was likely closed", "failed to recv")
 _TRANSPORT = ("connection closed by peer", "connection reset by peer", "broken pipe", "socket closed",
               "connection refused", "timed out", "timeout", "read error", "write error", "gloo")
 
@@ -87,6 +98,9 @@ def cluster_error(exc: BaseException, rdv: Rendezvous, joined: bool) -> ClusterE
                     who = f"{rdv.num_nodes - got} of nodes {others[0]}..{others[-1]}"
                 return ClusterError(f"DDP rendezvous at {rdv.master} timed out after {rdv.timeout:g} s: "
                                     f"{who} never joined (--ddp-timeout)")
+        elif any(k in low for k in _PEER_GONE):
+            return ClusterError(f"DDP rendezvous: node 0 at {rdv.master} closed the connection while node "
+                                f"{rdv.node_rank} waited for the other nodes (node 0 stopped?)")
         elif any(k in low for k in ("timed out", "timeout", "connection refused", "connect")):
             return ClusterError(f"DDP rendezvous: node 0 at {rdv.master} (MASTER_ADDR:MASTER_PORT) did not answer "
                                 f"node {rdv.node_rank} within {rdv.timeout:g} s (--ddp-timeout)")
@@ -96,3 +110,30 @@ def cluster_error(exc: BaseException, rdv: Rendezvous, joined: bool) -> ClusterE
         return ClusterError(f"DDP: lost {who} during training (node {rdv.node_rank} of {rdv.num_nodes}, "
                             f"master {rdv.master}): {text[:160]}")
     return None
+
+
+def fit_on_nodes(trainer: Any, module: Any, dm: Any, rdv: Rendezvous) -> None:
+    """``trainer.fit`` on one node of a multi-node run: rendezvous and transport failures become
+    one :class:`~fairltr.errors.ClusterError` line naming the node; the process group is torn
+    down either way, so the process can exit (and its caller report) at once. In the fairltr
+    command a Ctrl-C that the blocked main thread cannot handle ends the process (module docstring)."""
+    import torch.distributed as dist
+
+    from fairltr.startup import in_command
+    from lightning_modules.interrupt import exit_when_stuck, fit
+
+    with exit_when_stuck() if in_command() else nullcontext():
+        try:
+            fit(trainer, module, datamodule=dm)  # Ctrl-C: KeyboardInterrupt (Lightning would exit 1)
+        except Exception as exc:
+            joined = dist.is_available() and dist.is_initialized()
+            err = cluster_error(exc, rdv, joined)
+            if err is None:
+                raise
+            raise err from None
+        finally:
+            if dist.is_available() and dist.is_initialized():
+                try:
+                    dist.destroy_process_group()
+                except Exception:  # a lost peer can make the tear-down fail too: the error above is the news
+                    pass

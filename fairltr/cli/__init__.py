@@ -39,14 +39,18 @@ def _leave_quickly(code: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``fairltr`` console script (exit 130 on Ctrl-C, never hangs)."""
+    from fairltr.startup import finish_command
+
     try:
         from fairltr.startup import end_startup
 
-        end_startup()  # from here a Ctrl-C is a KeyboardInterrupt the commands handle
+        end_startup(argv)  # from here a Ctrl-C is a KeyboardInterrupt the commands handle
         run(argv)
     except SystemExit as exc:
         if exc.code == 130:
             _leave_quickly(130)
+        else:  # the command is done: its status stands, even against a Ctrl-C during the exit
+            finish_command(exc.code)
         raise
     except KeyboardInterrupt:  # a second Ctrl-C while cleaning up
         _leave_quickly(130)

@@ -103,6 +103,11 @@ class FairltrGroup(click.Group):
             click.echo("interrupted", err=True)
             sys.exit(130)
         except Exception as exc:
+            from fairltr.interrupts import caused_by_interrupt
+
+            if caused_by_interrupt(exc):  # a clean-up that failed because Ctrl-C cut its work short
+                click.echo("interrupted", err=True)
+                sys.exit(130)
             message = user_error_message(exc)
             if message is None:
                 raise

@@ -3,7 +3,11 @@ with the one line ``interrupted``, their MLflow run (train dpr opens it before t
 KeyboardInterrupt into ``sys.exit(1)`` and ignores further SIGINTs).
 
 Each command runs in a fresh process whose training step sends the process a real SIGINT at its
-second step, so the interrupt arrives inside ``Trainer.fit``, not before or after it."""
+second step, so the interrupt arrives inside ``Trainer.fit``, not before or after it; the process
+starts with SIGINT's default handling whatever its parent ignores (:mod:`interrupt_helpers`).
+
+``exit_when_stuck``: a Ctrl-C while the main thread is blocked in C++ (torch's TCP store waiting
+for a peer, as in a multi-node rendezvous) ends the process within a second: exit 130, one line."""
 
 from __future__ import annotations
 
@@ -12,10 +16,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from interrupt_helpers import restore_sigint
+from mlflow_fixtures import free_port
 from tiny_models import build_tiny_bert, write_parallel_layout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +51,7 @@ def _run(tmp_path: Path, module: str, cls: str, argv: list[str]) -> subprocess.C
            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}", "HF_HUB_OFFLINE": "1"}
     env.pop("MLFLOW_RUN_ID", None)
     return subprocess.run([sys.executable, "-c", DRIVER.format(module=module, cls=cls), *argv], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=300, preexec_fn=restore_sigint)
 
 
 def _statuses(db: Path) -> list[str]:
@@ -114,3 +121,51 @@ def test_fit_restores_the_sigint_handler_lightning_replaced(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         fit(trainer, Interrupting(), loader)
     assert trainer.interrupted and signal.getsignal(signal.SIGINT) is before
+
+
+# a TCP store master that waits for a second worker that never comes: torch blocks in C++ for
+# the whole timeout, and Python runs no signal handler meanwhile
+STUCK = """
+import datetime, sys
+from contextlib import nullcontext
+import torch.distributed as dist
+from lightning_modules.interrupt import exit_when_stuck
+guard = sys.argv[2] == "guarded"
+with exit_when_stuck() if guard else nullcontext():
+    print("waiting", file=sys.stderr, flush=True)
+    try:
+        dist.TCPStore("127.0.0.1", int(sys.argv[1]), 2, True, datetime.timedelta(seconds=20), wait_for_workers=True)
+    except Exception:
+        print("timed out", file=sys.stderr, flush=True)
+        sys.exit(3)
+"""
+
+
+def _stuck_process(guarded: bool) -> tuple[int, float, str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           "TORCH_CPP_LOG_LEVEL": "FATAL"}
+    proc = subprocess.Popen([sys.executable, "-c", STUCK, str(free_port()), "guarded" if guarded else "plain"],
+                            env=env, stderr=subprocess.PIPE, text=True, preexec_fn=restore_sigint)
+    assert proc.stderr.readline().strip() == "waiting"
+    time.sleep(0.5)  # inside the store's C++ wait
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        rest = proc.stderr.read()
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return code, time.monotonic() - t0, rest
+
+
+def test_ctrl_c_while_blocked_in_cpp_ends_the_process_within_a_second():
+    code, took, err = _stuck_process(guarded=True)
+    assert code == 130 and err.strip().splitlines() == ["interrupted"], (code, err)
+    assert took < 2.0, took
+
+
+@pytest.mark.slow  # waits out the store's 20 s timeout
+def test_without_the_guard_a_blocked_main_thread_ignores_ctrl_c():
+    code, took, err = _stuck_process(guarded=False)
+    assert took > 10 and code != 130, (code, took, err)  # the default: Ctrl-C waits for torch's timeout

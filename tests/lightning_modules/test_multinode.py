@@ -59,6 +59,12 @@ def test_torch_failures_become_one_line_naming_the_node():
     err = cluster_error(RuntimeError("The client socket has timed out after 5s while trying to connect to "
                                      "(10.0.0.1, 29500)."), RDV1, False)
     assert "node 0 at 10.0.0.1:29500" in str(err) and "node 1" in str(err)
+    # node 0 stopped (Ctrl-C) while node 1 waited in its store for the other nodes
+    err = cluster_error(RuntimeError("recvValue failed on SocketImpl(fd=3): Connection reset by peer"), RDV1, False)
+    assert "node 0 at 10.0.0.1:29500 closed the connection while node 1 waited" in str(err)
+    err = cluster_error(RuntimeError("Failed to recv, got 0 bytes. Connection was likely closed. Did the remote "
+                                     "server shutdown or crash?"), RDV1, False)  # torch 2.13's DistNetworkError
+    assert "closed the connection while node 1 waited" in str(err)
     # the store answered but the peers' gloo sockets did not (the host name resolved to 127.0.0.1)
     err = cluster_error(RuntimeError("Gloo connectFullMesh failed with ... Connection refused"), RDV1, False)
     assert "GLOO_SOCKET_IFNAME" in str(err)

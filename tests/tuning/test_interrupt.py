@@ -18,6 +18,7 @@ import pytest
 from optuna.trial import TrialState
 
 from fairltr.synthetic import make_biased_rankings
+from interrupt_helpers import restore_sigint
 from mlflow_fixtures import running_runs
 
 N_INTERRUPTS = int(os.environ.get("FAIRLTR_TEST_N_INTERRUPTS", "30"))
@@ -32,10 +33,7 @@ def _command(files: Path, trials: int) -> list[str]:
             "--heartbeat-interval", "1", "--grace-period", "3"]
 
 
-def _restore_sigint() -> None:  # a child of a non-interactive parent may inherit SIGINT ignored
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
+_restore_sigint = restore_sigint  # a child of a non-interactive parent may inherit SIGINT ignored
 
 
 def _trial_states(files: Path) -> list[TrialState]:

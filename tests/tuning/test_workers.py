@@ -20,6 +20,7 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from fairltr.cli import cli
+from interrupt_helpers import restore_sigint
 from tuning.study import make_storage
 from fairltr.tracking import PARENT_ATTR
 
@@ -38,7 +39,7 @@ def start_worker(args, delay, log: Path, **barrier: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONUNBUFFERED="1", MLFLOW_DISABLE_TELEMETRY="true", **barrier)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return subprocess.Popen([sys.executable, str(HELPER), str(delay), *args], stdout=log.open("w"),
-                            stderr=subprocess.STDOUT, env=env)
+                            stderr=subprocess.STDOUT, env=env, preexec_fn=restore_sigint)  # Ctrl-C tests
 
 
 def nested_trials(uri, parent) -> list[int]:

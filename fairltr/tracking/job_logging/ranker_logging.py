@@ -316,7 +316,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
       ``training_curve.png`` and ``fairness_report.html``, uploaded in one call;
     * the pyfunc model ``model``, registered as a new version of ``register`` when given (tags
       ``fairltr.model_uri`` and ``fairltr.registered_version`` on the run; a one-line version
-      description with the test metrics);
+      description with the test metrics); interrupted by Ctrl-C once registered, the version is
+      deleted again (:func:`~fairltr.tracking.models.digests.withdraw_registration`);
     * then the training history as ``train_total`` / ``train_listnet`` / ``train_exposure`` with
       step = iteration, the last iteration linked to the logged model (which therefore carries
       the final objective, not iteration 0's).
@@ -330,6 +331,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     Returns MLflow's ``ModelInfo``."""
     import mlflow
 
+    from fairltr.interrupts import caused_by_interrupt
+    from fairltr.tracking.models.digests import withdraw_registration
     from fairltr.tracking.models.pyfunc import log_ranker_model
 
     client = mlflow.MlflowClient()
@@ -346,15 +349,20 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
                           audit_k=audit_k)
     keep = [c for c in dict.fromkeys([model.query_, *model.feature_names_, model.columns_.group])
             if c is not None and c in train_df.columns]  # the group column types the signature's optional input
-    info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
-                            serve_rerank=serve_rerank, serve_overrides=serve_overrides, decision_log=decision_log)
-    log_history(model.history, run_id, model_id=info.model_id)
-    mlflow.set_tag("fairltr.model_uri", info.model_uri)
-    if register:
-        version = str(info.registered_model_version)
-        mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
-        client.update_model_version(register, version, description=version_description(
-            heading, model, logged, split, serve_rerank=serve_rerank, serve_overrides=serve_overrides))
+    try:
+        info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
+                                serve_rerank=serve_rerank, serve_overrides=serve_overrides, decision_log=decision_log)
+        log_history(model.history, run_id, model_id=info.model_id)
+        mlflow.set_tag("fairltr.model_uri", info.model_uri)
+        if register:
+            version = str(info.registered_model_version)
+            mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
+            client.update_model_version(register, version, description=version_description(
+                heading, model, logged, split, serve_rerank=serve_rerank, serve_overrides=serve_overrides))
+    except BaseException as exc:
+        if register and caused_by_interrupt(exc):  # Ctrl-C: the KILLED run leaves no version behind
+            withdraw_registration(register, run_id)
+        raise
     return info
 
 

@@ -19,7 +19,8 @@ from typing import Any, Mapping
 
 from fairltr.errors import DataError
 
-__all__ = ["DIGEST_TAG", "ModelRejected", "folder_digest", "record_digest", "register_with_digest", "download_artifacts"]
+__all__ = ["DIGEST_TAG", "ModelRejected", "folder_digest", "record_digest", "register_with_digest", "download_artifacts",
+           "withdraw_registration"]
 
 DIGEST_TAG = "fairltr.digest"
 _PREFIX = "sha256:"
@@ -100,12 +101,18 @@ def record_digest(info: Any, uploaded: Mapping[str, str | os.PathLike], register
     set ``info.registered_model_version``. ``uploaded`` maps paths inside the model folder (or
     ``artifact:<key>`` for a pyfunc artifact, wherever MLmodel says it lies) to the local files /
     folders that were uploaded there; they must be byte-identical in the store. ``version_tags``:
-    more tags the version is created with. Returns the digest."""
+    more tags the version is created with. Returns the digest. A Ctrl-C waits for the whole of
+    it (:func:`fairltr.interrupts.deferred`)."""
     import mlflow
     from mlflow.models import Model
 
+    from fairltr.interrupts import deferred
+
     client = client or mlflow.MlflowClient()
-    with tempfile.TemporaryDirectory(prefix="fairltr-digest-") as tmp:
+    # a Ctrl-C waits for this block (a fraction of a second; MAX_DEFER_SECONDS at most): cut, the
+    # download's threads would go on writing into the folder being removed, and the registration
+    # could be left between its creating call and the version number this function returns
+    with deferred(), tempfile.TemporaryDirectory(prefix="fairltr-digest-", ignore_cleanup_errors=True) as tmp:
         folder = download_artifacts(info.model_uri, Path(tmp))
         pyfunc = (Model.load(str(folder / "MLmodel")).flavors or {}).get("python_function") or {}
         for rel, local in uploaded.items():
@@ -116,9 +123,9 @@ def record_digest(info: Any, uploaded: Mapping[str, str | os.PathLike], register
                 raise ModelRejected(f"the logged model {info.model_uri} differs from what was uploaded at {rel} "
                                     f"({bad}); the artifact store changed it during logging")
         digest = folder_digest(folder)
-    client.set_logged_model_tags(info.model_id, {DIGEST_TAG: digest})
-    if register:
-        info.registered_model_version = register_with_digest(info, register, digest, version_tags)
+        client.set_logged_model_tags(info.model_id, {DIGEST_TAG: digest})
+        if register:
+            info.registered_model_version = register_with_digest(info, register, digest, version_tags)
     return digest
 
 
@@ -132,3 +139,32 @@ def register_with_digest(info: Any, name: str, digest: str, tags: Mapping[str, s
     with registry_prints_follow_log_level():
         mv = mlflow.register_model(info.model_uri, name, tags={**(tags or {}), DIGEST_TAG: digest})
     return int(mv.version)
+
+
+def withdraw_registration(name: str, run_id: str) -> list[str]:
+    """Delete the versions of ``name`` registered from ``run_id``: what a command interrupted
+    after it registered leaves behind (its run ends KILLED, and no version from it stays in the
+    registry). When that leaves ``name`` without versions and it was created after the run
+    started (by this command), the registered model goes too. Best effort (a
+    Ctrl-C waits for it, :func:`fairltr.interrupts.deferred`); returns the versions deleted."""
+    import mlflow
+
+    from fairltr.interrupts import deferred
+
+    client = mlflow.MlflowClient()
+    deleted: list[str] = []
+    with deferred():
+        try:
+            for mv in client.search_model_versions(f"run_id = '{run_id}'"):
+                if mv.name == name:
+                    client.delete_model_version(name, mv.version)
+                    deleted.append(str(mv.version))
+            if deleted:
+                since_ms = client.get_run(run_id).info.start_time
+                model = client.get_registered_model(name)
+                if not client.search_model_versions(f"name = '{name}'") and \
+                        (model.creation_timestamp or 0) >= since_ms and not model.aliases:
+                    client.delete_registered_model(name)
+        except Exception:  # the store is gone: the version keeps its digest; the run says KILLED
+            pass
+    return deleted

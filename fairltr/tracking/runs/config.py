@@ -142,6 +142,12 @@ def configure(experiment: str | None = None) -> str:
     if redact_text(uri) != uri or redact_uri(uri) != uri:  # its "View run at <URI>" lines would show the password
         os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     install_redaction()
+    from fairltr.startup import in_command
+
+    if in_command():  # the fairltr command: a Ctrl-C never cuts a local store's transaction
+        from fairltr.tracking.runs.store_interrupts import guard_store_transactions
+
+        guard_store_transactions()
     if not mlflow.is_tracking_uri_set():
         mlflow.set_tracking_uri(uri)
     init_store(uri)
@@ -245,7 +251,7 @@ def registry_prints_follow_log_level() -> Iterator[None]:
     """MLflow prints "Successfully registered model ..." / "Created version ..." to stderr
     whatever its log level; inside this block those lines are shown only when the ``mlflow``
     logger shows INFO (the ``fairltr`` command quiets it unless ``--verbose``; fairltr prints its
-    own line naming the version). On an error, whatever was held back is written out."""
+    own line naming the version). On an error (not a Ctrl-C), whatever was held back is written out."""
     if logging.getLogger("mlflow").isEnabledFor(logging.INFO):
         yield
         return
@@ -253,6 +259,9 @@ def registry_prints_follow_log_level() -> Iterator[None]:
     try:
         with contextlib.redirect_stderr(held):
             yield
-    except BaseException:
-        sys.stderr.write(held.getvalue())
+    except BaseException as exc:
+        from fairltr.interrupts import caused_by_interrupt
+
+        if not caused_by_interrupt(exc):  # Ctrl-C: the one line "interrupted" says it all
+            sys.stderr.write(held.getvalue())
         raise

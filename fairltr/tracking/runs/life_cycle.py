@@ -11,6 +11,11 @@
 * :func:`log_metrics` logs the finite values only (NaN = undefined: skipped, so a gate on it
   fails closed).
 
+Ctrl-C (:mod:`fairltr.interrupts`): one that arrives while the run is being created is held back
+until the run is inside the block that ends it, so it ends KILLED, never RUNNING; one during the
+write that ends a run waits for that write. An exception raised while a KeyboardInterrupt
+propagated (a clean-up cut short) also ends the run KILLED.
+
 Never RUNNING forever: when ending a run fails (the tracking server is gone), the run id, the
 status it should get and a digest of the tracking URI (never the URI: it may hold a password)
 are written to ``pending_run_ends.json`` in the fairltr state folder (``$FAIRLTR_STATE_DIR``,
@@ -27,10 +32,11 @@ import math
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from fairltr.interrupts import caused_by_interrupt, hold, release
 from fairltr.tracking.runs.config import configure, redact_text, redact_uri, tracking_uri
 from fairltr.tracking.runs.pending_ends import (  # noqa: F401  (re-exported: the names before pending_ends.py)
     _SETTLED, _store_key, pending_ends_file, read_pending, record_pending_end, settle_pending_ends,
@@ -56,13 +62,14 @@ def finite_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 
 def end_run_status(exc: BaseException | None) -> str:
-    """FINISHED without an exception, KILLED for Ctrl-C / SIGTERM, FAILED otherwise."""
+    """FINISHED without an exception, KILLED for Ctrl-C / SIGTERM (or an error raised while one
+    propagated), FAILED otherwise."""
     if exc is None:
         return "FINISHED"
     if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not (
             isinstance(exc, SystemExit) and exc.code in (0, None)):
         return "KILLED"
-    return "FAILED"
+    return "KILLED" if caused_by_interrupt(exc) else "FAILED"
 
 
 @contextmanager
@@ -86,6 +93,7 @@ def _end_quietly(run_id: str, status: str, raise_errors: bool = False) -> None:
     to mark it."""
     import mlflow
 
+    opened = hold()  # a Ctrl-C now waits for this write (at most MAX_DEFER_SECONDS)
     try:
         active = mlflow.active_run()
         if active is not None and active.info.run_id == run_id:
@@ -96,6 +104,11 @@ def _end_quietly(run_id: str, status: str, raise_errors: bool = False) -> None:
         _report_unended(run_id, status, exc)
         if raise_errors:
             raise
+    except KeyboardInterrupt as exc:  # the store did not answer before a Ctrl-C's wait ran out
+        _report_unended(run_id, status, exc)
+        raise
+    finally:
+        release(opened)
 
 
 def _report_unended(run_id: str, status: str, exc: BaseException) -> None:
@@ -173,12 +186,35 @@ def job_run(experiment: str | None, run_name: str | None = None, *, tags: Mappin
         yield active
         return
     if active is not None:
-        run = mlflow.start_run(run_name=run_name, nested=True, tags=tags)
+        start = lambda: mlflow.start_run(run_name=run_name, nested=True, tags=tags)  # noqa: E731
     elif os.environ.get("MLFLOW_RUN_ID"):
-        run = mlflow.start_run(tags=tags)  # the run `mlflow run` created (keeps its name)
+        start = lambda: mlflow.start_run(tags=tags)  # noqa: E731  (the run `mlflow run` created: keeps its name)
     else:
-        run = mlflow.start_run(run_name=run_name, tags=tags)
+        start = lambda: mlflow.start_run(run_name=run_name, tags=tags)  # noqa: E731
+    with _started(start) as run:
+        yield run
+
+
+@contextmanager
+def _started(start: Callable[[], Any]) -> Iterator[Any]:
+    """``start()`` (an ``mlflow.start_run``) and the block that ends the run it opens: a Ctrl-C
+    during the start is held back and raised inside that block (the run ends KILLED). Should the
+    start be cut anyway (a store that hangs past the wait), a run it already made active is
+    ended KILLED."""
+    import mlflow
+
+    before = mlflow.active_run()
+    opened = hold()
+    try:
+        run = start()
+    except BaseException as exc:
+        release(opened)
+        now = mlflow.active_run()
+        if now is not None and (before is None or now.info.run_id != before.info.run_id):
+            _end_quietly(now.info.run_id, end_run_status(exc))
+        raise
     with _ended_on_exit(run.info.run_id):
+        release(opened, raise_now=True)
         yield run
 
 
@@ -187,8 +223,7 @@ def child_run(run_name: str | None = None, *, tags: Mapping[str, str] | None = N
     """A nested run under the active run, ended like :func:`job_run`."""
     import mlflow
 
-    run = mlflow.start_run(run_name=run_name, nested=True, tags=dict(tags or {}))
-    with _ended_on_exit(run.info.run_id):
+    with _started(lambda: mlflow.start_run(run_name=run_name, nested=True, tags=dict(tags or {}))) as run:
         yield run
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from interrupt_helpers import restore_sigint
+
 HEAVY = ("torch", "mlflow", "lightning", "pytorch_lightning", "optuna", "transformers", "pandas", "sklearn",
          "scipy.stats")  # scipy.stats: 1.5 s of import; the mtable uses the ufuncs it calls (scipy.special)
 REPO = Path(__file__).resolve().parents[3]
@@ -120,7 +122,8 @@ def test_ctrl_c_at_random_moments_of_start_up_prints_one_line_and_exits_130(tmp_
         marker = tmp_path / f"started-{i}"
         proc = subprocess.Popen([script, "quickstart", "--no-track", "--out", str(tmp_path / f"qs{i}")],
                                 env={**_env(), "FAIRLTR_STARTUP_MARKER": str(marker)},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=restore_sigint)  # even when this process ignores SIGINT
         deadline = time.monotonic() + 60
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
