@@ -123,14 +123,39 @@ def _attempt(race: Race, *, lock_timeout: float, lock_lease: float) -> Promotion
     if not passed:
         return race.decide("rejected")
     if race.before == race.version:
-        race.notes.append(f"v{race.version} already holds @{race.alias}")
-        return race.decide("promoted")
+        return _already_holding(race)
     try:
         lock = acquire_lock(race.client, race.model, lease_s=lock_lease, timeout_s=lock_timeout)
     except LockTimeout as exc:
         return race.decide("contention", str(exc))
     with lock:
         return _under_lock(race, lock)
+
+
+def _already_holding(race: Race) -> PromotionDecision:
+    """The candidate holds ``@alias`` already. Backed by its own accepted promotion (the latest
+    for the alias), it is promoted as it is. Otherwise the alias was moved to it outside
+    ``fairltr promote`` (``MlflowClient``, the UI): the gates are checked against the champion
+    fairltr last accepted for the alias (none: the no-champion policy), never against the
+    candidate itself, and the record names that champion as ``champion_before``."""
+    from fairltr.tracking.registry.alias_check import accepted_versions
+
+    accepted = [v for _, v in accepted_versions(race.client, race.model, race.alias)]
+    last = accepted[0] if accepted else None
+    if last == race.version:
+        race.notes.append(f"v{race.version} already holds @{race.alias}")
+        return race.decide("promoted")
+    race.notes.append(f"v{race.version} holds @{race.alias} without an accepted promotion for it (the alias was "
+                      f"moved outside 'fairltr promote'); gates checked against "
+                      f"{_version_words(last, 'no champion')}, the last champion fairltr accepted")
+    race.before = last
+    if not race.recheck():
+        race.champion_notes()
+        race.notes.append(f"@{race.alias} still points to v{race.version}: move it back "
+                          f"(fairltr verify-alias names the problem)")
+        return race.decide("rejected")
+    race.champion_notes()
+    return race.decide("promoted")
 
 
 def _under_lock(race: Race, lock: AliasLock) -> PromotionDecision | None:

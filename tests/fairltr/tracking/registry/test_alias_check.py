@@ -24,8 +24,11 @@ def ranker_uri(mlflow_tracking_module, tiny_rankings) -> str:
 
 
 @pytest.fixture
-def promoted(ranker_uri):
+def promoted(ranker_uri, mlflow_tracking_module):
     """A fresh model with three versions; v1 promoted to @champion by ``fairltr promote``."""
+    import mlflow
+
+    mlflow.set_tracking_uri(mlflow_tracking_module)  # a --tracking-uri test before may have moved it
     name = register(ranker_uri, 3)
     result = promote(name, "1")
     assert result.exit_code == 0, result.output
@@ -201,3 +204,33 @@ def test_settled_check_waits_for_a_promotion_in_flight():
     started = time.monotonic()
     assert not settled_check(check, stuck, "m", wait_s=0.3, poll_s=0.01).ok
     assert time.monotonic() - started < 2
+
+
+def test_promoting_a_version_the_alias_was_moved_to_checks_the_last_accepted_champion(promoted, tiny_rankings):
+    """An alias moved with MlflowClient to a worse version, then `promote` of that version: the
+    relative gate is checked against the champion fairltr last accepted (v1), not against the
+    candidate itself, so the move is not laundered into an accepted promotion."""
+    import mlflow
+
+    from fairltr.tracking.registry.decision import decision_record
+
+    client = _client()
+    worse = mlflow.register_model(log_ranker(tiny_rankings, exposure=0.6), promoted).version  # v4
+    client.set_registered_model_alias(promoted, "champion", worse)
+    result = promote(promoted, worse, ["--gate", "exposure_ratio>=champion"])
+    assert result.exit_code == 1, result.output
+    record = decision_record(client.get_model_version(promoted, worse).tags)
+    assert record["verdict"] == "rejected" and record["champion_before"] == "1"
+    assert any("without an accepted promotion" in n for n in record["notes"])
+    assert verify("--model", promoted).exit_code == 1  # still not backed by a promotion
+    # a version as good as v1 held by a rogue move is accepted against v1, and then backed
+    client.set_registered_model_alias(promoted, "champion", "2")
+    result = promote(promoted, "2", ["--gate", "exposure_ratio>=champion"])
+    assert result.exit_code == 0, result.output
+    record = decision_record(client.get_model_version(promoted, "2").tags)
+    assert record["verdict"] == "promoted" and record["champion_before"] == "1"
+    assert verify("--model", promoted).exit_code == 0
+    # promoting the accepted champion again is idempotent
+    result = promote(promoted, "2", ["--gate", "exposure_ratio>=champion"])
+    assert result.exit_code == 0 and "already holds" in " ".join(
+        decision_record(client.get_model_version(promoted, "2").tags)["notes"])
