@@ -51,7 +51,7 @@ import pandas as pd
 
 from fairltr.buckets import bucket_rows, length_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
-from fairltr.compiled import compiled_enabled
+from fairltr.compiled import pays
 from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError
 from fairltr.fair.rerank import resolve_scores
@@ -60,7 +60,22 @@ from fairltr.fair.target import category_codes, target_shares
 __all__ = ["GEYIK_METHODS", "rerank_geyik", "prefix_feasible"]
 
 GEYIK_METHODS = ("detgreedy", "detcons", "detrelaxed", "detconstsort")
+KERNELS = "fairltr.fair.geyik_kernels"
 _BIG = np.iinfo(np.int64).max
+
+
+def numpy_seconds(method: str, n_q: int, k: int, width: int, n_g: int) -> float:
+    """Estimated seconds of the numpy path on one length bucket (``n_q`` queries of up to ``width``
+    candidates, top ``k``), from which :func:`fairltr.compiled.pays` decides whether the compiled
+    kernels run (their one-time load costs more than a small input's whole numpy path). Measured
+    constants (benchmarks/bench_geyik.py): a vectorised walk step costs about 60 us + 15 ns per query
+    and category, a step of one list on Python lists 0.4 us per category; DetConstSort's move-up about
+    40 us + 10 ns per query a step (1 us a step on one list); the score sort ~30 ns a candidate."""
+    sort = 30e-9 * n_q * width
+    if method == "detconstsort":
+        steps = k + n_g
+        return sort + (steps * 1e-6 if n_q == 1 else steps * (40e-6 + 10e-9 * n_q))
+    return sort + (k * 0.4e-6 * n_g if n_q == 1 else k * (60e-6 + 15e-9 * n_q * n_g))
 
 
 def _check_k(k: int | None) -> int | None:
@@ -115,11 +130,13 @@ def rerank_geyik(
     rank = np.zeros(n, dtype=np.int64)
     feasible = np.ones(n_q, dtype=bool)
     buckets = length_buckets(sizes)
+    fast = pays(KERNELS, sum(numpy_seconds(method, len(q), int(kq[q].max()), int(sizes[q].max()), n_g)
+                             for q in buckets if len(q)))  # decided once per call, from the input's size
     for queries in buckets:
         rows, local = bucket_rows(codes, queries, n_q, whole=len(buckets) == 1)
         bucket_shares = np.ascontiguousarray(shares[queries])
         _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, gcodes, n_g, bucket_shares, rank,
-                       method, strict)
+                       method, strict, fast)
         feasible[queries] = prefix_feasible(rank[rows], local, gcodes[rows], kq[queries], bucket_shares)
 
     start = np.cumsum(sizes) - sizes
@@ -167,7 +184,7 @@ def prefix_feasible(rank: np.ndarray, codes: np.ndarray, gcodes: np.ndarray, kq:
 
 def _rerank_bucket(
     row_ids: np.ndarray, codes: np.ndarray, slot: np.ndarray, sizes: np.ndarray, kq: np.ndarray, s: np.ndarray,
-    gcodes: np.ndarray, n_g: int, p: np.ndarray, rank: np.ndarray, method: str, strict: bool,
+    gcodes: np.ndarray, n_g: int, p: np.ndarray, rank: np.ndarray, method: str, strict: bool, fast: bool,
 ) -> None:
     """One length bucket: per query and category the candidates in score order, then the walk.
     Writes the 1-based ``rank`` of every row of the bucket in place."""
@@ -180,12 +197,18 @@ def _rerank_bucket(
     padded = np.full(n_q * width, np.inf)
     padded[cell] = -s[row_ids]
     padded = padded.reshape(n_q, width)
-    rows_sorted = np.take_along_axis(rows, _stable_row_argsort(padded), axis=1)
+    rows_sorted = np.take_along_axis(rows, _stable_row_argsort(padded, fast), axis=1)
     del rows, padded
-    if method == "detconstsort" and compiled_enabled():  # the rest of the bucket in one compiled pass
-        from fairltr.fair.geyik_kernels import constsort_bucket
+    if fast:  # the rest of the bucket in one compiled pass
+        from fairltr.fair.geyik_kernels import constsort_bucket, det_walk_bucket
 
-        constsort_bucket(rows_sorted, gcodes, s, p, kq, rank, strict)
+        if method == "detconstsort":
+            constsort_bucket(rows_sorted, gcodes, s, p, kq, rank, strict)
+        else:
+            det_walk_bucket(rows_sorted, gcodes, s, p, kq, rank, method)
+        return
+    if method != "detconstsort" and n_q == 1:  # one list: the walk on Python lists (numpy's per-call cost
+        _det_walk_one(rows_sorted[0], gcodes, s, p[0], int(kq[0]), rank, method)  # exceeds a step's work)
         return
     valid = rows_sorted >= 0
     # per query and category the candidates in score order: a stable sort of the categories
@@ -226,11 +249,6 @@ def _rerank_bucket(
         _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
     # the others follow in score order (after k_q, or fewer when DetConstSort ran out of entrants:
     # every category with a positive share exhausted)
-    if compiled_enabled():
-        from fairltr.fair.geyik_kernels import rank_the_rest
-
-        rank_the_rest(rows_sorted, rank)
-        return
     ranked = rank[np.maximum(rows_sorted, 0)] > 0
     rest = valid & ~ranked
     n_ranked = (valid & ranked).sum(axis=1)
@@ -238,13 +256,13 @@ def _rerank_bucket(
     rank[rows_sorted[qi, si]] = n_ranked[qi] + np.cumsum(rest, axis=1)[qi, si]
 
 
-def _stable_row_argsort(keys: np.ndarray) -> np.ndarray:
+def _stable_row_argsort(keys: np.ndarray, fast: bool = False) -> np.ndarray:
     """``np.argsort(keys, axis=1, kind="stable")`` for the finite keys of each row (+inf padding
-    in any order): rows wider than 256 with the compiled kernels, :func:`fairltr.row_sort.stable_argsort_rows`
+    in any order): rows wider than 256 when the compiled kernels run (``fast``), :func:`fairltr.row_sort.stable_argsort_rows`
     (exactly the stable argsort; numpy's wide sort is slow on some CPUs); otherwise numpy's
     (AVX-512) quicksort, and the stable sort only when some row holds equal finite keys (where
     the two may order them differently)."""
-    if keys.shape[1] > 256 and compiled_enabled():
+    if keys.shape[1] > 256 and fast:
         from fairltr.row_sort import stable_argsort_rows
 
         return stable_argsort_rows(keys)
@@ -289,6 +307,49 @@ def _det_walk(flat, base, cnt, p, kq, s_ext, rank, method: str) -> None:
             a = np.flatnonzero(active)
             rank[row[a, g[a]]] = j
             ptr[a, g[a]] += 1
+
+
+def _det_walk_one(order: np.ndarray, gcodes: np.ndarray, s: np.ndarray, p: np.ndarray, k: int, rank: np.ndarray,
+                  method: str) -> None:
+    """:func:`_det_walk` and the remainder for ONE query on Python lists (same rule, same floating
+    point: the minimums floor(j p_g) and maximums ceil(j p_g) come from numpy; DetCons' urgency of a
+    category at its maximum c + 1 is (c + 1) / p_g, DetRelaxed's its ceiling). ``order``: the query's
+    rows in score order (ties: earlier row), -1 padding."""
+    rows = order[order >= 0]
+    n_g = len(p)
+    cats = gcodes[rows]
+    lists = [rows[cats == g][:k].tolist() for g in range(n_g)]
+    scores = [s[np.asarray(lst, dtype=np.int64)].tolist() for lst in lists]
+    j = np.arange(1, k + 1, dtype=np.float64)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.floor(j * p).astype(np.int64).T.tolist()
+        hi = np.ceil(j * p).astype(np.int64).T.tolist()
+        c1 = np.arange(1, k + 2, dtype=np.float64)[None, :] / np.where(p > 0, p, np.nan)[:, None]
+        urgency = (np.zeros_like(c1) if method == "detgreedy" else np.ceil(c1) if method == "detrelaxed" else c1).tolist()
+    ptr, size, placed = [0] * n_g, [len(lst) for lst in lists], []
+    for t in range(k):
+        b_min = b_max = b_any = None  # (key, g); key: larger score first, then earlier row
+        for g in range(n_g):
+            c = ptr[g]
+            if c == size[g]:
+                continue
+            key = (-scores[g][c], lists[g][c])
+            if b_any is None or key < b_any[0]:
+                b_any = (key, g)
+            if c < lo[g][t]:
+                if b_min is None or key < b_min[0]:
+                    b_min = (key, g)
+            elif c < hi[g][t]:
+                key = (urgency[g][c], key)
+                if b_max is None or key < b_max[0]:
+                    b_max = (key, g)
+        g = (b_min or b_max or b_any)[1]
+        placed.append(lists[g][ptr[g]])
+        ptr[g] += 1
+    top = np.asarray(placed, dtype=np.int64)
+    rank[top] = np.arange(1, len(top) + 1)
+    rest = rows[rank[rows] == 0]
+    rank[rest] = np.arange(len(top) + 1, len(top) + 1 + len(rest))
 
 
 def _insertion_rounds(c: np.ndarray, p: np.ndarray) -> np.ndarray:
