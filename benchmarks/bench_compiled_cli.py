@@ -1,0 +1,91 @@
+"""A whole ``fairltr rerank --method detconstsort`` CLI call with the compiled kernels available
+(the ``[fast]`` extra, default ``FAIRLTR_COMPILED`` unset: they run only where they pay) against the
+same call with ``FAIRLTR_COMPILED=0``, end to end (process start, imports, read, re-rank, write).
+
+    python benchmarks/bench_compiled_cli.py [--repeat 5] [--layouts one:1000 lists:100000 one:100000 one:1000000]
+
+Layouts: ``one:N`` one query of N candidates, ``lists:N`` N / 100 queries of 100; 3 categories;
+CSV in, CSV out; whole lists re-ranked. Where the numpy path is estimated below the kernels' load
+(fairltr.compiled.pays) both commands run the same code and the ratio shows the noise; one list of
+10^6 is where the kernels run. Per layout the two commands alternate --repeat times (after
+one untimed warm-up call each, which also fills the numba cache, kept in a temporary
+FAIRLTR_CACHE_DIR); the outputs are checked byte-identical. Printed: min / median / max seconds of
+each side and of the ratio fast / off round by round (<= 1: [fast] is not slower). A last line times
+one call with an EMPTY numba cache per layout (what a first run after installing pays). The machine
+is shared (2 cores): ratios within a run are what count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+FAIRLTR = str(Path(sys.executable).with_name("fairltr"))
+
+
+def write_input(path: Path, layout: str, n: int) -> None:
+    rng = np.random.default_rng(0)
+    per = n if layout == "one" else 100
+    df = pd.DataFrame({"query_id": np.repeat(np.arange(n // per), per), "cat": rng.choice(3, n, p=[0.5, 0.3, 0.2]),
+                       "score": rng.random(n), "judgment": rng.integers(0, 3, n)})
+    df.to_csv(path, index=False)
+
+
+def call(src: Path, out: Path, env: dict) -> tuple[float, str]:
+    t = time.perf_counter()
+    subprocess.run([FAIRLTR, "rerank", "--input", str(src), "--method", "detconstsort", "--group", "cat",
+                    "--out", str(out)], env=env, check=True, capture_output=True)
+    return time.perf_counter() - t, hashlib.sha256(out.read_bytes()).hexdigest()
+
+
+def spread(xs: list[float]) -> str:
+    return f"{min(xs):.3f} / {statistics.median(xs):.3f} / {max(xs):.3f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--layouts", nargs="+", default=["one:1000", "lists:100000", "one:100000", "one:1000000"])
+    args = ap.parse_args()
+    print("fairltr rerank --method detconstsort, whole lists, 3 categories; seconds min / median / max; "
+          "shared 2-core machine")
+    with tempfile.TemporaryDirectory(prefix="fairltr-cli-bench-") as tmp:
+        folder = Path(tmp)
+        base = {k: v for k, v in os.environ.items() if k != "FAIRLTR_COMPILED"}
+        base["FAIRLTR_CACHE_DIR"] = str(folder / "cache")
+        base["MLFLOW_DISABLE_TELEMETRY"] = "true"
+        fast, off = dict(base), {**base, "FAIRLTR_COMPILED": "0"}
+        for spec in args.layouts:
+            layout, n = spec.split(":")
+            src = folder / f"{spec.replace(':', '_')}.csv"
+            write_input(src, layout, int(n))
+            call(src, folder / "w1.csv", fast), call(src, folder / "w2.csv", off)  # warm-up (and the numba cache)
+            tf, to = [], []
+            for _ in range(args.repeat):
+                a, da = call(src, folder / "fast.csv", fast)
+                b, db = call(src, folder / "off.csv", off)
+                assert da == db, f"{spec}: outputs differ"
+                tf.append(a), to.append(b)
+            print(f"{spec:>14}: [fast] {spread(tf)} s   FAIRLTR_COMPILED=0 {spread(to)} s   "
+                  f"fast / off {spread([a / b for a, b in zip(tf, to)])}   outputs identical", flush=True)
+        for spec in args.layouts:
+            src = folder / f"{spec.replace(':', '_')}.csv"
+            cold = {**fast, "FAIRLTR_CACHE_DIR": str(folder / f"cold-{spec.replace(':', '_')}")}
+            a, _ = call(src, folder / "cold.csv", cold)
+            b, _ = call(src, folder / "off.csv", off)
+            print(f"{spec:>14}: empty numba cache, one call: [fast] {a:.3f} s, FAIRLTR_COMPILED=0 {b:.3f} s "
+                  f"(ratio {a / b:.2f})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
