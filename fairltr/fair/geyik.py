@@ -25,20 +25,15 @@ when none qualifies). ``fair_feasible`` says per query whether every prefix j <=
 least floor(j p_g) candidates of every category (False: the target could not be met there,
 for lack of candidates, or because DetGreedy does not guarantee it).
 
-Speed: candidates are ordered by one quicksort per bucket (numpy's AVX-512 sort; the stable
-sort only when a query holds tied scores) and split by category with one radix sort of the
-category codes, keeping the first k + G + 1 of each category (no walk places more).
-DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k steps, each
-a few numpy operations over all queries of a length bucket (:func:`fairltr.buckets.length_buckets`).
-DetConstSort's entry sequence (which candidate enters in which round, in which order) does not
-depend on the moves, so it is computed for every query at once by one sort; only the move-up is
-sequential. With the compiled kernels (numba, the ``[fast]`` extra: :mod:`fairltr.fair.geyik_kernels`)
-everything after the score sort is one compiled pass per bucket (category split, a merge of the
-categories' entry streams, the move-up, the ranks: the same result, tested against this numpy
-path); without them one step per entrant, vectorised over the
-queries (a step is skipped when no entrant can move), and on Python lists for a bucket of a
-single query, where numpy's per-call cost exceeds a step's work. The algorithms are sequential over positions; there is no per-query
-Python loop.
+Speed: candidates are ordered by one quicksort per bucket (the stable sort only when a query
+holds tied scores) and split by category, keeping the first k + G + 1 of each. DetGreedy, DetCons
+and DetRelaxed walk positions 1..k, each step a few numpy operations over all queries of a length
+bucket (:func:`fairltr.buckets.length_buckets`; one query: :func:`_det_walk_one` on Python lists).
+DetConstSort's entry sequence does not depend on the moves, so it is one sort for every query;
+only the move-up is sequential. With the compiled kernels (numba, :mod:`fairltr.fair.geyik_kernels`)
+everything after the score sort is one compiled pass per bucket (tested equal to this numpy path);
+they run where they pay (:func:`fairltr.compiled.pays` against :func:`numpy_seconds`, decided once
+per call). No per-query Python loop.
 """
 
 from __future__ import annotations
