@@ -8,10 +8,11 @@ Layouts: ``one:N`` one query of N candidates, ``lists:N`` N / 100 queries of 100
 CSV in, CSV out; whole lists re-ranked. Where the numpy path is estimated below the kernels' load
 (fairltr.compiled.pays) both commands run the same code and the ratio shows the noise; one list of
 10^6 is where the kernels run. Per layout the two commands alternate --repeat times (after
-one untimed warm-up call each, which also fills the numba cache, kept in a temporary
-FAIRLTR_CACHE_DIR); the outputs are checked byte-identical. Printed: min / median / max seconds of
-each side and of the ratio fast / off round by round (<= 1: [fast] is not slower). A last line times
-one call with an EMPTY numba cache per layout (what a first run after installing pays). The machine
+one untimed warm-up call each; the [fast] one with FAIRLTR_COMPILED=1 fills the numba cache, kept in
+a temporary FAIRLTR_CACHE_DIR); the outputs are checked byte-identical. Printed: min / median / max seconds of
+each side and of the ratio fast / off round by round (<= 1: [fast] is not slower). Then the
+kernels' load in a fresh process (fairltr.compiled.LOAD_SECONDS), and one call with an EMPTY numba
+cache per layout (what a first run after installing pays). The machine
 is shared (2 cores): ratios within a run are what count.
 """
 
@@ -48,6 +49,27 @@ def call(src: Path, out: Path, env: dict) -> tuple[float, str]:
     return time.perf_counter() - t, hashlib.sha256(out.read_bytes()).hexdigest()
 
 
+LOAD = """
+import time
+t = time.perf_counter()
+import numpy as np
+import fairltr.fair.geyik_kernels as g
+t1 = time.perf_counter()
+g.constsort_bucket(np.arange(4)[None], np.zeros(4, dtype=np.int64), np.random.rand(4), np.ones((1, 1)), np.array([4]),
+                   np.zeros(4, dtype=np.int64), True)
+print(t1 - t, time.perf_counter() - t)
+"""
+
+
+def load_seconds(env: dict, repeat: int) -> str:
+    """The kernels' one-time cost in a fresh process, warm cache: import (numba included), then the
+    first DetConstSort call (cached code loaded); fairltr.compiled.LOAD_SECONDS is set from it."""
+    runs = [subprocess.run([sys.executable, "-c", LOAD], env=env, check=True, capture_output=True, text=True)
+            .stdout.split() for _ in range(repeat + 1)][1:]  # the first fills the cache
+    return (f"kernel load, fresh process, warm cache ({repeat} runs): import {spread([float(r[0]) for r in runs])} s, "
+            f"import + first call {spread([float(r[1]) for r in runs])} s")
+
+
 def spread(xs: list[float]) -> str:
     return f"{min(xs):.3f} / {statistics.median(xs):.3f} / {max(xs):.3f}"
 
@@ -55,7 +77,7 @@ def spread(xs: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--layouts", nargs="+", default=["one:1000", "lists:100000", "one:100000", "one:1000000"])
+    ap.add_argument("--layouts", nargs="*", default=["one:1000", "lists:100000", "one:100000", "one:1000000"])
     args = ap.parse_args()
     print("fairltr rerank --method detconstsort, whole lists, 3 categories; seconds min / median / max; "
           "shared 2-core machine")
@@ -69,7 +91,9 @@ def main() -> None:
             layout, n = spec.split(":")
             src = folder / f"{spec.replace(':', '_')}.csv"
             write_input(src, layout, int(n))
-            call(src, folder / "w1.csv", fast), call(src, folder / "w2.csv", off)  # warm-up (and the numba cache)
+            # warm-up; FAIRLTR_COMPILED=1 compiles the kernels into the cache (auto mode compiles only where
+            # the numpy path would cost more than compiling, ~4 s), so [fast] is timed with a warm cache
+            call(src, folder / "w1.csv", {**fast, "FAIRLTR_COMPILED": "1"}), call(src, folder / "w2.csv", off)
             tf, to = [], []
             for _ in range(args.repeat):
                 a, da = call(src, folder / "fast.csv", fast)
@@ -78,6 +102,7 @@ def main() -> None:
                 tf.append(a), to.append(b)
             print(f"{spec:>14}: [fast] {spread(tf)} s   FAIRLTR_COMPILED=0 {spread(to)} s   "
                   f"fast / off {spread([a / b for a, b in zip(tf, to)])}   outputs identical", flush=True)
+        print(load_seconds({**fast, "FAIRLTR_COMPILED": "1"}, args.repeat), flush=True)
         for spec in args.layouts:
             src = folder / f"{spec.replace(':', '_')}.csv"
             cold = {**fast, "FAIRLTR_CACHE_DIR": str(folder / f"cold-{spec.replace(':', '_')}")}

@@ -63,14 +63,15 @@ def numpy_seconds(method: str, n_q: int, k: int, width: int, n_g: int) -> float:
     """Estimated seconds of the numpy path on one length bucket (``n_q`` queries of up to ``width``
     candidates, top ``k``), from which :func:`fairltr.compiled.pays` decides whether the compiled
     kernels run (their one-time load costs more than a small input's whole numpy path). Measured
-    constants (benchmarks/bench_geyik.py): a vectorised walk step costs about 60 us + 15 ns per query
-    and category, a step of one list on Python lists 0.4 us per category; DetConstSort's move-up about
-    40 us + 10 ns per query a step (1 us a step on one list); the score sort ~30 ns a candidate."""
+    constants (benchmarks/bench_geyik.py, one list of 10^5 on the numpy path): a vectorised walk
+    step costs about 60 us + 15 ns per query and category, a step of one list on Python lists 0.7 us per
+    category; DetConstSort's move-up about 40 us + 10 ns per query a step, 2 us per entrant on one list;
+    the score sort ~30 ns a candidate."""
     sort = 30e-9 * n_q * width
     if method == "detconstsort":
         steps = k + n_g
-        return sort + (steps * 1e-6 if n_q == 1 else steps * (40e-6 + 10e-9 * n_q))
-    return sort + (k * 0.4e-6 * n_g if n_q == 1 else k * (60e-6 + 15e-9 * n_q * n_g))
+        return sort + (steps * 2e-6 if n_q == 1 else steps * (40e-6 + 10e-9 * n_q))
+    return sort + (k * 0.7e-6 * n_g if n_q == 1 else k * (60e-6 + 15e-9 * n_q * n_g))
 
 
 def _check_k(k: int | None) -> int | None:
