@@ -1,19 +1,21 @@
-"""Kendall tau-b speed: the O(n log n) ``kendall_tau`` vs the former O(n^2) pairwise version and
-vs ``scipy.stats.kendalltau`` called per query; every ratio is measured in this one run.
+"""Kendall tau-b speed: fairltr's ``kendall_tau`` (O(n log n), vectorised over queries) vs
+``scipy.stats.kendalltau`` called per query; every ratio is measured in this one run.
 
-Each size holds ``--queries`` queries of n candidates (n = 100, 1,000, 10,000 by default), integer
-judgments 0-4 (many ties) and distinct predicted ranks; 10% of the slots are padding. Times are
-medians over ``--repeats`` rounds of this thread's CPU time (robust to other processes on a shared
-machine); the three implementations are interleaved round by round. Every round also checks that
-the three agree to 1e-12.
+Sizes n in --sizes (default 100, 1,000, 10,000, 100,000 candidates per query) with --total
+candidates in all (queries = total / n, at least 1), for graded (0-4), binary (0/1) and continuous
+judgments, distinct predicted ranks. fairltr runs twice: its numpy path (``FAIRLTR_COMPILED=0``
+semantics: the radix inversion count) and with the compiled kernels loaded (the Fenwick count,
+numba; what runs once they are loaded in a process or where they pay). Each side runs --repeats
+times, interleaved; printed: min / median / max of scipy's time over fairltr's, round by round.
+Every round checks the values equal scipy's to 1e-12.
 
-Usage:  python benchmarks/bench_kendall.py [--sizes 100,1000,10000] [--queries 16] [--repeats 3] [--json OUT]
+Usage:  python benchmarks/bench_kendall.py [--sizes 100,1000,10000,100000] [--total 100000] [--repeats 5]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import statistics
 import time
 
@@ -22,65 +24,66 @@ import torch
 from scipy.stats import kendalltau
 
 from fairltr.metrics import kendall_tau, ranks_by
-from fairltr.metrics.relevance import _kendall_tau_pairwise
 
 
-def table(n_queries: int, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def table(kind: str, n_queries: int, n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    mask = torch.as_tensor(rng.random((n_queries, n)) < 0.9)
-    judgments = torch.as_tensor(rng.integers(0, 5, size=(n_queries, n)).astype(np.float64))
+    mask = torch.ones(n_queries, n, dtype=torch.bool)
+    j = {"graded": lambda: rng.integers(0, 5, (n_queries, n)).astype(np.float64),
+         "binary": lambda: rng.integers(0, 2, (n_queries, n)).astype(np.float64),
+         "continuous": lambda: rng.random((n_queries, n))}[kind]()
+    judgments = torch.as_tensor(j)
     scores = torch.as_tensor(rng.normal(size=(n_queries, n))) + 0.3 * judgments
     return ranks_by(scores, mask), judgments, mask
 
 
-def scipy_per_query(pred: torch.Tensor, judgments: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
-    x, y, m = (-pred).numpy(), judgments.numpy(), mask.numpy()
-    return np.array([kendalltau(x[i][m[i]], y[i][m[i]]).statistic for i in range(len(m))])
+def scipy_per_query(pred, judgments) -> np.ndarray:
+    x, y = (-pred).numpy(), judgments.numpy()
+    return np.array([kendalltau(x[i], y[i]).statistic for i in range(len(x))])
 
 
-def cpu_seconds(fn) -> tuple[float, object]:
-    t0 = time.thread_time()
+def timed(fn):
+    t = time.perf_counter()
     out = fn()
-    return time.thread_time() - t0, out
+    return time.perf_counter() - t, out
+
+
+def spread(xs) -> str:
+    return f"{min(xs):6.2f} / {statistics.median(xs):6.2f} / {max(xs):6.2f}"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,1000,10000", help="candidates per query, comma-separated")
-    parser.add_argument("--queries", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--json", help="also write the table as JSON here")
-    args = parser.parse_args()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100,1000,10000,100000")
+    ap.add_argument("--total", type=int, default=100_000, help="candidates in all per size")
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
     torch.set_num_threads(1)
-    rows = []
-    print(f"{args.queries} queries per size, one torch thread, median CPU seconds of {args.repeats} rounds")
-    print(f"{'n':>7} {'new':>10} {'pairwise':>10} {'scipy':>10} {'pairwise/new':>13} {'scipy/new':>10}")
-    for n in (int(s) for s in args.sizes.split(",")):
-        pred, judgments, mask = table(args.queries, n, seed=n)
-        times: dict[str, list[float]] = {"new": [], "pairwise": [], "scipy": []}
-        for _ in range(args.repeats):
-            t_new, new = cpu_seconds(lambda: kendall_tau(pred, judgments, mask))
-            t_pair, pair = cpu_seconds(lambda: _kendall_tau_pairwise(pred, judgments, mask))
-            t_scipy, ref = cpu_seconds(lambda: scipy_per_query(pred, judgments, mask))
-            assert np.allclose(new.numpy(), ref, rtol=0, atol=1e-12), "kendall_tau disagrees with scipy"
-            assert np.allclose(pair.numpy(), ref, rtol=0, atol=1e-12), "pairwise disagrees with scipy"
-            for key, t in (("new", t_new), ("pairwise", t_pair), ("scipy", t_scipy)):
-                times[key].append(t)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        row = {"n": n, "queries": args.queries, "new_s": med["new"], "pairwise_s": med["pairwise"],
-               "scipy_s": med["scipy"], "pairwise_over_new": med["pairwise"] / med["new"],
-               "scipy_over_new": med["scipy"] / med["new"]}
-        rows.append(row)
-        print(f"{n:>7} {med['new']:>10.4f} {med['pairwise']:>10.4f} {med['scipy']:>10.4f} "
-              f"{row['pairwise_over_new']:>13.1f} {row['scipy_over_new']:>10.2f}")
-    for a, b in zip(rows, rows[1:]):
-        growth = b["new_s"] / a["new_s"]
-        nlogn = (b["n"] * np.log2(b["n"])) / (a["n"] * np.log2(a["n"]))
-        print(f"n {a['n']} -> {b['n']}: n log n time x{growth:.1f} (n log n predicts x{nlogn:.1f}, "
-              f"n^2 x{(b['n'] / a['n']) ** 2:.0f}); pairwise x{b['pairwise_s'] / a['pairwise_s']:.1f}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+    from fairltr.metrics.kendall_kernels import strict_inversions_rows  # load the kernels once (outside timings)
+
+    strict_inversions_rows(np.zeros((1, 2), dtype=np.int64), 1)
+    print(f"one torch thread; {args.repeats} interleaved rounds; wall seconds; ratio = scipy / fairltr "
+          f"(min / median / max over rounds; > 1: fairltr faster). Shared 2-core machine: ratios, not times, count.")
+    print(f"{'judgments':>10} {'n':>7} {'queries':>7} {'scipy s':>8} {'numpy s':>8} {'kernel s':>8}   "
+          f"{'scipy/numpy (min/med/max)':>27}   {'scipy/kernel (min/med/max)':>27}")
+    for kind in ("graded", "binary", "continuous"):
+        for n in (int(s) for s in args.sizes.split(",")):
+            q = max(1, args.total // n)
+            pred, judgments, mask = table(kind, q, n, seed=n)
+            t = {"scipy": [], "numpy": [], "kernel": []}
+            for _ in range(args.repeats):
+                ts, ref = timed(lambda: scipy_per_query(pred, judgments))
+                os.environ["FAIRLTR_COMPILED"] = "0"
+                tn, a = timed(lambda: kendall_tau(pred, judgments, mask))
+                os.environ["FAIRLTR_COMPILED"] = "1"
+                tk, b = timed(lambda: kendall_tau(pred, judgments, mask))
+                os.environ.pop("FAIRLTR_COMPILED")
+                assert np.allclose(a.numpy(), ref, rtol=0, atol=1e-12) and np.allclose(b.numpy(), ref, rtol=0, atol=1e-12)
+                t["scipy"].append(ts), t["numpy"].append(tn), t["kernel"].append(tk)
+            med = {k: statistics.median(v) for k, v in t.items()}
+            print(f"{kind:>10} {n:>7} {q:>7} {med['scipy']:>8.4f} {med['numpy']:>8.4f} {med['kernel']:>8.4f}   "
+                  f"{spread([s / x for s, x in zip(t['scipy'], t['numpy'])]):>27}   "
+                  f"{spread([s / x for s, x in zip(t['scipy'], t['kernel'])]):>27}", flush=True)
 
 
 if __name__ == "__main__":

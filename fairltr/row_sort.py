@@ -14,7 +14,7 @@ the result is exactly ``np.argsort(values, axis=-1, kind="stable")``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from fairltr.compiled import njit  # numba.njit, cached in the user cache folder
 
 __all__ = ["RUN", "key_width", "sort_rows", "stable_argsort_rows"]
 

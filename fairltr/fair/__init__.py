@@ -21,7 +21,7 @@ from fairltr.lazy import lazy_exports
 __all__ = [
     "mtable", "cached_mtable", "fail_probability", "adjust_alpha", "is_fair", "check_params", "clear_caches",
     "rerank", "required_counts", "fair_postprocess", "fair_preprocess", "protected_share",
-    "GEYIK_METHODS", "rerank_geyik", "prefix_feasible", "category_codes", "parse_target", "target_shares",
+    "GEYIK_METHODS", "rerank_geyik", "prefix_feasible", "geyik_order", "category_codes", "parse_target", "target_shares",
     "ServingPolicy", "POLICY_METHODS", "NO_POLICY", "parse_policy", "policy_from_params", "apply_policy",
     "OVERRIDE_FIELDS", "parse_overrides", "overrides_text",
     "check_multinomial_params", "multinomial_mtable", "multinomial_fail_probability", "multinomial_adjust_alpha",
@@ -35,6 +35,7 @@ lazy_exports(__name__, {
     **dict.fromkeys(["rerank", "required_counts"], "fairltr.fair.rerank"),
     **dict.fromkeys(["fair_postprocess", "fair_preprocess", "protected_share"], "fairltr.fair.baselines"),
     **dict.fromkeys(["GEYIK_METHODS", "rerank_geyik", "prefix_feasible"], "fairltr.fair.geyik"),
+    "geyik_order": "fairltr.fair.geyik_one",
     **dict.fromkeys(["category_codes", "parse_target", "target_shares"], "fairltr.fair.target"),
     **dict.fromkeys(["ServingPolicy", "POLICY_METHODS", "NO_POLICY", "parse_policy", "policy_from_params",
                      "apply_policy", "OVERRIDE_FIELDS", "parse_overrides", "overrides_text"], "fairltr.fair.policy"),

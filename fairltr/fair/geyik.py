@@ -25,20 +25,15 @@ when none qualifies). ``fair_feasible`` says per query whether every prefix j <=
 least floor(j p_g) candidates of every category (False: the target could not be met there,
 for lack of candidates, or because DetGreedy does not guarantee it).
 
-Speed: candidates are ordered by one quicksort per bucket (numpy's AVX-512 sort; the stable
-sort only when a query holds tied scores) and split by category with one radix sort of the
-category codes, keeping the first k + G + 1 of each category (no walk places more).
-DetGreedy, DetCons and DetRelaxed walk positions 1..k in a Python loop of k steps, each
-a few numpy operations over all queries of a length bucket (:func:`fairltr.buckets.length_buckets`).
-DetConstSort's entry sequence (which candidate enters in which round, in which order) does not
-depend on the moves, so it is computed for every query at once by one sort; only the move-up is
-sequential. With the compiled kernels (numba, the ``[fast]`` extra: :mod:`fairltr.fair.geyik_kernels`)
-everything after the score sort is one compiled pass per bucket (category split, a merge of the
-categories' entry streams, the move-up, the ranks: the same result, tested against this numpy
-path); without them one step per entrant, vectorised over the
-queries (a step is skipped when no entrant can move), and on Python lists for a bucket of a
-single query, where numpy's per-call cost exceeds a step's work. The algorithms are sequential over positions; there is no per-query
-Python loop.
+Speed: candidates are ordered by one quicksort per bucket (the stable sort only when a query
+holds tied scores) and split by category, keeping the first k + G + 1 of each. DetGreedy, DetCons
+and DetRelaxed walk positions 1..k, each step a few numpy operations over all queries of a length
+bucket (:func:`fairltr.buckets.length_buckets`; one query: :func:`_det_walk_one` on Python lists).
+DetConstSort's entry sequence does not depend on the moves, so it is one sort for every query;
+only the move-up is sequential. With the compiled kernels (numba, :mod:`fairltr.fair.geyik_kernels`)
+everything after the score sort is one compiled pass per bucket (tested equal to this numpy path);
+they run where they pay (:func:`fairltr.compiled.pays` against :func:`numpy_seconds`, decided once
+per call). No per-query Python loop.
 """
 
 from __future__ import annotations
@@ -51,7 +46,7 @@ import pandas as pd
 
 from fairltr.buckets import bucket_rows, length_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
-from fairltr.compiled import compiled_enabled
+from fairltr.compiled import pays
 from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError
 from fairltr.fair.rerank import resolve_scores
@@ -60,7 +55,23 @@ from fairltr.fair.target import category_codes, target_shares
 __all__ = ["GEYIK_METHODS", "rerank_geyik", "prefix_feasible"]
 
 GEYIK_METHODS = ("detgreedy", "detcons", "detrelaxed", "detconstsort")
+KERNELS = "fairltr.fair.geyik_kernels"
 _BIG = np.iinfo(np.int64).max
+
+
+def numpy_seconds(method: str, n_q: int, k: int, width: int, n_g: int) -> float:
+    """Estimated seconds of the numpy path on one length bucket (``n_q`` queries of up to ``width``
+    candidates, top ``k``), from which :func:`fairltr.compiled.pays` decides whether the compiled
+    kernels run (their one-time load costs more than a small input's whole numpy path). Measured
+    constants (benchmarks/bench_geyik.py, one list of 10^5 on the numpy path): a vectorised walk
+    step costs about 60 us + 15 ns per query and category, a step of one list on Python lists 0.7 us per
+    category; DetConstSort's move-up about 40 us + 10 ns per query a step, 2 us per entrant on one list;
+    the score sort ~30 ns a candidate."""
+    sort = 30e-9 * n_q * width
+    if method == "detconstsort":
+        steps = k + n_g
+        return sort + (steps * 2e-6 if n_q == 1 else steps * (40e-6 + 10e-9 * n_q))
+    return sort + (k * 0.7e-6 * n_g if n_q == 1 else k * (60e-6 + 15e-9 * n_q * n_g))
 
 
 def _check_k(k: int | None) -> int | None:
@@ -100,9 +111,9 @@ def rerank_geyik(
     k = _check_k(k)
     check_table(df, c.replace(group=None, judgment=None))
     s = resolve_scores(df, scores, c.query)
-    gcodes, cats = category_codes(df, c.group)
+    gcodes, cats = _codes(df, c.group, category_codes)
     n_g = len(cats)
-    codes, uniques = query_codes(df, c.query)
+    codes, uniques = _codes(df, c.query, query_codes)
     n_q, n = len(uniques), len(df)
     slot, sizes = positions_in_query(codes, n_q)
     kq = sizes if k is None else np.minimum(sizes, k)
@@ -115,17 +126,30 @@ def rerank_geyik(
     rank = np.zeros(n, dtype=np.int64)
     feasible = np.ones(n_q, dtype=bool)
     buckets = length_buckets(sizes)
+    fast = pays(KERNELS, sum(numpy_seconds(method, len(q), int(kq[q].max()), int(sizes[q].max()), n_g)
+                             for q in buckets if len(q)))  # decided once per call, from the input's size
     for queries in buckets:
         rows, local = bucket_rows(codes, queries, n_q, whole=len(buckets) == 1)
         bucket_shares = np.ascontiguousarray(shares[queries])
         _rerank_bucket(rows, local, slot[rows], sizes[queries], kq[queries], s, gcodes, n_g, bucket_shares, rank,
-                       method, strict)
+                       method, strict, fast)
         feasible[queries] = prefix_feasible(rank[rows], local, gcodes[rows], kq[queries], bucket_shares)
 
     start = np.cumsum(sizes) - sizes
     final = np.empty(n, dtype=np.int64)
     final[start[codes] + rank - 1] = np.arange(n)
     return _ranked_frame(df, final, {"score": s[final], "rank": rank[final], "fair_feasible": feasible[codes[final]]})
+
+
+def _codes(df: pd.DataFrame, column: str, general) -> tuple[np.ndarray, list]:
+    """``general(df, column)`` (codes by first appearance, the values), short-cut for a plain numpy
+    integer column (no missing value possible): factorizing its array skips the Series machinery,
+    which dominates a list of 100."""
+    values = df[column] if isinstance(column, str) and column in df.columns else None
+    if values is None or not (isinstance(values.dtype, np.dtype) and values.dtype.kind in "iu"):
+        return general(df, column)
+    codes, uniques = pd.factorize(values.to_numpy(), sort=False)
+    return codes.astype(np.int64, copy=False), [u.item() for u in uniques]
 
 
 def _ranked_frame(df: pd.DataFrame, order: np.ndarray, added: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -135,9 +159,14 @@ def _ranked_frame(df: pd.DataFrame, order: np.ndarray, added: dict[str, np.ndarr
     from them: 2-2.5x faster than a take plus three column assignments at 10^4-10^5 rows. Frames
     whose labels are not unique or are a MultiIndex take the block-wise path."""
     if df.columns.is_unique and not isinstance(df.columns, pd.MultiIndex):
-        data = {name: added[name] if name in added else df[name].array.take(order) for name in df.columns}
-        data.update((name, values) for name, values in added.items() if name not in data)
-        out = pd.DataFrame(data)
+        new = [name for name in added if name not in df.columns]
+        names = list(df.columns) + new
+        arrays = [added[name] if name in added else df[name].array.take(order) for name in names]
+        try:  # the arrays as they are: 2-3x cheaper than the dict constructor on a list of 100
+            columns = df.columns.append(pd.Index(new, dtype=df.columns.dtype)) if new else df.columns
+            out = pd.DataFrame._from_arrays(arrays, columns=columns, index=pd.RangeIndex(len(order)))
+        except (AttributeError, TypeError, ValueError):  # a pandas without it, or column labels it refuses
+            out = pd.DataFrame(dict(zip(names, arrays)))
     else:
         out = df.take(order)
         out.index = pd.RangeIndex(len(order))
@@ -167,7 +196,7 @@ def prefix_feasible(rank: np.ndarray, codes: np.ndarray, gcodes: np.ndarray, kq:
 
 def _rerank_bucket(
     row_ids: np.ndarray, codes: np.ndarray, slot: np.ndarray, sizes: np.ndarray, kq: np.ndarray, s: np.ndarray,
-    gcodes: np.ndarray, n_g: int, p: np.ndarray, rank: np.ndarray, method: str, strict: bool,
+    gcodes: np.ndarray, n_g: int, p: np.ndarray, rank: np.ndarray, method: str, strict: bool, fast: bool,
 ) -> None:
     """One length bucket: per query and category the candidates in score order, then the walk.
     Writes the 1-based ``rank`` of every row of the bucket in place."""
@@ -180,12 +209,18 @@ def _rerank_bucket(
     padded = np.full(n_q * width, np.inf)
     padded[cell] = -s[row_ids]
     padded = padded.reshape(n_q, width)
-    rows_sorted = np.take_along_axis(rows, _stable_row_argsort(padded), axis=1)
+    rows_sorted = np.take_along_axis(rows, _stable_row_argsort(padded, fast), axis=1)
     del rows, padded
-    if method == "detconstsort" and compiled_enabled():  # the rest of the bucket in one compiled pass
-        from fairltr.fair.geyik_kernels import constsort_bucket
+    if fast:  # the rest of the bucket in one compiled pass
+        from fairltr.fair.geyik_kernels import constsort_bucket, det_walk_bucket
 
-        constsort_bucket(rows_sorted, gcodes, s, p, kq, rank, strict)
+        if method == "detconstsort":
+            constsort_bucket(rows_sorted, gcodes, s, p, kq, rank, strict)
+        else:
+            det_walk_bucket(rows_sorted, gcodes, s, p, kq, rank, method)
+        return
+    if method != "detconstsort" and n_q == 1:  # one list: the walk on Python lists (numpy's per-call cost
+        _det_walk_one(rows_sorted[0], gcodes, s, p[0], int(kq[0]), rank, method)  # exceeds a step's work)
         return
     valid = rows_sorted >= 0
     # per query and category the candidates in score order: a stable sort of the categories
@@ -226,11 +261,6 @@ def _rerank_bucket(
         _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
     # the others follow in score order (after k_q, or fewer when DetConstSort ran out of entrants:
     # every category with a positive share exhausted)
-    if compiled_enabled():
-        from fairltr.fair.geyik_kernels import rank_the_rest
-
-        rank_the_rest(rows_sorted, rank)
-        return
     ranked = rank[np.maximum(rows_sorted, 0)] > 0
     rest = valid & ~ranked
     n_ranked = (valid & ranked).sum(axis=1)
@@ -238,13 +268,13 @@ def _rerank_bucket(
     rank[rows_sorted[qi, si]] = n_ranked[qi] + np.cumsum(rest, axis=1)[qi, si]
 
 
-def _stable_row_argsort(keys: np.ndarray) -> np.ndarray:
+def _stable_row_argsort(keys: np.ndarray, fast: bool = False) -> np.ndarray:
     """``np.argsort(keys, axis=1, kind="stable")`` for the finite keys of each row (+inf padding
-    in any order): rows wider than 256 with the compiled kernels, :func:`fairltr.row_sort.stable_argsort_rows`
+    in any order): rows wider than 256 when the compiled kernels run (``fast``), :func:`fairltr.row_sort.stable_argsort_rows`
     (exactly the stable argsort; numpy's wide sort is slow on some CPUs); otherwise numpy's
     (AVX-512) quicksort, and the stable sort only when some row holds equal finite keys (where
     the two may order them differently)."""
-    if keys.shape[1] > 256 and compiled_enabled():
+    if keys.shape[1] > 256 and fast:
         from fairltr.row_sort import stable_argsort_rows
 
         return stable_argsort_rows(keys)
@@ -289,6 +319,49 @@ def _det_walk(flat, base, cnt, p, kq, s_ext, rank, method: str) -> None:
             a = np.flatnonzero(active)
             rank[row[a, g[a]]] = j
             ptr[a, g[a]] += 1
+
+
+def _det_walk_one(order: np.ndarray, gcodes: np.ndarray, s: np.ndarray, p: np.ndarray, k: int, rank: np.ndarray,
+                  method: str) -> None:
+    """:func:`_det_walk` and the remainder for ONE query on Python lists (same rule, same floating
+    point: the minimums floor(j p_g) and maximums ceil(j p_g) come from numpy; DetCons' urgency of a
+    category at its maximum c + 1 is (c + 1) / p_g, DetRelaxed's its ceiling). ``order``: the query's
+    rows in score order (ties: earlier row), -1 padding."""
+    rows = order[order >= 0]
+    n_g = len(p)
+    cats = gcodes[rows]
+    lists = [rows[cats == g][:k].tolist() for g in range(n_g)]
+    scores = [s[np.asarray(lst, dtype=np.int64)].tolist() for lst in lists]
+    j = np.arange(1, k + 1, dtype=np.float64)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.floor(j * p).astype(np.int64).T.tolist()
+        hi = np.ceil(j * p).astype(np.int64).T.tolist()
+        c1 = np.arange(1, k + 2, dtype=np.float64)[None, :] / np.where(p > 0, p, np.nan)[:, None]
+        urgency = (np.zeros_like(c1) if method == "detgreedy" else np.ceil(c1) if method == "detrelaxed" else c1).tolist()
+    ptr, size, placed = [0] * n_g, [len(lst) for lst in lists], []
+    for t in range(k):
+        b_min = b_max = b_any = None  # (key, g); key: larger score first, then earlier row
+        for g in range(n_g):
+            c = ptr[g]
+            if c == size[g]:
+                continue
+            key = (-scores[g][c], lists[g][c])
+            if b_any is None or key < b_any[0]:
+                b_any = (key, g)
+            if c < lo[g][t]:
+                if b_min is None or key < b_min[0]:
+                    b_min = (key, g)
+            elif c < hi[g][t]:
+                key = (urgency[g][c], key)
+                if b_max is None or key < b_max[0]:
+                    b_max = (key, g)
+        g = (b_min or b_max or b_any)[1]
+        placed.append(lists[g][ptr[g]])
+        ptr[g] += 1
+    top = np.asarray(placed, dtype=np.int64)
+    rank[top] = np.arange(1, len(top) + 1)
+    rest = rows[rank[rows] == 0]
+    rank[rest] = np.arange(len(top) + 1, len(top) + 1 + len(rest))
 
 
 def _insertion_rounds(c: np.ndarray, p: np.ndarray) -> np.ndarray:

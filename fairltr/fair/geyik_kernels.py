@@ -18,7 +18,7 @@ Importing this module imports numba.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from fairltr.compiled import njit  # numba.njit, cached in the user cache folder
 
 __all__ = ["move_up_columns", "rank_the_rest", "constsort_bucket"]
 
@@ -170,4 +170,75 @@ def constsort_bucket(rows_sorted: np.ndarray, gcodes: np.ndarray, s: np.ndarray,
     move_up_columns(lrow, lsc, lmax, 0 if strict else 1)
     pi, qi = np.nonzero(np.arange(big_t)[:, None] < np.minimum(n_in, kq)[None, :])
     rank[lrow[pi, qi]] = pi + 1
+    rank_the_rest(rows_sorted, rank)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _det_walk(rows_sorted, gcodes, s, p, kq, n_g, method, rank):  # pragma: no cover - compiled
+    """Per query q: split its rows (in score order) by category, keeping the first k_q of each, then
+    walk positions j = 1..k_q (method 0 DetGreedy, 1 DetCons, 2 DetRelaxed) writing ``rank``."""
+    Q, W = rows_sorted.shape
+    cap = 1
+    for q in range(Q):
+        cap = max(cap, kq[q])
+    lists = np.empty((n_g, cap), dtype=np.int64)
+    cnt = np.zeros(n_g, dtype=np.int64)
+    ptr = np.zeros(n_g, dtype=np.int64)
+    for q in range(Q):
+        k = kq[q]
+        for g in range(n_g):
+            cnt[g] = 0
+            ptr[g] = 0
+        for w in range(W):
+            row = rows_sorted[q, w]
+            if row < 0:
+                continue
+            g = gcodes[row]
+            if cnt[g] < k:
+                lists[g, cnt[g]] = row
+                cnt[g] += 1
+        for t in range(k):
+            j = np.float64(t + 1)
+            b_min, b_max, b_any = -1, -1, -1
+            u_max = np.inf
+            for g in range(n_g):
+                c = ptr[g]
+                if c >= cnt[g]:
+                    continue
+                row = lists[g, c]
+                pg = p[q, g]
+                lo = np.floor(j * pg)
+                hi = np.ceil(j * pg)
+                if b_any < 0 or s[row] > s[lists[b_any, ptr[b_any]]] or (
+                        s[row] == s[lists[b_any, ptr[b_any]]] and row < lists[b_any, ptr[b_any]]):
+                    b_any = g
+                if c < lo:
+                    if b_min < 0 or s[row] > s[lists[b_min, ptr[b_min]]] or (
+                            s[row] == s[lists[b_min, ptr[b_min]]] and row < lists[b_min, ptr[b_min]]):
+                        b_min = g
+                elif c < hi:
+                    u = 0.0 if method == 0 else (hi / pg if method == 1 else np.ceil(hi / pg))
+                    if b_max < 0 or u < u_max or (u == u_max and (
+                            s[row] > s[lists[b_max, ptr[b_max]]] or (
+                                s[row] == s[lists[b_max, ptr[b_max]]] and row < lists[b_max, ptr[b_max]]))):
+                        b_max = g
+                        u_max = u
+            g = b_min if b_min >= 0 else (b_max if b_max >= 0 else b_any)
+            if g < 0:
+                break
+            rank[lists[g, ptr[g]]] = t + 1
+            ptr[g] += 1
+
+
+def det_walk_bucket(rows_sorted: np.ndarray, gcodes: np.ndarray, s: np.ndarray, p: np.ndarray, kq: np.ndarray,
+                    rank: np.ndarray, method: str) -> None:
+    """DetGreedy / DetCons / DetRelaxed (``method``) of every query row of ``rows_sorted`` (Q, W) (row
+    ids in score order, ties by earlier row; -1 padding): writes the 1-based ``rank`` of every row of
+    the bucket in place (the walk's top k_q, the rest after in score order), as
+    :func:`fairltr.fair.geyik._det_walk` and the walk's remainder do."""
+    rows_sorted = np.ascontiguousarray(rows_sorted, dtype=np.int64)
+    code = {"detgreedy": 0, "detcons": 1, "detrelaxed": 2}[method]
+    _det_walk(rows_sorted, np.ascontiguousarray(gcodes, dtype=np.int64), np.ascontiguousarray(s, dtype=np.float64),
+              np.ascontiguousarray(p, dtype=np.float64), np.ascontiguousarray(kq, dtype=np.int64),
+              np.int64(p.shape[1]), np.int64(code), rank)
     rank_the_rest(rows_sorted, rank)

@@ -10,7 +10,7 @@ rows run along the last group. Importing this module imports numba.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from fairltr.compiled import njit  # numba.njit, cached in the user cache folder
 
 __all__ = ["fail_probability_kernel"]
 

@@ -28,26 +28,16 @@ from pathlib import Path
 
 import numpy as np
 
+from fairltr.compiled import ENV_CACHE_DIR as ENV_DIR, cache_root  # one cache folder for fairltr
+
 __all__ = ["FORMAT", "ENV_DIR", "ENV_SWITCH", "MIN_K", "cache_root", "enabled", "entry_path", "load", "store"]
 
 FORMAT = 1
-ENV_DIR = "FAIRLTR_CACHE_DIR"
 ENV_SWITCH = "FAIRLTR_MTABLE_CACHE"
 MIN_K = {"binomial": 256, "multinomial": 1}
 """Smallest k written to disk per kind (a binomial table below it is computed in a few ms)."""
 
 _warned = False
-
-
-def cache_root() -> Path:
-    """fairltr's cache folder: ``$FAIRLTR_CACHE_DIR``, else ``$XDG_CACHE_HOME/fairltr``, else
-    ``~/.cache/fairltr`` (a relative XDG_CACHE_HOME is ignored, as the XDG spec says)."""
-    own = os.environ.get(ENV_DIR, "").strip()
-    if own:
-        return Path(own).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "fairltr"
 
 
 def enabled() -> bool:

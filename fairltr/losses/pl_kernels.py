@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from fairltr.compiled import njit  # numba.njit, cached in the user cache folder
 
 from fairltr.losses.pl_keys import (
     _LARGEST, _RATE_CAP, _fill_inputs, _pack_keys, _sfc64_uniforms, _shift_rows, _sfc64_warm_up, sfc64_state,

@@ -5,7 +5,7 @@ the preparation of a batch's rates; :mod:`fairltr.losses.pl_kernels` drives them
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from fairltr.compiled import njit  # numba.njit, cached in the user cache folder
 
 __all__ = ["sfc64_state", "unpack_rows"]
 

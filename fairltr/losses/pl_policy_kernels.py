@@ -33,7 +33,7 @@ in the same pass when asked for.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from fairltr.compiled import njit  # numba.njit, cached in the user cache folder
 
 __all__ = ["policy_rows", "add_tail_terms", "disparity_terms", "store_prefixes", "SELECT_MAX"]
 

@@ -2,7 +2,8 @@
 
 * precision_at_k = |top-k(pred) ∩ top-k(truth)| / k (docs/spec.md §3, also for n_q < k), truth = order by judgment.
 * kendall_tau = Kendall's tau-b between predicted positions and judgments (ties in
-  judgments are ties), O(n log n) per query (Knight's algorithm); NaN for n_q < 2 or all-equal judgments.
+  judgments are ties), O(n log n) per query (the discordant pairs are inversions counted by a radix pass or a
+  Fenwick tree: :mod:`fairltr.metrics.kendall_counts`); NaN for n_q < 2 or all-equal judgments.
 * ndcg_at_k: gains 2^rel - 1, discount 1 / log2(1 + r); rel = judgment, shifted by the query's
   minimum when a query holds negative judgments; NaN when the ideal DCG is 0. ``gain="linear"``:
   gains max(rel, 0), trec_eval's ``ndcg_cut`` (judgments <= 0 gain nothing, no shift).
@@ -15,6 +16,7 @@ import torch
 
 from typing import Union
 
+from fairltr.metrics.kendall_counts import pair_counts
 from fairltr.metrics.ordering import TiedRanks, order_by, ranks_from_order
 
 __all__ = ["precision_at_k", "kendall_tau", "kendall_pair_counts", "ndcg_at_k", "NDCG_GAINS", "mrr_at_k", "recall_at_k", "Ranks"]
@@ -52,7 +54,7 @@ def precision_at_k(pred_ranks: Ranks, true_ranks: Ranks, mask: torch.Tensor, k: 
 def kendall_tau(
     pred_ranks: Ranks, judgments: torch.Tensor, mask: torch.Tensor, block: int | None = None
 ) -> torch.Tensor:
-    """Kendall's tau-b per query in O(n log n) (Knight's algorithm), vectorised over queries. (Q,) float64.
+    """Kendall's tau-b per query in O(n log n) (:func:`kendall_pair_counts`), vectorised over queries. (Q,) float64.
 
     tau_b = (n0 - n1 - n2 + n3 - 2 n_d) / sqrt((n0 - n1) (n0 - n2)) with n0 = n (n - 1) / 2, n1 / n2 the
     pairs tied in x = -pred_ranks / in y = judgments, n3 the pairs tied in both and n_d the discordant
@@ -75,105 +77,12 @@ def kendall_tau(
 def kendall_pair_counts(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per query (Q,) float64: n0 = n (n - 1) / 2, n1 / n2 the pairs tied in ``x`` / in ``y``, n3
-    the pairs tied in both, n_d the discordant pairs (x and y ordered oppositely): the strict
-    inversions of y once the items are sorted by (x, y), counted bit by bit of y's dense rank (the
-    variable with fewer distinct values plays y). Padded slots are left out."""
-    q, n = mask.shape
-    device = mask.device
-    if n == 0:
-        zero = torch.zeros(q, dtype=torch.float64, device=device)
-        return zero, zero, zero, zero, zero
-    x_rank, x_pad = _dense_ranks(x, mask)
-    y_rank, y_pad = _dense_ranks(y, mask)
-    if x_pad < y_pad:  # the counts are symmetric: count inversions in the variable with fewer distinct values
-        x_rank, x_pad, y_rank, y_pad = y_rank, y_pad, x_rank, x_pad
-        swapped = True
-    else:
-        swapped = False
-    # sort by (x, y); padded slots carry the largest rank in both, so they sort last and add no inversion
-    width = y_pad + 1
-    joint = x_rank * width + y_rank
-    order = torch.sort(joint, dim=-1).indices
-    y_sorted = y_rank.gather(-1, order)
-    valid = mask.sum(-1).to(torch.float64)
-    n0 = valid * (valid - 1) / 2
-    n1 = _tied_pairs_by_count(x_rank, x_pad)
-    n2 = _tied_pairs_by_count(y_rank, y_pad)
-    n3 = _tied_pairs(joint.gather(-1, order), x_pad * width + y_pad)
-    n_d = _strict_inversions(y_sorted, y_pad)
-    if swapped:
-        n1, n2 = n2, n1
-    return n0, n1, n2, n3, n_d
-
-
-def _dense_ranks(values: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """0-based dense rank of each real slot by increasing value (equal values share one) and the rank
-    given to padding: one more than the largest real rank over all queries."""
-    key = values.masked_fill(~mask, float("inf"))
-    sorted_values, order = torch.sort(key, dim=-1, stable=True)
-    sorted_mask = mask.gather(-1, order)
-    new_value = torch.ones_like(sorted_mask)
-    new_value[..., 1:] = sorted_values[..., 1:] != sorted_values[..., :-1]
-    dense = torch.cumsum(new_value.to(torch.int64), dim=-1) - 1
-    pad = int(dense.masked_fill(~sorted_mask, -1).max()) + 1 if dense.numel() else 0
-    dense = dense.masked_fill(~sorted_mask, pad)
-    return torch.empty_like(dense).scatter_(-1, order, dense), pad
-
-
-def _run_starts(sorted_keys: torch.Tensor) -> torch.Tensor:
-    """Index of the first slot of each slot's run of equal keys (keys sorted along the last dim)."""
-    n = sorted_keys.shape[-1]
-    idx = torch.arange(n, device=sorted_keys.device).expand_as(sorted_keys)
-    start = torch.ones_like(sorted_keys, dtype=torch.bool)
-    start[..., 1:] = sorted_keys[..., 1:] != sorted_keys[..., :-1]
-    return torch.cummax(torch.where(start, idx, torch.zeros_like(idx)), dim=-1).values
-
-
-def _tied_pairs(sorted_keys: torch.Tensor, pad: int) -> torch.Tensor:
-    """sum over runs of equal keys of t (t - 1) / 2 = sum over slots of the equal slots before it;
-    slots holding the padding key ``pad`` are left out. (Q,) float64."""
-    idx = torch.arange(sorted_keys.shape[-1], device=sorted_keys.device)
-    before = (idx - _run_starts(sorted_keys)) * (sorted_keys != pad)
-    return before.sum(-1).to(torch.float64)
-
-
-def _tied_pairs_by_count(ranks: torch.Tensor, pad: int) -> torch.Tensor:
-    """sum over distinct ranks of c (c - 1) / 2 with c the rank's count per row; padding left out."""
-    counts = torch.zeros(ranks.shape[0], pad + 1, dtype=torch.int64, device=ranks.device)
-    counts.scatter_add_(-1, ranks, torch.ones_like(ranks))
-    counts = counts[:, :pad]
-    return (counts * (counts - 1) // 2).sum(-1).to(torch.float64)
-
-
-def _strict_inversions(ranks: torch.Tensor, n: int) -> torch.Tensor:
-    """#{(i, j): i < j, ranks_i > ranks_j} per row, for integer ranks in [0, n]. (Q,) float64.
-
-    A most-significant-bit-first radix pass: at bit b the slots are ordered by (ranks >> (b + 1),
-    position), so every run of equal prefix is contiguous; each pair is counted at the first bit
-    where its ranks differ (a 1 before a 0), then each run is stably split into its 0s and its 1s.
-    Every bit costs O(N) (cumulative sums and one scatter), so the count is O(N log n), n + 1 the
-    number of distinct ranks (a few bits for graded judgments, log N at most)."""
-    q, length = ranks.shape
-    idx = torch.arange(length, device=ranks.device).expand(q, length)
-    inversions = torch.zeros(q, dtype=torch.int64, device=ranks.device)
-    current = ranks.clone()
-    for b in reversed(range(max(1, int(n).bit_length()))):
-        bit = (current >> b) & 1
-        start = _run_starts(current >> (b + 1))
-        ones_incl = torch.cumsum(bit, dim=-1)
-        ones_before_run = (ones_incl - bit).gather(-1, start)
-        ones_before = ones_incl - bit - ones_before_run  # 1s earlier in the same run
-        inversions += (ones_before * (1 - bit)).sum(-1)
-        # run totals at the run's last slot: the next run's start - 1 (or the row's end)
-        run_end = torch.flip(torch.cummin(torch.flip(torch.where(
-            torch.cat([start[:, 1:] != start[:, :-1], torch.ones_like(start[:, :1], dtype=torch.bool)], -1),
-            idx, torch.full_like(idx, length)), [-1]), dim=-1).values, [-1])
-        ones_in_run = ones_incl.gather(-1, run_end) - ones_before_run
-        zeros_in_run = run_end - start + 1 - ones_in_run
-        zeros_before = idx - start - ones_before
-        position = start + torch.where(bit == 0, zeros_before, zeros_in_run + ones_before)
-        current = torch.empty_like(current).scatter_(-1, position, current)
-    return inversions.to(torch.float64)
+    the pairs tied in both, n_d the discordant pairs (x and y ordered oppositely), padded slots left
+    out: :func:`fairltr.metrics.kendall_counts.pair_counts` (numpy; the strict inversions of y once
+    the items are sorted by (x, y), O(n log n))."""
+    counts = pair_counts(x.detach().to(torch.float64).cpu().numpy(), y.detach().to(torch.float64).cpu().numpy(),
+                         mask.detach().cpu().numpy().astype(bool))
+    return tuple(torch.as_tensor(c, dtype=torch.float64, device=mask.device) for c in counts)  # type: ignore[return-value]
 
 
 def _kendall_tau_pairwise(

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fairltr.columns import RankingColumns
-from fairltr.fair import rerank_geyik
+from fairltr.fair import GEYIK_METHODS, rerank_geyik
 from fairltr.fair.geyik import _move_up, _move_up_one
 
 pytest.importorskip("numba", reason="the compiled move-up needs numba (the [fast] extra)")
@@ -67,12 +67,14 @@ def test_rerank_geyik_is_the_same_table_with_and_without_the_compiled_loops(monk
     pd.testing.assert_frame_equal(compiled, rerank_geyik(df, "s", **kw))
 
 
-@pytest.mark.parametrize("strict", [True, False])
-def test_compiled_detconstsort_equals_the_numpy_path_on_random_tables(monkeypatch, strict):
-    """The compiled bucket (fairltr.fair.geyik_kernels.constsort_bucket: category split, entry
-    merge, move-up, ranks) against the numpy path: random sizes, 1-5 categories, tied scores, the
-    pool's mix or a given target (zero shares included), k from 1 to past the list length."""
-    rng = np.random.default_rng(7 + strict)
+@pytest.mark.parametrize("method,strict", [("detconstsort", True), ("detconstsort", False), ("detgreedy", True),
+                                           ("detcons", True), ("detrelaxed", True)])
+def test_compiled_buckets_equal_the_numpy_path_on_random_tables(monkeypatch, method, strict):
+    """The compiled buckets (fairltr.fair.geyik_kernels.constsort_bucket: category split, entry
+    merge, move-up, ranks; det_walk_bucket: category split, walk, ranks) against the numpy path (the
+    vectorised walk, or the walk on Python lists for one query): random sizes, 1-5 categories, tied
+    scores, the pool's mix or a given target (zero shares included), k from 1 to past the list length."""
+    rng = np.random.default_rng(7 + strict + 3 * GEYIK_METHODS.index(method))
     for trial in range(60):
         n_q, n_g = int(rng.integers(1, 6)), int(rng.integers(1, 6))
         sizes = rng.integers(1, 300 if trial % 3 else 700, n_q)
@@ -91,7 +93,7 @@ def test_compiled_detconstsort_equals_the_numpy_path_on_random_tables(monkeypatc
             target = {c: float(x) for c, x in zip(present, shares)}
             target[present[0]] += 1.0 - sum(target.values())  # exactly 1 in float
         k = int(rng.integers(1, int(sizes.max()) + 20))
-        kw = dict(method="detconstsort", k=k, columns=COLS, strict=strict, target=target)
+        kw = dict(method=method, k=k, columns=COLS, strict=strict, target=target)
         monkeypatch.setenv("FAIRLTR_COMPILED", "1")
         compiled = rerank_geyik(df, "s", **kw)
         monkeypatch.setenv("FAIRLTR_COMPILED", "0")
