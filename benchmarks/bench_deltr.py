@@ -226,10 +226,14 @@ def part_b(args) -> list[dict]:
         }
         row["ratio"] = row["iteration_ms"] / row["passes_ms"]
         row["ratio_cpu"] = row["iteration_cpu_ms"] / row["passes_cpu_ms"]
+        per_round = sorted(a / b for a, b in zip(cpu["it"], cpu["pass"]))  # each round's pair, same moment
+        row["ratio_cpu_min"], row["ratio_cpu_max"] = per_round[0], per_round[-1]
+        row["ratio_cpu_round_median"] = statistics.median(per_round)
         results.append(row)
         print(f"(b) {row['shape']} {row['dtype']}: iteration {med['it']:.2f} ms wall / {cmed['it']:.2f} ms CPU; "
               f"X w + X^T v {med['pass']:.2f} ms wall / {cmed['pass']:.2f} ms CPU -> ratio {row['ratio']:.2f} wall, "
-              f"{row['ratio_cpu']:.2f} CPU; autograd path {med['auto']:.1f} ms wall; "
+              f"{row['ratio_cpu']:.2f} CPU (per round CPU ratio min {row['ratio_cpu_min']:.2f} median "
+              f"{row['ratio_cpu_round_median']:.2f} max {row['ratio_cpu_max']:.2f} over {args.rounds} rounds); autograd path {med['auto']:.1f} ms wall; "
               f"{100 * share:.0f}% of queries with an active hinge", flush=True)
         del x, obj, xs
     return results
@@ -333,8 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         goal = "meets" if max(r["ratio"], r["ratio_cpu"]) <= 1.5 else (
             "meets on CPU time" if r["ratio_cpu"] <= 1.5 else "MISSES")
         print(f"  (b) {r['shape']} {r['dtype']}: iteration / (X w + X^T v) = {r['ratio']:.2f} (wall), "
-              f"{r['ratio_cpu']:.2f} (CPU time); goal <= 1.5: {goal}; "
-              f"goal <= 1.2: {'meets on CPU time' if r['ratio_cpu'] <= 1.2 else 'MISSES (see --profile)'}")
+              f"{r['ratio_cpu']:.2f} (CPU time; per round min {r['ratio_cpu_min']:.2f} / median "
+              f"{r['ratio_cpu_round_median']:.2f} / max {r['ratio_cpu_max']:.2f}); goal <= 1.5: {goal}; "
+              f"goal <= 1.3 (issue 34): {'meets on CPU time' if r['ratio_cpu'] <= 1.3 else 'MISSES (see --profile)'}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))
