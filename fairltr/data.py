@@ -144,7 +144,7 @@ def numeric_matrix(
     plain = all(pd.api.types.is_float_dtype(df[c]) for c in columns)
     if plain:  # fast path: one conversion, then locate the first bad cell only if there is one
         x = df[columns].to_numpy(dtype=dtype)
-        if np.shares_memory(x, df[columns[0]].to_numpy()) or not x.flags.writeable:
+        if np.may_share_memory(x, df[columns[0]].to_numpy()) or not x.flags.writeable:
             x = x.copy()
         if np.isfinite(x).all():
             return x
