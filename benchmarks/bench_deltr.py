@@ -119,7 +119,7 @@ def _fit_time(df: pd.DataFrame, optimizer: str, gamma: float, n: int) -> tuple[f
 
 
 def fairltr_per_iteration(df: pd.DataFrame, optimizer: str, gamma: float, n1: int, n2: int,
-                          repeats: int = 3) -> float:
+                          repeats: int = 5) -> float:
     """Marginal seconds per iteration of DELTR.fit, (t(n2) - t(n1)) / (steps2 - steps1), best of
     ``repeats``; set-up (validation, padding, standardisation) cancels out."""
     _fit_time(df, optimizer, gamma, n1)  # warm-up
@@ -144,8 +144,11 @@ def part_a(args) -> list[dict]:
             row = {"size": f"{q}x{n}", "rows": q * n, "fairltr_adam_s": adam, "fairltr_lbfgs_s": lbfgs}
             if python:
                 ref = time_reference(python, df, args.reference_iters, args.gamma)
-                row["reference_s"] = statistics.median(ref["per_iteration_s"])
-                row["reference_source"] = f"measured ({len(ref['per_iteration_s'])} iterations)"
+                its = ref["per_iteration_s"]
+                row["reference_s"] = statistics.median(its)
+                row["reference_spread_s"] = [min(its), max(its)]
+                row["reference_source"] = (f"measured, median of {len(its)} iterations, min {min(its):.3f} / max "
+                                           f"{max(its):.3f} s")
             elif q * n in SPEC_REFERENCE_S:
                 row["reference_s"] = SPEC_REFERENCE_S[q * n]
                 row["reference_source"] = "published figure (docs/spec.md §2)"
@@ -304,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="+", default=["10x20", "50x20"], help="(a) queries x candidates")
     ap.add_argument("--gamma", type=float, default=1.0, help="(a) gamma for both packages")
-    ap.add_argument("--reference-iters", type=int, default=3, help="(a) fairsearchdeltr iterations per size")
+    ap.add_argument("--reference-iters", type=int, default=5, help="(a) fairsearchdeltr iterations per size")
     ap.add_argument("--adam-iters", type=int, default=2000, help="(a) extra fairltr iterations timed")
     ap.add_argument("--reference-python", help="(a) python of an existing venv with fairsearchdeltr 1.0.2")
     ap.add_argument("--skip-reference", action="store_true", help="(a) use the published figures (docs/spec.md §2)")
