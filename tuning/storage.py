@@ -165,6 +165,33 @@ def set_user_attrs(trial: "optuna.trial.Trial", attrs: Mapping[str, Any]) -> Non
             trial.set_user_attr(key, value)
         return
     with _create_scoped_session(backend.scoped_session, True) as session:
-        for key, value in attrs.items():
-            upsert(session, models.TrialUserAttributeModel, trial._trial_id, key, value)
+        if not _bulk_upsert(backend, session, models, trial._trial_id, attrs):
+            for key, value in attrs.items():
+                upsert(session, models.TrialUserAttributeModel, trial._trial_id, key, value)
     trial._cached_frozen_trial.user_attrs.update(attrs)  # what Trial.set_user_attr also does
+
+
+def _bulk_upsert(backend, session, models, trial_id: int, attrs: Mapping[str, Any]) -> bool:
+    """On SQLite (>= 3.24) and PostgreSQL: check once that the trial is still updatable, then
+    insert-or-update every attribute in ONE statement (the rows Optuna's per-attribute upsert
+    writes: ``value_json = json.dumps(value)``). False on another database (the caller upserts
+    one by one)."""
+    import json
+    import sqlite3
+
+    name = backend.engine.name
+    if name == "sqlite" and sqlite3.sqlite_version_info >= (3, 24, 0):
+        from sqlalchemy.dialects.sqlite import insert
+    elif name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        return False
+    if not attrs:
+        return True
+    model = models.TrialUserAttributeModel
+    row = models.TrialModel.find_or_raise_by_id(trial_id, session)
+    backend.check_trial_is_updatable(trial_id, row.state)
+    stmt = insert(model).values([{"trial_id": trial_id, "key": k, "value_json": json.dumps(v)} for k, v in attrs.items()])
+    session.execute(stmt.on_conflict_do_update(index_elements=[model.trial_id, model.key],
+                                               set_={"value_json": stmt.excluded.value_json}))
+    return True
