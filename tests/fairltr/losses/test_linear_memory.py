@@ -98,3 +98,18 @@ def test_numeric_matrix_float32_is_the_rounded_float64_and_never_a_view():
     assert np.array_equal(mixed, numeric_matrix(df, ["protected", *cols]).astype(np.float32))
     x32[:] = 0.0  # writable, ours
     assert df[cols[0]].abs().sum() > 0
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_float32_buckets_equal_the_float64_ones_rounded(shuffle):
+    """A float32 batch (built without a float64 copy; a full, contiguous table padded by a
+    reshape) holds the float64 batch's features rounded once."""
+    df = _table(n_q=12, n=6)
+    if shuffle:  # rows of a query no longer contiguous: the general padding path
+        df = df.sample(frac=1.0, random_state=0).reset_index(drop=True)
+    b64 = to_buckets(df, dtype=torch.float64)
+    b32 = to_buckets(df, dtype=torch.float32)
+    for x64, x32 in zip(b64.batches, b32.batches):
+        assert x32.features.dtype == torch.float32
+        assert torch.equal(x32.features, x64.features.to(torch.float32))
+        assert torch.equal(x32.mask, x64.mask) and torch.equal(x32.row_index, x64.row_index)
