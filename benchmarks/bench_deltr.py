@@ -119,7 +119,7 @@ def _fit_time(df: pd.DataFrame, optimizer: str, gamma: float, n: int) -> tuple[f
 
 
 def fairltr_per_iteration(df: pd.DataFrame, optimizer: str, gamma: float, n1: int, n2: int,
-                          repeats: int = 3) -> float:
+                          repeats: int = 5) -> float:
     """Marginal seconds per iteration of DELTR.fit, (t(n2) - t(n1)) / (steps2 - steps1), best of
     ``repeats``; set-up (validation, padding, standardisation) cancels out."""
     _fit_time(df, optimizer, gamma, n1)  # warm-up
@@ -144,8 +144,11 @@ def part_a(args) -> list[dict]:
             row = {"size": f"{q}x{n}", "rows": q * n, "fairltr_adam_s": adam, "fairltr_lbfgs_s": lbfgs}
             if python:
                 ref = time_reference(python, df, args.reference_iters, args.gamma)
-                row["reference_s"] = statistics.median(ref["per_iteration_s"])
-                row["reference_source"] = f"measured ({len(ref['per_iteration_s'])} iterations)"
+                its = ref["per_iteration_s"]
+                row["reference_s"] = statistics.median(its)
+                row["reference_spread_s"] = [min(its), max(its)]
+                row["reference_source"] = (f"measured, median of {len(its)} iterations, min {min(its):.3f} / max "
+                                           f"{max(its):.3f} s")
             elif q * n in SPEC_REFERENCE_S:
                 row["reference_s"] = SPEC_REFERENCE_S[q * n]
                 row["reference_source"] = "published figure (docs/spec.md §2)"
@@ -226,10 +229,14 @@ def part_b(args) -> list[dict]:
         }
         row["ratio"] = row["iteration_ms"] / row["passes_ms"]
         row["ratio_cpu"] = row["iteration_cpu_ms"] / row["passes_cpu_ms"]
+        per_round = sorted(a / b for a, b in zip(cpu["it"], cpu["pass"]))  # each round's pair, same moment
+        row["ratio_cpu_min"], row["ratio_cpu_max"] = per_round[0], per_round[-1]
+        row["ratio_cpu_round_median"] = statistics.median(per_round)
         results.append(row)
         print(f"(b) {row['shape']} {row['dtype']}: iteration {med['it']:.2f} ms wall / {cmed['it']:.2f} ms CPU; "
               f"X w + X^T v {med['pass']:.2f} ms wall / {cmed['pass']:.2f} ms CPU -> ratio {row['ratio']:.2f} wall, "
-              f"{row['ratio_cpu']:.2f} CPU; autograd path {med['auto']:.1f} ms wall; "
+              f"{row['ratio_cpu']:.2f} CPU (per round CPU ratio min {row['ratio_cpu_min']:.2f} median "
+              f"{row['ratio_cpu_round_median']:.2f} max {row['ratio_cpu_max']:.2f} over {args.rounds} rounds); autograd path {med['auto']:.1f} ms wall; "
               f"{100 * share:.0f}% of queries with an active hinge", flush=True)
         del x, obj, xs
     return results
@@ -300,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="+", default=["10x20", "50x20"], help="(a) queries x candidates")
     ap.add_argument("--gamma", type=float, default=1.0, help="(a) gamma for both packages")
-    ap.add_argument("--reference-iters", type=int, default=3, help="(a) fairsearchdeltr iterations per size")
+    ap.add_argument("--reference-iters", type=int, default=5, help="(a) fairsearchdeltr iterations per size")
     ap.add_argument("--adam-iters", type=int, default=2000, help="(a) extra fairltr iterations timed")
     ap.add_argument("--reference-python", help="(a) python of an existing venv with fairsearchdeltr 1.0.2")
     ap.add_argument("--skip-reference", action="store_true", help="(a) use the published figures (docs/spec.md §2)")
@@ -333,8 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         goal = "meets" if max(r["ratio"], r["ratio_cpu"]) <= 1.5 else (
             "meets on CPU time" if r["ratio_cpu"] <= 1.5 else "MISSES")
         print(f"  (b) {r['shape']} {r['dtype']}: iteration / (X w + X^T v) = {r['ratio']:.2f} (wall), "
-              f"{r['ratio_cpu']:.2f} (CPU time); goal <= 1.5: {goal}; "
-              f"goal <= 1.2: {'meets on CPU time' if r['ratio_cpu'] <= 1.2 else 'MISSES (see --profile)'}")
+              f"{r['ratio_cpu']:.2f} (CPU time; per round min {r['ratio_cpu_min']:.2f} / median "
+              f"{r['ratio_cpu_round_median']:.2f} / max {r['ratio_cpu_max']:.2f}); goal <= 1.5: {goal}; "
+              f"goal <= 1.3 (issue 34): {'meets on CPU time' if r['ratio_cpu'] <= 1.3 else 'MISSES (see --profile)'}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))

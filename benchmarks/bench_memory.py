@@ -21,7 +21,7 @@ of eating the machine. Operations:
 * ``fit``: ``DELTR(gamma=1e5, max_iter=--iters, tol=0).fit(df)`` (L-BFGS, the features and the
   protected column).
 
-Usage:  python benchmarks/bench_memory.py [--features 8] [--iters 5] [--rerank-k 100] [--cap-gib 8]
+Usage:  python benchmarks/bench_memory.py [--features 8] [--iters 5] [--rerank-k 100] [--cap-gib 8] [--repeats 5]
         [--timeout 300] [--ops evaluate rerank fit] [--tables uniform skewed] [--malloc-default]
         [--markdown OUT.md] [--json OUT.json] [--label TEXT]
 Run with PYTHONPATH=<another checkout> to measure another version of fairltr the same way.
@@ -199,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before a child is killed")
     ap.add_argument("--malloc-default", action="store_true",
                     help="keep glibc's dynamic mmap threshold in the children (peaks then vary from run to run)")
+    ap.add_argument("--repeats", type=int, default=5, help="rounds (every cell once per round, fresh processes)")
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--markdown", type=Path, help="append the table (with the settings) to this file")
     ap.add_argument("--json", type=Path, help="write the raw records as JSON")
@@ -220,16 +221,28 @@ def main(argv: list[str] | None = None) -> int:
         print(cells, flush=True)
         settings += f"\n\n{cells}"
     results = []
-    for op in args.ops:
-        for table in args.tables:
-            r = measure(op, table, args)
-            results.append(r)
-            state = "ok" if r.get("ok") else f"FAILED ({r.get('error')})"
-            print(f"  {op:8} {table:8} peak {_fmt(r, 'peak_mib', '.0f')} MiB "
-                  f"(before the op {_fmt(r, 'base_peak_mib', '.0f')} MiB), {_fmt(r, 'seconds', '.1f')} s: {state}",
-                  flush=True)
+    ratios: dict[str, list[float]] = {op: [] for op in args.ops}
+    for rep in range(args.repeats):  # every cell once per round, each a fresh process
+        run = []
+        for op in args.ops:
+            for table in args.tables:
+                r = measure(op, table, args)
+                run.append(r)
+                state = "ok" if r.get("ok") else f"FAILED ({r.get('error')})"
+                print(f"  round {rep + 1}: {op:8} {table:8} peak {_fmt(r, 'peak_mib', '.0f')} MiB "
+                      f"(before the op {_fmt(r, 'base_peak_mib', '.0f')} MiB), {_fmt(r, 'seconds', '.1f')} s: {state}",
+                      flush=True)
+            by = {(r["op"], r["table"]): r for r in run}
+            u, k = by.get((op, "uniform")), by.get((op, "skewed"))
+            if u and k and u.get("ok") and k.get("ok"):
+                ratios[op].append(k["peak_mib"] / u["peak_mib"])
+        results = run  # the table shows the last round
     table = report(results, args)
     print("\n" + table)
+    for op, rs in ratios.items():
+        if rs:
+            print(f"{op}: skewed / uniform peak per round min {min(rs):.2f} / median {sorted(rs)[len(rs) // 2]:.2f} / "
+                  f"max {max(rs):.2f} over {len(rs)} rounds")
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         with args.markdown.open("a") as fh:

@@ -82,13 +82,19 @@ def main() -> None:
         }
         params = {"policy (fair)": None, "no policy": {"rerank": "none"}}
         with served_model("models:/bench-ranker/1", tracking_uri=uri, start_timeout_s=180) as base:
-            print(f"{args.queries} queries x {args.candidates} candidates = {n} rows; median of {args.repeats}")
+            print(f"{args.queries} queries x {args.candidates} candidates = {n} rows; median of {args.repeats}, "
+                  f"in-process and REST alternated (the ratio per pair: min / median / max)")
             print(f"{'mode':16s} {'in-process ms/1k':>17s} {'REST ms/1k':>11s} {'REST / in-process':>18s}")
             for mode, body in payloads.items():
-                local = _median_s(lambda: loaded.predict(frame, params=params[mode]), args.repeats)
-                rest = _median_s(lambda: _post(f"{base}/invocations", body.encode()), args.repeats)
+                local_t, rest_t = [], []
+                for _ in range(args.repeats):
+                    local_t.append(_median_s(lambda: loaded.predict(frame, params=params[mode]), 1))
+                    rest_t.append(_median_s(lambda: _post(f"{base}/invocations", body.encode()), 1))
+                local, rest = statistics.median(local_t), statistics.median(rest_t)
+                per = [r / c for r, c in zip(rest_t, local_t)]
                 per_k = 1000.0 / n
-                print(f"{mode:16s} {local * per_k * 1e3:17.2f} {rest * per_k * 1e3:11.2f} {rest / local:18.2f}")
+                print(f"{mode:16s} {local * per_k * 1e3:17.2f} {rest * per_k * 1e3:11.2f} {rest / local:18.2f}   "
+                      f"per pair {min(per):.2f} / {statistics.median(per):.2f} / {max(per):.2f}")
 
 
 

@@ -81,6 +81,9 @@ class BucketedBatch:
     query_ids: list
     n_rows: int
     feature_names: list[str] = field(default_factory=list)
+    disposable: bool = False
+    """True when no one else holds these tensors (a trainer built them for itself), so training
+    may overwrite the features in place instead of copying them; :func:`to_buckets` leaves it False."""
 
     @property
     def n_queries(self) -> int:
@@ -144,7 +147,8 @@ def to_buckets(
     the same per-query content, but padded cells <= ``max_padding`` x rows.
     """
     c = resolve_columns(columns, query=query, group=group, judgment=judgment, item=item)
-    rows = ranking_rows(df, columns=c, features=features, source=source)
+    feature_dtype = np.float32 if dtype == torch.float32 else np.float64  # float32: no float64 copy
+    rows = ranking_rows(df, columns=c, features=features, source=source, feature_dtype=feature_dtype)
     buckets = length_buckets(rows.sizes, max_padding)
     batches = [pad_queries(rows, None if len(buckets) == 1 else q, dtype=dtype) for q in buckets]
     return BucketedBatch(batches=batches, queries=buckets, query_ids=list(rows.query_ids), n_rows=rows.n_rows,

@@ -127,22 +127,32 @@ def numeric_column(
 
 
 def numeric_matrix(
-    df: pd.DataFrame, columns: Sequence[object], *, query: str | None = None, source: str | None = None
+    df: pd.DataFrame, columns: Sequence[object], *, query: str | None = None, source: str | None = None,
+    dtype: type = np.float64,
 ) -> np.ndarray:
-    """``df[columns]`` as a finite float64 ``(rows, len(columns))`` array (see :func:`numeric_column`);
-    a missing column is a :class:`DataError` listing the available ones."""
+    """``df[columns]`` as a finite ``(rows, len(columns))`` array of ``dtype`` (float64 or float32;
+    each value is checked as float64, see :func:`numeric_column`, and rounded once to ``dtype``);
+    a missing column is a :class:`DataError` listing the available ones. The array is always a
+    fresh one (never a view of ``df``'s memory), filled column by column: no temporary of the
+    whole table beyond the result."""
     columns = list(columns)
     missing = [c for c in dict.fromkeys(columns) if c not in df.columns]
     if missing:
         raise DataError(f"{source_prefix(df, source)}missing column(s) {missing}; available columns: {list(df.columns)}")
     if not columns:
-        return np.zeros((len(df), 0))
+        return np.zeros((len(df), 0), dtype=dtype)
     plain = all(pd.api.types.is_float_dtype(df[c]) for c in columns)
     if plain:  # fast path: one conversion, then locate the first bad cell only if there is one
-        x = df[columns].to_numpy(dtype=np.float64)
+        x = df[columns].to_numpy(dtype=dtype)
+        if np.may_share_memory(x, df[columns[0]].to_numpy()) or not x.flags.writeable:
+            x = x.copy()
         if np.isfinite(x).all():
             return x
-    return np.column_stack([numeric_column(df, c, query=query, source=source) for c in columns])
+        del x
+    out = np.empty((len(df), len(columns)), dtype=dtype)
+    for j, c in enumerate(columns):
+        out[:, j] = numeric_column(df, c, query=query, source=source)
+    return out
 
 
 AUTO_FEATURES_HINT = (
@@ -380,15 +390,17 @@ def ranking_rows(
     columns: RankingColumns | None = None,
     features: Sequence[str] | None = None,
     source: str | None = None,
+    feature_dtype: type = np.float64,
 ) -> RankingRows:
     """Validate ``df`` (exactly as :func:`to_batch`) and return its rows unpadded; ``columns``
-    None: :data:`~fairltr.columns.DEFAULT_COLUMNS`."""
+    None: :data:`~fairltr.columns.DEFAULT_COLUMNS`; the features as ``feature_dtype`` (float64 or
+    float32: a float32 batch is built without a float64 copy of the table)."""
     c = resolve_columns(columns)
     features = select_features(df, columns=c, features=features, source=source)
     check_table(df, c, numeric=features, source=source)
     codes, qids = query_codes(df, c.query)
     slots, sizes = positions_in_query(codes, len(qids))
-    feat = numeric_matrix(df, features, query=c.query, source=source)
+    feat = numeric_matrix(df, features, query=c.query, source=source, dtype=feature_dtype)
     jud = numeric_column(df, c.judgment, query=c.query, source=source) if c.judgment else np.zeros(len(df))
     grp = category_codes(df[c.group])[0] if c.group else np.zeros(len(df), np.int64)
     return RankingRows(features=feat, judgments=jud, groups=grp, codes=codes, slots=slots, sizes=sizes,
@@ -414,7 +426,13 @@ def pad_queries(
     n_q = len(qpos)
     n_max = int(rows.sizes[qpos].max()) if n_q else 0
 
-    def pad(values: np.ndarray, fill: float, np_dtype) -> np.ndarray:
+    # every query full and its rows contiguous in table order: the padded tensor is a reshape
+    dense = take is None and n_q * n_max == rows.n_rows and bool(
+        np.array_equal(codes * n_max + slots, np.arange(rows.n_rows)))
+
+    def pad(values: np.ndarray, fill: float, np_dtype, fresh: bool = False) -> np.ndarray:
+        if dense and fresh and values.dtype == np_dtype:  # ``values`` is ours (never a view of the frame)
+            return values.reshape((n_q, n_max) + values.shape[1:])
         out = np.full((n_q, n_max) + values.shape[1:], fill, dtype=np_dtype)
         out[codes, slots] = values if take is None else values[take]
         return out
@@ -422,7 +440,7 @@ def pad_queries(
     mask = np.zeros((n_q, n_max), dtype=bool)
     mask[codes, slots] = True
     return RankingBatch(
-        features=torch.from_numpy(pad(rows.features, 0.0, np.float64)).to(dtype),
+        features=torch.from_numpy(pad(rows.features, 0.0, rows.features.dtype, fresh=True)).to(dtype),
         judgments=torch.from_numpy(pad(rows.judgments, 0.0, np.float64)).to(dtype),
         groups=torch.from_numpy(pad(rows.groups, 0, np.int64)),
         mask=torch.from_numpy(mask),

@@ -31,7 +31,7 @@ from fairltr.errors import ConfigError, DataError
 from fairltr.files import check_writable
 from fairltr.fitted import FittedRanker
 from fairltr.losses.builtin import GAMMA
-from fairltr.losses.linear import LinearDELTRObjective, fused_variant
+from fairltr.losses.linear import LinearDELTRObjective, fused_variant, masked_moments
 from fairltr.losses.objective import ObjectiveTerms, deltr_objective
 from fairltr.losses.registry import get_loss
 from fairltr.model_file import (ARRAY_KEYS, DTYPES, FORMAT_VERSION, HISTORY_KEYS, MODEL_SUFFIXES,  # noqa: F401
@@ -85,6 +85,8 @@ class TrainingInputs:
     mean: torch.Tensor
     std: torch.Tensor
     n_groups: int
+    owned: bool = False
+    """True when ``xs`` are fit's own tensors (built from the frame): training may overwrite them."""
 
 
 @dataclass(frozen=True)
@@ -373,6 +375,7 @@ class DELTR(LinearRankerParams, FittedRanker):
             train_columns = c.replace(group=REFERENCE_CODES)
         buckets = to_buckets(data, columns=train_columns, features=feature_names, dtype=self.dtype)
         self._check_fairness_signal(buckets.batches, frame_source(df), settings)
+        buckets.disposable = True  # built here for this fit: its features may be standardised in place
         return self._fit_buckets(buckets, c, settings, feature_names, callback, progress)
 
     def fit_batch(
@@ -404,11 +407,14 @@ class DELTR(LinearRankerParams, FittedRanker):
         callback: Callable[[int, dict[str, float]], None] | None,
         progress: bool,
     ) -> "DELTR":
-        """The training loop over length buckets (see :meth:`fit_batch`); sets the fitted state."""
+        """The training loop over length buckets (see :meth:`fit_batch`); sets the fitted state.
+        ``buckets.disposable`` (set by :meth:`fit`): their feature tensors are standardised in
+        place (no copy of the table)."""
         device = self._device()
         gen = torch.Generator().manual_seed(self.seed)  # a local generator: the global RNG is left alone
         batches = list(buckets.batches)
         inputs = self._training_inputs(batches, columns, names, settings)
+        inputs.owned = buckets.disposable
         w = self._initial_weights(inputs, gen, device)
         terms = self._objective(batches, inputs, w, settings, device)
         step, final = self._optimizer_steps(w, terms, settings.lr)
@@ -435,12 +441,9 @@ class DELTR(LinearRankerParams, FittedRanker):
         if not names or n_features != len(names):
             raise DataError(f"the batch has {n_features} feature(s) but {len(names)} feature name(s)")
         self._check_fairness_signal(batches, None, settings)
-        if self.standardize:
-            real = xs[0][batches[0].mask] if len(xs) == 1 else torch.cat([x[b.mask] for x, b in zip(xs, batches)])
-            mean = real.mean(0)
-            std = real.std(0, unbiased=False)
+        if self.standardize:  # over real candidates; no copy of a large table (masked_moments)
+            mean, std = masked_moments(xs, [b.mask for b in batches])
             std = torch.where(std > 0, std, torch.ones_like(std))
-            del real
         else:
             mean = torch.zeros(n_features, dtype=self.dtype)
             std = torch.ones(n_features, dtype=self.dtype)
@@ -465,15 +468,21 @@ class DELTR(LinearRankerParams, FittedRanker):
         # buckets without a real candidate contribute nothing (keep one so that the sum is defined)
         used = [i for i, b in enumerate(batches) if bool(b.mask.any())] or [0]
         parts = []  # per bucket: a fused objective, or the standardised tensors for autograd
+        mean, std = inputs.mean.to(device), inputs.std.to(device)
         for i in used:
             b = batches[i]
-            x = ((xs[i] - inputs.mean) / inputs.std).masked_fill(~b.mask.unsqueeze(-1), 0.0).to(device)
+            x = xs[i].to(device)
             xs[i] = None  # type: ignore[call-overload]  # release the (colorblind) copy early
+            # a tensor nobody else holds (fit's own buckets, a dtype/device/colorblind copy) is
+            # standardised in place; a caller's batch is copied once (elementwise: same values)
+            mine = inputs.owned or x.data_ptr() != b.features.data_ptr()
             y, g, m = b.judgments.to(device, self.dtype), b.groups.to(device), b.mask.to(device)
             if fused:  # analytic gradient: one X w and one X^T g pass per evaluation
-                parts.append(LinearDELTRObjective(x, y, g, m, gamma, variant=variant,
-                                                  reduce=self.reduce, n_groups=n_groups))
+                parts.append(LinearDELTRObjective(x, y, g, m, gamma, variant=variant, reduce=self.reduce,
+                                                  n_groups=n_groups, standardize=(mean, std), consume=mine))
             else:
+                x = x if mine else x.clone()
+                x.sub_(mean).div_(std).masked_fill_(~m.unsqueeze(-1), 0.0)
                 parts.append((x, y, g, m))
             del x
         xs.clear()

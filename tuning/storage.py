@@ -15,13 +15,13 @@ from __future__ import annotations
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import optuna
 
 from fairltr.errors import ConfigError
 
-__all__ = ["default_storage_url", "make_storage"]
+__all__ = ["default_storage_url", "make_storage", "set_user_attrs"]
 
 
 def default_storage_url(out: str | Path | None = None) -> str:
@@ -141,3 +141,57 @@ def _postgres_driver(url: str) -> str:
             except ImportError:
                 return "postgresql+psycopg2://" + url[len(prefix):]
     return url
+
+
+def set_user_attrs(trial: "optuna.trial.Trial", attrs: Mapping[str, Any]) -> None:
+    """Store every ``attrs`` item as a user attribute of ``trial``: the same rows as one
+    ``trial.set_user_attr`` per item, but on an RDB storage (SQLite, PostgreSQL) in ONE
+    transaction instead of one commit per attribute (a sweep trial stores ~25 of them; each commit
+    costs a few ms, which was a third of a 50-trial benchmark sweep's per-trial overhead).
+
+    Uses Optuna's RDB session helper and per-attribute upsert (private names of Optuna 5,
+    pinned by constraints.txt); when they are missing, or on a journal storage, it falls back to
+    ``set_user_attr`` one by one."""
+    backend = getattr(trial.storage, "_backend", trial.storage)  # _CachedStorage wraps the RDB storage
+    upsert = getattr(backend, "_set_trial_attr_without_commit", None)
+    try:
+        from optuna.storages import RDBStorage
+        from optuna.storages._rdb import models
+        from optuna.storages._rdb.storage import _create_scoped_session
+    except ImportError:
+        upsert = None
+    if upsert is None or not isinstance(backend, RDBStorage) or not hasattr(trial, "_cached_frozen_trial"):
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        return
+    with _create_scoped_session(backend.scoped_session, True) as session:
+        if not _bulk_upsert(backend, session, models, trial._trial_id, attrs):
+            for key, value in attrs.items():
+                upsert(session, models.TrialUserAttributeModel, trial._trial_id, key, value)
+    trial._cached_frozen_trial.user_attrs.update(attrs)  # what Trial.set_user_attr also does
+
+
+def _bulk_upsert(backend, session, models, trial_id: int, attrs: Mapping[str, Any]) -> bool:
+    """On SQLite (>= 3.24) and PostgreSQL: check once that the trial is still updatable, then
+    insert-or-update every attribute in ONE statement (the rows Optuna's per-attribute upsert
+    writes: ``value_json = json.dumps(value)``). False on another database (the caller upserts
+    one by one)."""
+    import json
+    import sqlite3
+
+    name = backend.engine.name
+    if name == "sqlite" and sqlite3.sqlite_version_info >= (3, 24, 0):
+        from sqlalchemy.dialects.sqlite import insert
+    elif name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        return False
+    if not attrs:
+        return True
+    model = models.TrialUserAttributeModel
+    row = models.TrialModel.find_or_raise_by_id(trial_id, session)
+    backend.check_trial_is_updatable(trial_id, row.state)
+    stmt = insert(model).values([{"trial_id": trial_id, "key": k, "value_json": json.dumps(v)} for k, v in attrs.items()])
+    session.execute(stmt.on_conflict_do_update(index_elements=[model.trial_id, model.key],
+                                               set_={"value_json": stmt.excluded.value_json}))
+    return True

@@ -29,6 +29,7 @@ from tuning.report import (
     trials_frame,
     write_report,
 )
+from tuning.storage import set_user_attrs
 from tuning.study import WorkerReport, interruptible, make_sampler, make_storage, open_study, run_worker
 
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "make_objective", "study_reports", "file_stem"]
@@ -111,11 +112,9 @@ def make_objective(runner, objectives: Sequence[ObjectiveSpec], constraints: Seq
             metrics = runner(values)
         seconds = time.perf_counter() - t0
         finite = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}
-        for k, v in finite.items():
-            if not k.endswith("_n_queries") and k not in values:
-                trial.set_user_attr(k, v)
-        trial.set_user_attr("train_seconds", seconds)
-        trial.set_user_attr("worker", _WORKER)
+        attrs: dict[str, Any] = {k: v for k, v in finite.items() if not k.endswith("_n_queries") and k not in values}
+        attrs.update(train_seconds=seconds, worker=_WORKER)
+        set_user_attrs(trial, attrs)  # one storage transaction, not one commit per attribute
         cons = {c.key: c.value(metrics) for c in constraints}
         for k, v in cons.items():
             trial.set_constraint(k, v)

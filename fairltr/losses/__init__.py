@@ -23,7 +23,7 @@ from fairltr.losses.registry import (
 )
 
 __all__ = [
-    "ObjectiveTerms", "deltr_objective", "ranking_loss_options", "LinearDELTRObjective", "fused_variant",
+    "ObjectiveTerms", "deltr_objective", "ranking_loss_options", "LinearDELTRObjective", "fused_variant", "masked_moments",
     "V1", "GAMMA", "ALPHA", "LAMBDA", "disparate_treatment_hinge",
     "DISPARITIES", "ESTIMATORS", "PLObjectiveTerms", "expected_dcg", "pl_policy_objective", "plrank_gradient",
     "policy_disparity", "reinforce_surrogate", "sample_rankings", "sampled_exposure", "ENTRY_POINT_GROUP", "FUSED_VARIANTS", "RETRIEVAL_INPUTS",
@@ -37,7 +37,7 @@ __all__ = [
 lazy_exports(__name__, {
     **dict.fromkeys(["V1", "exposure_disparity", "exposure_hinge", "exposure_symmetric", "group_exposure"],
                     "fairltr.losses.exposure"),
-    **dict.fromkeys(["LinearDELTRObjective", "fused_variant"], "fairltr.losses.linear"),
+    **dict.fromkeys(["LinearDELTRObjective", "fused_variant", "masked_moments"], "fairltr.losses.linear"),
     **dict.fromkeys(["listnet_loss", "masked_log_softmax", "top_one_probability"], "fairltr.losses.listnet"),
     **dict.fromkeys(["ObjectiveTerms", "deltr_objective", "ranking_loss_options"], "fairltr.losses.objective"),
     **dict.fromkeys(["lakda_kl", "mse_align"], "fairltr.losses.retrieval"),

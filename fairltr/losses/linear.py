@@ -31,7 +31,7 @@ from fairltr.losses.listnet import top_one_probability
 from fairltr.losses.objective import ObjectiveTerms
 from fairltr.losses.registry import get_loss
 
-__all__ = ["LinearDELTRObjective", "fused_variant"]
+__all__ = ["LinearDELTRObjective", "fused_variant", "masked_moments"]
 
 Variant = Literal["hinge", "symmetric"] | None
 
@@ -50,6 +50,38 @@ def fused_variant(fairness_loss: str) -> tuple[bool, Variant]:
     if loss.fused is not None:
         return True, loss.fused
     return False, None
+
+
+MOMENT_BLOCK = 1 << 20
+"""Feature cells above which :func:`masked_moments` works block by block in float64."""
+
+
+def masked_moments(features: list[torch.Tensor], masks: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and population standard deviation (F,) of the real candidates' features over the
+    padded tensors ``features[b]`` (Q_b, N_b, F) with ``masks[b]`` (Q_b, N_b), in their dtype.
+
+    Up to :data:`MOMENT_BLOCK` real cells: the gathered rows' ``mean`` / ``std`` (one copy of
+    them). Above: two passes over blocks of queries accumulated in float64 (sum, then the sum of
+    squared deviations), so no copy of the table is made; the figures then differ from the
+    one-copy ones by float summation order only (float64 accumulation: closer to exact).
+    """
+    dtype = features[0].dtype
+    n_f = features[0].shape[-1]
+    cells = sum(int(m.sum()) for m in masks) * n_f
+    if cells <= MOMENT_BLOCK:
+        real = features[0][masks[0]] if len(features) == 1 else torch.cat([x[m] for x, m in zip(features, masks)])
+        return real.mean(0), real.std(0, unbiased=False)
+
+    def blocks():
+        for x, m in zip(features, masks):
+            step = max(1, MOMENT_BLOCK // max(1, x.shape[1] * n_f))
+            for q0 in range(0, x.shape[0], step):
+                yield x[q0:q0 + step][m[q0:q0 + step]].to(torch.float64)
+
+    count = cells // n_f
+    mean = sum(b.sum(0) for b in blocks()) / count
+    var = sum((b - mean).square_().sum(0) for b in blocks()) / count
+    return mean.to(dtype), var.sqrt().to(dtype)
 
 
 class _Fused(torch.autograd.Function):
@@ -80,6 +112,11 @@ class LinearDELTRObjective:
     Calling ``obj(w)`` returns :class:`ObjectiveTerms` differentiable w.r.t. ``w``
     (``total = listnet + gamma * exposure``); call ``backward()`` before the next evaluation,
     as every optimizer closure does (the buffers are reused between calls).
+
+    ``standardize=(mean, std)`` scores standardised features (x - mean) / std instead (0 on
+    padding); ``consume=True`` lets the objective overwrite ``features`` with its own layout
+    instead of copying them (the caller gives the tensor up). The objective keeps one tensor of
+    the features' size; every other buffer is (Q, N).
     """
 
     def __init__(
@@ -93,6 +130,8 @@ class LinearDELTRObjective:
         variant: Variant = "hinge",
         reduce: Literal["max", "mean"] = "max",
         n_groups: int | None = None,
+        standardize: tuple[torch.Tensor, torch.Tensor] | None = None,
+        consume: bool = False,
     ) -> None:
         if variant not in (None, "hinge", "symmetric"):
             raise ConfigError(f"variant must be None, 'hinge' or 'symmetric', got {variant!r}")
@@ -102,6 +141,7 @@ class LinearDELTRObjective:
         keep = mask.any(dim=1)
         if not bool(keep.all()):  # empty queries contribute nothing; drop them
             features, judgments, groups, mask = features[keep], judgments[keep], groups[keep], mask[keep]
+            consume = True  # ``features`` is now a copy of our own
         q, n, f = features.shape
         dtype = features.dtype
         self.gamma = float(gamma)
@@ -114,10 +154,18 @@ class LinearDELTRObjective:
         # ListNet and exposure are invariant to adding a constant to a query's scores, and the
         # shifted scores are 0 at that row, so exp() never underflows to an all-zero list and
         # needs no per-query max in the common case (the max is used when exp overflows).
+        # ``standardize`` = (mean, std): x = (features - mean) / std, 0 on padding, computed here in
+        # place (element by element exactly as out of place); ``consume``: ``features`` may be
+        # overwritten (else one copy is made). Either way the only full-size tensor is self.x.
+        x = features if consume and features.is_contiguous() else features.clone(memory_format=torch.contiguous_format)
+        pad_mask = ~mask.unsqueeze(-1)
+        if standardize is not None:
+            x.sub_(standardize[0]).div_(standardize[1]).masked_fill_(pad_mask, 0.0)
         first = mask.to(dtype).argmax(dim=1)  # first real slot (argmax returns the first maximum)
-        x0 = features[torch.arange(q, device=features.device), first]  # (Q, F)
-        shifted = (features - x0.unsqueeze(1)).masked_fill(~mask.unsqueeze(-1), 0.0)
-        self.x = shifted.reshape(q * n, f).contiguous()
+        x0 = x[torch.arange(q, device=x.device), first]  # (Q, F), a copy
+        x.sub_(x0.unsqueeze(1)).masked_fill_(pad_mask, 0.0)
+        del pad_mask
+        self.x = x.view(q * n, f)
         target = top_one_probability(judgments.to(dtype), mask)
         self.c = self.x.T @ target.reshape(-1)  # sum_{q,i} T_qi x_qi
         if n_groups is None:

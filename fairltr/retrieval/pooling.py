@@ -19,7 +19,10 @@ POOLINGS = ("cls", "mean")
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """(B, T, H) last hidden state -> (B, H): the first token (``cls``) or the masked mean (``mean``)."""
+    """(B, T, H) last hidden state -> (B, H): the first token (``cls``) or the masked mean (``mean``).
+    A half-precision state (bfloat16 / float16 autocast) is pooled in float32."""
+    if hidden.dtype in (torch.bfloat16, torch.float16):
+        hidden = hidden.float()
     if pooling == "cls":
         return hidden[:, 0]
     if pooling == "mean":

@@ -7,6 +7,7 @@ the result equals ``torch.topk(Q @ D.T, k)`` (up to the order of exactly tied sc
 
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Sequence
 
 import torch
@@ -23,6 +24,7 @@ def encode_chunked(
     *,
     progress: Callable[[int, int], None] | None = None,
     sort_by_length: bool = True,
+    precision: str = "fp32",
 ) -> torch.Tensor:
     """Embed ``texts`` with ``encode`` (a list of strings -> (n, dim) tensor) ``batch_size`` at a time.
 
@@ -31,15 +33,23 @@ def encode_chunked(
     so a tokenizer padding to its batch's longest text pads little; each row is the same
     embedding as in any other batch up to float rounding (padding is masked).
     ``progress(done, total)`` is called after every batch.
+
+    ``precision="bf16"`` (opt-in) runs ``encode`` under ``torch.autocast`` to bfloat16 (CPU, and
+    CUDA when present): matrix products in bfloat16, the result still float32. It is faster only
+    where the CPU has bfloat16 instructions (AVX512-BF16, AMX) and the embeddings then differ from
+    float32 ones by rounding (docs/benchmarks.md gives the measured speed and cosine); ``"fp32"``
+    (default) is exact float32.
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
     texts = list(texts)
     if not texts:
         raise ConfigError("encode_chunked got no texts")
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i])) if sort_by_length else list(range(len(texts)))
     parts: list[torch.Tensor] = []
-    with torch.inference_mode():
+    with torch.inference_mode(), _autocast(precision):
         for start in range(0, len(texts), batch_size):
             emb = encode([texts[i] for i in order[start : start + batch_size]])
             parts.append(emb.detach().to("cpu", torch.float32))
@@ -51,6 +61,21 @@ def encode_chunked(
     out = torch.empty_like(stacked)
     out[torch.as_tensor(order)] = stacked
     return out
+
+
+PRECISIONS = ("fp32", "bf16")
+"""The encoding precisions of :func:`encode_chunked`."""
+
+
+def _autocast(precision: str) -> contextlib.AbstractContextManager:
+    """bfloat16 autocast on the CPU (and CUDA when present) for ``"bf16"``; nothing for ``"fp32"``."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
+    if torch.cuda.is_available():
+        stack.enter_context(torch.autocast("cuda", dtype=torch.bfloat16))
+    return stack
 
 
 def topk_search(

@@ -51,3 +51,37 @@ def test_retrieve_maps_ids():
     d = torch.tensor([[0.0, 2.0], [3.0, 0.0], [1.0, 1.0]])
     run = retrieve(q, d, ["qa", "qb"], ["x", "y", "z"], k=2, doc_chunk=2)
     assert run == {"qa": ["y", "z"], "qb": ["x", "z"]}
+
+
+def test_encode_chunked_bf16_autocasts_the_products_and_returns_float32():
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randn(16, 8, generator=g)
+    features = {f"t{i}": torch.randn(16, generator=g) for i in range(9)}
+    dtypes = []
+
+    def enc(batch):
+        out = torch.stack([features[t] for t in batch]) @ weight  # autocast: a bfloat16 product
+        dtypes.append(out.dtype)
+        return out
+
+    exact = encode_chunked(enc, list(features), batch_size=4)
+    assert set(dtypes) == {torch.float32}
+    dtypes.clear()
+    low = encode_chunked(enc, list(features), batch_size=4, precision="bf16")
+    assert set(dtypes) == {torch.bfloat16} and low.dtype == torch.float32
+    # bfloat16 keeps 8 significant bits: each product within a few 2^-8 of the float32 one
+    assert torch.nn.functional.cosine_similarity(low, exact).min() > 0.999
+    assert not torch.equal(low, exact)
+    with pytest.raises(ConfigError, match="precision must be one of"):
+        encode_chunked(enc, ["t0"], precision="fp16")
+
+
+def test_pool_of_a_bfloat16_state_is_float32():
+    from fairltr.retrieval.pooling import pool
+
+    hidden = torch.randn(2, 5, 4)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    low = pool(hidden.to(torch.bfloat16), mask, "mean")
+    assert low.dtype == torch.float32
+    assert torch.allclose(low, pool(hidden.to(torch.bfloat16).float(), mask, "mean"))
+    assert torch.allclose(low, pool(hidden, mask, "mean"), atol=0.02)
