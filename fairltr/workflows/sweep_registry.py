@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
+from fairltr.metrics.availability import EVALUATORS
 from fairltr.metrics.registry import key_part
 from fairltr.plugins.registry import PluginRegistry
 
@@ -30,6 +31,7 @@ __all__ = ["SweepInputs", "SweepMethod", "RankingContext", "RankingPlan", "regis
            "sweep_method_names", "sweep_methods", "methods_markdown", "DATA_KINDS", "SWEEP_METHODS"]
 
 DATA_KINDS = ("ranking", "parallel")  # ranking files / folds; a parallel-query folder (retrieval)
+SWEEP_EVALUATORS = tuple(e for e in EVALUATORS if e != "monitor")  # what a trial's metrics can be
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+_.-]*$")
 
 
@@ -107,9 +109,9 @@ class SweepMethod:
             raise ConfigError(f"sweep method name {self.name!r}: lower-case letters, digits and + _ . - only")
         if self.data not in DATA_KINDS:
             raise ConfigError(f"sweep method {self.name!r}: data must be one of {DATA_KINDS}, got {self.data!r}")
-        if self.evaluator not in ("", "ranker", "policy", "retriever"):
-            raise ConfigError(f"sweep method {self.name!r}: evaluator must be '', 'ranker', 'policy' or "
-                              f"'retriever', got {self.evaluator!r}")
+        if self.evaluator and self.evaluator not in SWEEP_EVALUATORS:
+            raise ConfigError(f"sweep method {self.name!r}: evaluator must be one of {SWEEP_EVALUATORS} (or '' "
+                              f"for the data's default), got {self.evaluator!r}")
         if not callable(self.trial):
             raise ConfigError(f"sweep method {self.name!r}: trial must be callable")
 

@@ -120,10 +120,10 @@ def _attempt(race: Race, *, lock_timeout: float, lock_lease: float) -> Promotion
     if now != race.before:
         race.moved(now, "during the evaluation; gates re-checked against it")
         return None
+    if race.before == race.version:
+        return _already_holding(race, passed)
     if not passed:
         return race.decide("rejected")
-    if race.before == race.version:
-        return _already_holding(race)
     try:
         lock = acquire_lock(race.client, race.model, lease_s=lock_lease, timeout_s=lock_timeout)
     except LockTimeout as exc:
@@ -132,9 +132,9 @@ def _attempt(race: Race, *, lock_timeout: float, lock_lease: float) -> Promotion
         return _under_lock(race, lock)
 
 
-def _already_holding(race: Race) -> PromotionDecision:
+def _already_holding(race: Race, passed: bool) -> PromotionDecision:
     """The candidate holds ``@alias`` already. Backed by its own accepted promotion (the latest
-    for the alias), it is promoted as it is. Otherwise the alias was moved to it outside
+    for the alias), its gates against itself (``passed``) decide. Otherwise the alias was moved to it outside
     ``fairltr promote`` (``MlflowClient``, the UI): the gates are checked against the champion
     fairltr last accepted for the alias (none: the no-champion policy), never against the
     candidate itself, and the record names that champion as ``champion_before``."""
@@ -143,6 +143,8 @@ def _already_holding(race: Race) -> PromotionDecision:
     accepted = [v for _, v in accepted_versions(race.client, race.model, race.alias)]
     last = accepted[0] if accepted else None
     if last == race.version:
+        if not passed:
+            return race.decide("rejected")
         race.notes.append(f"v{race.version} already holds @{race.alias}")
         return race.decide("promoted")
     race.notes.append(f"v{race.version} holds @{race.alias} without an accepted promotion for it (the alias was "

@@ -234,3 +234,19 @@ def test_promoting_a_version_the_alias_was_moved_to_checks_the_last_accepted_cha
     result = promote(promoted, "2", ["--gate", "exposure_ratio>=champion"])
     assert result.exit_code == 0 and "already holds" in " ".join(
         decision_record(client.get_model_version(promoted, "2").tags)["notes"])
+
+
+def test_a_rogue_held_version_is_judged_against_the_last_champion_not_itself(promoted, tiny_rankings):
+    """A margin gate that no version passes against itself (``champion+0.01``) is decided against
+    v1, the champion fairltr last accepted: a better version held by a rogue move is promoted."""
+    import mlflow
+
+    from fairltr.tracking.registry.decision import decision_record
+
+    client = _client()
+    better = mlflow.register_model(log_ranker(tiny_rankings, exposure=0.95), promoted).version
+    client.set_registered_model_alias(promoted, "champion", better)
+    result = promote(promoted, better, ["--gate", "exposure_ratio>=champion+0.01"])
+    assert result.exit_code == 0, result.output
+    record = decision_record(client.get_model_version(promoted, better).tags)
+    assert record["verdict"] == "promoted" and record["champion_before"] == "1"
