@@ -28,7 +28,8 @@ import sys
 import threading
 
 __all__ = ["guard_startup", "end_startup", "is_console_script", "redeliver_lost_interrupts", "in_command",
-           "finish_command", "TORCH_LOG_LEVEL"]
+           "finish_command", "defer_interrupts_in_native_imports", "deferred_interrupts", "TORCH_LOG_LEVEL",
+           "NATIVE_IMPORTS"]
 
 _guarded = False
 _command = False  # fairltr.cli.main is running in this process
@@ -79,6 +80,100 @@ def end_startup(argv: list[str] | None = None) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _guarded = False
     redeliver_lost_interrupts()
+    defer_interrupts_in_native_imports()
+
+
+NATIVE_IMPORTS = frozenset({"torch"})
+"""Top-level packages whose import runs C++ that calls back into Python (torch's pybind11
+extension imports Python modules while it initialises): a KeyboardInterrupt raised in such a
+callback is thrown through C++ frames that cannot pass it on, and the process aborts
+(``terminate called after throwing an instance of 'pybind11::error_already_set'``, exit -6).
+Their first import defers SIGINT (:func:`deferred_interrupts`)."""
+
+
+class _deferred:
+    """SIGINT recorded, not raised, for the duration (main thread, Python's handler in place);
+    raised as KeyboardInterrupt when the block ends. Re-entrant."""
+
+    depth = 0
+    pending = False
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            self.active = False
+            return
+        self.active = True
+        if _deferred.depth == 0:
+            self.previous = signal.getsignal(signal.SIGINT)
+            if self.previous is signal.default_int_handler:
+                signal.signal(signal.SIGINT, _record)
+        _deferred.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.active:
+            return
+        _deferred.depth -= 1
+        if _deferred.depth == 0:
+            if signal.getsignal(signal.SIGINT) is _record:
+                signal.signal(signal.SIGINT, self.previous)
+            if _deferred.pending:
+                _deferred.pending = False
+                if exc[0] is None:
+                    raise KeyboardInterrupt
+
+
+def _record(signum: int, frame: object) -> None:
+    _deferred.pending = True
+
+
+def deferred_interrupts() -> _deferred:
+    """A context manager: a Ctrl-C inside it is raised as KeyboardInterrupt when it ends (at once
+    after the native code returns), never inside it."""
+    return _deferred()
+
+
+class _DeferringLoader:
+    """Wraps a module's loader: its ``exec_module`` runs under :func:`deferred_interrupts`."""
+
+    def __init__(self, loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        with deferred_interrupts():
+            self._loader.exec_module(module)
+
+    def __getattr__(self, name: str):
+        return getattr(self._loader, name)
+
+
+class _NativeImportFinder:
+    """A ``sys.meta_path`` finder for :data:`NATIVE_IMPORTS`: the spec the other finders give,
+    with its loader wrapped in :class:`_DeferringLoader`."""
+
+    @classmethod
+    def find_spec(cls, name: str, path=None, target=None):
+        if name not in NATIVE_IMPORTS:
+            return None
+        for finder in sys.meta_path:
+            if finder is cls or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _DeferringLoader(spec.loader)
+                return spec
+        return None
+
+
+def defer_interrupts_in_native_imports() -> None:
+    """From now on the first import of a package in :data:`NATIVE_IMPORTS` defers Ctrl-C to its
+    end (the command then stops as for any Ctrl-C: exit 130, one line). Idempotent; only the
+    fairltr command calls it (:func:`end_startup`)."""
+    if _NativeImportFinder not in sys.meta_path:
+        sys.meta_path.insert(0, _NativeImportFinder)
 
 
 _previous_hook = None

@@ -15,7 +15,7 @@ from fairltr.cli.option_rules import (
 from fairltr.cli.options import (
     audit_config, audit_options, data_options, fair_preprocess_from, fair_preprocess_options, feature_options,
     parse_features, parse_ks, ranker_output_options, ranking_source, tracking_from, tracking_options,
-    train_test_options, train_test_sources, wide_option,
+    train_test_options, train_test_sources, wide_option, conventions_of, conventions_options,
 )
 
 KEY_METRICS = ["exposure_ratio", "exposure_disparity", "selection_ratio_at_10", "kendall_tau", "ndcg_at_10",
@@ -177,13 +177,14 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
               help="write the audit table here (CSV): per attribute, category and intersection the counts, pooled "
                    "selection rates, impact ratios, exposure, merit, exclusions and their intervals")
 @audit_options()
+@conventions_options()
 @wide_option()
 @data_options()
 @option_rules({**audit_rules(), **reading_rules(lambda v: (v["data_path"],))},
               always=("model_path", "data_path", "out_path", "predictions", "ks", "audit_path", "wide", "fmt",
-                      "query", "group", "judgment", "item"))
+                      "query", "group", "judgment", "item", "empty_queries", "linear_ndcg"))
 def evaluate_cmd(model_path, data_path, out_path, predictions, ks, audit_path, ci, min_category_share, n_boot, ci_seed,
-                 wide, fmt, query, group, judgment, item):
+                 empty_queries, linear_ndcg, wide, fmt, query, group, judgment, item):
     """Score a ranking file with a saved DELTR model and print the metrics (with the group
     columns, SPEC 3b's audit too: impact ratios, worst-case exposure ratio, NDKL)."""
     from pathlib import Path
@@ -193,12 +194,15 @@ def evaluate_cmd(model_path, data_path, out_path, predictions, ks, audit_path, c
 
     k = parse_ks(ks)
     audit = audit_config(audit_cutoff(k), ci, min_category_share, n_boot, ci_seed)
+    conventions = conventions_of(empty_queries, linear_ndcg)
     res = evaluate_ranker(EvaluateRankerConfig(
         Path(model_path), ranking_source(data_path, fmt, query, group, judgment, item), k=k,
         metrics_out=Path(out_path) if out_path else None, predictions_out=Path(predictions) if predictions else None,
-        audit=audit, audit_out=Path(audit_path) if audit_path else None))
-    cols = audit_columns(res.metrics, audit.k, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10])
+        audit=audit, audit_out=Path(audit_path) if audit_path else None, conventions=conventions))
+    linear = [f"ndcg_linear_at_{x}" for x in k] if linear_ndcg else []
+    cols = audit_columns(res.metrics, audit.k, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10] + linear)
     click.echo(metrics_table({Path(data_path).name: res.metrics}, cols, wide=wide))
+    click.echo(conventions.describe())
     if res.audit is not None and res.audit.interval:
         iv = res.audit.interval
         click.echo(f"intervals: {iv['level']:.0%} {iv.get('method', 'percentile')} bootstrap, {iv['n_boot']} resamples "

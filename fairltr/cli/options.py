@@ -10,7 +10,7 @@ import click
 from fairltr.columns import DEFAULT_COLUMNS
 
 __all__ = ["data_options", "ranking_source", "ranking_columns", "group_option", "parse_ks", "tracking_options",
-           "tracking_from", "audit_options", "audit_config", "wide_option", "ci_option", "train_test_options",
+           "tracking_from", "audit_options", "audit_config", "conventions_options", "conventions_of", "wide_option", "ci_option", "train_test_options",
            "train_test_sources", "feature_options", "parse_features", "fair_preprocess_options", "fair_preprocess_from",
            "ranker_output_options", "reading_options", "read_settings", "stack"]
 
@@ -258,6 +258,25 @@ def audit_config(k: int, ci: float, min_category_share: float, n_boot: int, ci_s
     from fairltr.workflows.audit import make_audit_config
 
     return make_audit_config(k=k, ci=ci, min_category_share=min_category_share, n_boot=n_boot, seed=ci_seed)
+
+
+def conventions_options() -> Callable:
+    """``--empty-queries skip|zero`` and ``--linear-ndcg``: the relevance metrics' conventions
+    (:mod:`fairltr.metrics.conventions`; trec_eval's are ``--empty-queries zero --linear-ndcg``)."""
+    return stack([
+        click.option("--empty-queries", type=click.Choice(["skip", "zero"]), default="skip", show_default=True,
+                     help="a query without a relevant item: skip = left out of the nDCG/MRR/recall means; zero = "
+                          "counted as 0 (trec_eval's, ranx's and ir-measures' convention)"),
+        click.option("--linear-ndcg", is_flag=True,
+                     help="also report ndcg_linear_at_<k>: nDCG with linear gains max(judgment, 0), trec_eval's"),
+    ])
+
+
+def conventions_of(empty_queries: str, linear_ndcg: bool):
+    """The :class:`~fairltr.metrics.conventions.RelevanceConventions` of :func:`conventions_options`."""
+    from fairltr.metrics.conventions import RelevanceConventions
+
+    return RelevanceConventions(empty_queries=empty_queries, linear_ndcg=bool(linear_ndcg))
 
 
 def wide_option() -> Callable:

@@ -12,7 +12,9 @@ import click
 
 from fairltr.cli.app import cli
 from fairltr.cli.option_rules import Rule, audit_rules, option_rules, reading_rules, used_when
-from fairltr.cli.options import audit_config, audit_options, data_options, parse_ks, ranking_source, wide_option
+from fairltr.cli.options import (
+    audit_config, audit_options, conventions_of, conventions_options, data_options, parse_ks, ranking_source, wide_option,
+)
 
 
 def _eval_data(data_path: str, fmt, query, group, judgment, item, languages: str | None = None,
@@ -183,6 +185,8 @@ EVALUATE_MODEL_RULES = {
     "languages": _retriever_only("--languages"),
     "split": _retriever_only("--split"),
     "max_items": _retriever_only("--max-items"),
+    "empty_queries": _ranker_only("--empty-queries", "sets a ranker's nDCG/MRR convention"),
+    "linear_ndcg": _ranker_only("--linear-ndcg", "adds a ranker's linear-gain nDCG"),
     **audit_rules(lambda v: _data_kind(v) != "folder", "a retriever's evaluation has no audit",
                   intervals=lambda v: bool(v["ci"]) or bool(v["compare_with"]),
                   intervals_need="--ci or --compare-with"),
@@ -207,13 +211,14 @@ EVALUATE_MODEL_RULES = {
               help="rankers: a second model URI scored on the same table; prints the paired difference "
                    "(this model - that one) of the headline metrics with its bootstrap interval (--ci, default 0.95)")
 @audit_options(what="the metrics")
+@conventions_options()
 @wide_option()
 @data_options("format of --data")
 @option_rules(EVALUATE_MODEL_RULES, always=("model_uri", "data_path", "experiment", "run_name", "allow_unverified",
                                             "wide"))
 def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, experiment, run_name, allow_unverified,
-                       compare_with, ci, min_category_share, n_boot, ci_seed, wide, fmt, query, group, judgment,
-                       item):
+                       compare_with, ci, min_category_share, n_boot, ci_seed, empty_queries, linear_ndcg, wide, fmt,
+                       query, group, judgment, item):
     """Evaluate a logged/registered model with MLflow's evaluate and fairltr's evaluator plugins
     (fair_ranking for rankers, fair_retrieval for retrievers): metrics, charts and an HTML report
     logged to a new run. The model is verified against the digest recorded when it was logged and
@@ -228,18 +233,23 @@ def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, ex
         ci = 0.95
     audit = audit_config(audit_cutoff(k), ci, min_category_share, n_boot, ci_seed)
     data = _eval_data(data_path, fmt, query, group, judgment, item, languages, split, max_items)
+    conventions = None if _data_kind({"data_path": data_path}) == "folder" else conventions_of(empty_queries,
+                                                                                              linear_ndcg)
     res = evaluate_model(EvaluateModelConfig(model_uri, data, k=k, experiment=experiment, run_name=run_name,
                                              allow_unverified=allow_unverified, audit=audit,
-                                             compare_with=compare_with))
+                                             compare_with=compare_with, conventions=conventions))
     if res.kind == "retriever":
         cols = [c for c in res.metrics if "/" not in c]
     else:
         rest = ["exposure_ratio", "exposure_disparity", *(f"ndcg_at_{x}" for x in k if x == 10), "kendall_tau",
                 *(f"selection_ratio_at_{x}" for x in k if x == 10), "exposure_gap"]
         rest += [f"ndcg_at_{x}" for x in k] + [f"precision_at_{x}" for x in k]
+        rest += [f"ndcg_linear_at_{x}" for x in k] if linear_ndcg else []
         cols = audit_columns(res.metrics, audit.k, rest)
     label = model_uri if not res.resolved_version else f"{model_uri} (v{res.resolved_version})"
     click.echo(metrics_table({label: res.metrics}, [c for c in cols if not c.endswith("_n_queries")], wide=wide))
+    if conventions is not None:
+        click.echo(conventions.describe())
     if res.differences:
         click.echo(f"\npaired difference {model_uri} - {compare_with} on the same resampled queries:")
         click.echo(differences_table(res.differences))

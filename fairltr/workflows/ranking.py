@@ -321,26 +321,31 @@ def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, c
 
 def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
                     k: Sequence[int] = DEFAULT_K, audit: Any = None, extra_audit_ks: Sequence[int] = (),
-                    audit_required: bool | None = None, ties: str = "expected") -> dict[str, float]:
+                    audit_required: bool | None = None, ties: str = "expected", conventions: Any = None
+                    ) -> dict[str, float]:
     """The metrics of :func:`evaluate_ranked_audits` (without the audit tables)."""
-    return evaluate_ranked_audits(ranked, columns, k, audit, extra_audit_ks, audit_required, ties)[0]
+    return evaluate_ranked_audits(ranked, columns, k, audit, extra_audit_ks, audit_required, ties, conventions)[0]
 
 
 def evaluate_ranked_audits(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,
                            k: Sequence[int] = DEFAULT_K, audit: Any = None, extra_audit_ks: Sequence[int] = (),
-                           audit_required: bool | None = None, ties: str = "expected"
+                           audit_required: bool | None = None, ties: str = "expected", conventions: Any = None
                            ) -> tuple[dict[str, float], dict]:
     """The metric dictionary of a ranked table (its ``score`` column gives the order); with
     ``audit`` (a :class:`fairltr.metrics.AuditConfig`) and a group column also SPEC 3b's
     worst-case figures (and their intervals when ``audit.ci > 0``), see
     :func:`fairltr.workflows.audit.audit_evaluation` (``audit_required``: its ``required``; True when
-    a gate, objective or constraint names an audit metric)."""
+    a gate, objective or constraint names an audit metric). ``conventions``: a
+    :class:`fairltr.metrics.conventions.RelevanceConventions` (None: the default)."""
+    from fairltr.metrics.conventions import RelevanceConventions
+
+    conventions = conventions or RelevanceConventions()
     if audit is None or not columns.groups or ties != "expected":
-        return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k), ties=ties), {}
+        return evaluate_ranking(ranked, "score", columns=columns, k=tuple(k), ties=ties, conventions=conventions), {}
     from fairltr.workflows.audit import audit_evaluation
 
     return audit_evaluation(ranked, "score", columns=columns, k=tuple(k), audit=audit, extra_ks=extra_audit_ks,
-                            required=audit_required)
+                            required=audit_required, conventions=conventions)
 
 
 def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,

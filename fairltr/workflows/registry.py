@@ -53,9 +53,12 @@ class EvaluateModelConfig:
     allow_unverified: bool = False
     audit: Any = None  # fairltr.metrics.AuditConfig: SPEC 3b's audit (and intervals when audit.ci > 0)
     compare_with: str | None = None  # a second ranker: paired differences on the same table
+    conventions: Any = None  # rankers: a fairltr.metrics.conventions.RelevanceConventions (None: the default)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", check_k(self.k))
+        if self.conventions is not None and isinstance(self.data, RetrievalEvalData):
+            raise ConfigError("--empty-queries / --linear-ndcg set a ranker's nDCG conventions, not a retriever's")
         if self.compare_with and isinstance(self.data, RetrievalEvalData):
             raise ConfigError("--compare-with compares rankers on a ranking file, not retrievers")
 
@@ -123,6 +126,8 @@ def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
 
         df = cfg.data.read()
         config = ranker_config(cfg.data, cfg.k, cfg.audit)
+        if cfg.conventions is not None:
+            config.update(empty_queries=cfg.conventions.empty_queries, linear_ndcg=cfg.conventions.linear_ndcg)
         if vm.version:
             config["model_version"] = str(vm.version)
         metrics, run_id = evaluate_model_uri(loaded, df, config, run_name=run_name, label=cfg.model_uri)

@@ -223,8 +223,12 @@ class EvaluateRankerConfig:
     predictions_out: Path | None = None
     audit: Any = None
     audit_out: Path | None = None
+    conventions: Any = None  # a fairltr.metrics.conventions.RelevanceConventions; None: the default
 
     def __post_init__(self) -> None:
+        from fairltr.metrics.conventions import RelevanceConventions
+
+        object.__setattr__(self, "conventions", self.conventions or RelevanceConventions())
         object.__setattr__(self, "model_path", Path(self.model_path))
         object.__setattr__(self, "k", check_k(self.k))
         if self.audit_out is not None:
@@ -264,10 +268,11 @@ def evaluate_ranker(cfg: EvaluateRankerConfig) -> EvaluateRankerResult:
         from fairltr.workflows.audit import audit_evaluation
 
         metrics, results = audit_evaluation(ranked, "score", columns=cfg.data.columns, k=cfg.k, audit=cfg.audit,
-                                            required=True if cfg.audit_out is not None else None)
+                                            required=True if cfg.audit_out is not None else None,
+                                            conventions=cfg.conventions)
         audit = results.get(cfg.audit.k)
     else:
-        metrics = evaluate_ranked(ranked, cfg.data.columns, cfg.k)
+        metrics = evaluate_ranked(ranked, cfg.data.columns, cfg.k, conventions=cfg.conventions)
     files: dict[str, Path] = {}
     if cfg.audit_out is not None and audit is not None:
         from fairltr.workflows.audit import write_audit_table
@@ -275,7 +280,7 @@ def evaluate_ranker(cfg: EvaluateRankerConfig) -> EvaluateRankerResult:
         files["audit"] = write_audit_table(audit, cfg.audit_out)
     if cfg.metrics_out is not None:
         cfg.metrics_out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(cfg.metrics_out, json.dumps(metrics, indent=1))
+        atomic_write_text(cfg.metrics_out, json.dumps({**metrics, **cfg.conventions.metadata()}, indent=1))
         files["metrics"] = cfg.metrics_out
     if cfg.predictions_out is not None:
         files["predictions"] = write_table(ranked, cfg.predictions_out)

@@ -113,3 +113,30 @@ def test_fair_preprocess_option_trains_on_fair_lists(files, tmp_path):
     res = CliRunner().invoke(cli, ["train", "deltr", "--train", str(files / "train.csv"), "--gamma", "0",
                                    "--fair-preprocess", "1.5", "--no-track", "--out", str(tmp_path / "x")])
     assert res.exit_code != 0 and "p must be in" in res.output and "Traceback" not in res.output
+
+
+def test_evaluate_conventions_empty_queries_and_linear_ndcg(files, tmp_path):
+    """``--empty-queries zero`` counts a query without a relevant item as 0 (trec_eval's mean over
+    every query), ``skip`` leaves it out; ``--linear-ndcg`` adds ndcg_linear_at_<k>; the convention
+    is named in metrics.json and on the terminal."""
+    run("train", "deltr", "--train", str(files / "train.csv"), "--gamma", "0", "--out", str(tmp_path), "--no-track")
+    test = pd.read_csv(files / "test.csv")
+    empty = sorted(test.query_id.unique())[:2]
+    test.loc[test.query_id.isin(empty), "judgment"] = -1.0  # no item with judgment > 0 in these queries
+    test.to_csv(tmp_path / "empty.csv", index=False)
+    n_queries = test.query_id.nunique()
+    out = {}
+    for mode in ("skip", "zero"):
+        res = run("evaluate", "--model", str(tmp_path / "model.json"), "--data", str(tmp_path / "empty.csv"),
+                  "--out", str(tmp_path / f"{mode}.json"), "--empty-queries", mode, "--linear-ndcg", "--k", "10")
+        assert res.exit_code == 0, res.output
+        assert f"empty_queries={mode}" in res.output
+        out[mode] = json.loads((tmp_path / f"{mode}.json").read_text())
+        assert out[mode]["empty_queries"] == mode
+    assert out["skip"]["ndcg_at_10_n_queries"] == n_queries - 2
+    for key in ("ndcg_at_10", "ndcg_linear_at_10"):
+        assert out["zero"][key] == pytest.approx(out["skip"][key] * (n_queries - 2) / n_queries, rel=1e-9)
+    assert 0 < out["skip"]["ndcg_linear_at_10"] <= 1
+    res = CliRunner().invoke(cli, ["evaluate", "--model", str(tmp_path / "model.json"), "--data",
+                                   str(tmp_path / "empty.csv"), "--empty-queries", "drop"])
+    assert res.exit_code == 2 and "'drop' is not one of 'skip', 'zero'" in res.output

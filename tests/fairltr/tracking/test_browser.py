@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 FAIRNESS_KEYS = ("exposure_ratio", "exposure_disparity", "exposure_shortfall", "selection_ratio_at_10")
-HEADLINE = "Exposure: the protected group receives"
+HEADLINE = "Exposure: the protected group (protected = 1) receives"  # quickstart: column protected, 1 = protected
 BUDGETS_MS = (8_000, 20_000, 45_000)  # virtual time the page may take to render, tried in turn
 
 
