@@ -235,7 +235,8 @@ def check_group_column(df: pd.DataFrame, col: str, *, query: str | None = None, 
     if missing.any():
         pos = int(np.flatnonzero(missing)[0])
         raise DataError(cell_problem(df, pos, col, query, source, "missing group category")
-                        + f"; {int(missing.sum())} missing value(s) in that column")
+                        + f"; {int(missing.sum())} missing value(s) in that column (training needs every category; "
+                        "to audit rankings with unknown categories use fairltr audit --unknown-value '')")
     if is_string_categories(values):
         return
     arr = numeric_column(df, col, query=query, source=source)

@@ -7,6 +7,7 @@ experiment of the entry point's ``fairltr`` command (``fairltr`` for the ranker 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,7 +19,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 ALL_ENTRY_POINTS = {"quickstart", "train_deltr", "train_lambdamart", "train_plrank", "reproduce_deltr", "train_dpr",
-                    "evaluate", "evaluate_registered", "promote", "compare_runs", "verify_alias", "sweep"}
+                    "evaluate", "evaluate_registered", "promote", "compare_runs", "verify_alias", "sweep",
+                    "bias_audit"}
 
 
 def _declared_entry_points(group: str) -> dict[str, str]:
@@ -255,6 +257,29 @@ def test_verify_alias(files, tmp_path, registered, mlflow_tracking):
         assert f"FAIL {name}@champion -> v{other}" in moved.stdout + moved.stderr
     finally:
         client.set_registered_model_alias(name, "champion", champion)
+
+
+def test_bias_audit(files, tmp_path, registered, mlflow_tracking):
+    """`mlflow run -e bias_audit` on the champion: the summary in its run, first_used from the
+    promotion, the version tagged with the summary's sha256."""
+    import hashlib
+
+    import mlflow
+
+    client, name = mlflow.MlflowClient(), registered[0]
+    if "champion" not in client.get_registered_model(name).aliases:
+        mlflow_run("promote", {"model": name, "version": 2, "gates": "kendall_tau>=0", "data": files / "test.csv"},
+                   exp_name("promote"), tmp_path, mlflow_tracking)
+    version = client.get_model_version_by_alias(name, "champion").version
+    exp = exp_name("bias-audit")
+    mlflow_run("bias_audit", {"model_uri": f"models:/{name}/{version}", "data": files / "test.csv", "group": "protected",
+                              "query": "query_id", "ci": 0, "out": tmp_path / "audit"}, exp, tmp_path, mlflow_tracking)
+    summary = json.loads((tmp_path / "audit" / "bias_audit.json").read_text())
+    assert summary["model"]["version"] == str(version) and summary["first_used"] is not None
+    sha = hashlib.sha256((tmp_path / "audit" / "bias_audit.json").read_bytes()).hexdigest()
+    assert client.get_model_version(name, version).tags["fairltr.bias_audit.sha256"] == sha
+    run = client.get_run(client.get_model_version(name, version).tags["fairltr.bias_audit.run_id"])
+    assert "bias_audit.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
 
 
 def test_compare_runs(tmp_path, registered, mlflow_tracking):
