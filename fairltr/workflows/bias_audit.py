@@ -209,11 +209,9 @@ def _summary(cfg: BiasAuditConfig, res: Any, n: int, period: tuple, vm: Any, fir
 def _open_model(cfg: BiasAuditConfig, dst: Path):
     if not cfg.model_uri:
         return None, None
-    from fairltr.tracking.models.verify import open_verified
+    from fairltr.tracking.models.verify import open_verified_ranker
 
-    vm, pyfunc = open_verified(cfg.model_uri, dst, allow_unverified=cfg.allow_unverified)
-    if vm.kind != "ranker":
-        raise ConfigError(f"{cfg.model_uri} is a {vm.kind}; fairltr audit audits rankers")
+    vm, pyfunc = open_verified_ranker(cfg.model_uri, dst, "fairltr audit", allow_unverified=cfg.allow_unverified)
     return vm, pyfunc
 
 

@@ -437,11 +437,9 @@ def _open_model(cfg: MonitorConfig, dst: Path):
     """(VerifiedModel, in-process pyfunc) of ``--model-uri``, or (None, None)."""
     if not cfg.model_uri:
         return None, None
-    from fairltr.tracking.models.verify import open_verified
+    from fairltr.tracking.models.verify import open_verified_ranker
 
-    vm, pyfunc = open_verified(cfg.model_uri, dst, allow_unverified=cfg.allow_unverified)
-    if vm.kind != "ranker":
-        raise ConfigError(f"{cfg.model_uri} is a {vm.kind}; fairltr monitor audits rankers")
+    vm, pyfunc = open_verified_ranker(cfg.model_uri, dst, "fairltr monitor", allow_unverified=cfg.allow_unverified)
     pyfunc.feature_names = list(pyfunc.metadata.get_input_schema().input_names())
     config = ((vm.meta.flavors or {}).get("python_function") or {}).get("config") or {}
     policy = config.get("serve_rerank")

@@ -51,7 +51,7 @@ from fairltr.tracking.models.digests import (
 )
 
 __all__ = ["DIGEST_TAG", "ModelRejected", "VerifiedModel", "folder_digest", "record_digest", "expected_digests",
-           "fetch_verified", "load_verified", "open_verified", "in_process_pyfunc", "resolve_registry_uri"]
+           "fetch_verified", "load_verified", "open_verified", "open_verified_ranker", "in_process_pyfunc", "resolve_registry_uri"]
 
 _download = download_artifacts  # the name before digests.py
 
@@ -274,3 +274,14 @@ def open_verified(model_uri: str, dst: str | os.PathLike, *, allow_unverified: b
     """:func:`fetch_verified` then :func:`load_verified`: ``(VerifiedModel, PyFuncModel)``."""
     vm = fetch_verified(model_uri, dst, allow_unverified=allow_unverified, client=client)
     return vm, load_verified(vm)
+
+
+def open_verified_ranker(model_uri: str, dst: str | os.PathLike, command: str, *, allow_unverified: bool = False):
+    """:func:`open_verified` of a ranker: a retriever is refused in one line naming ``command``
+    (``"fairltr audit"``, ``"fairltr monitor"``)."""
+    from fairltr.errors import ConfigError
+
+    vm, pyfunc = open_verified(model_uri, dst, allow_unverified=allow_unverified)
+    if vm.kind != "ranker":
+        raise ConfigError(f"{model_uri} is a {vm.kind}; {command} audits rankers")
+    return vm, pyfunc
