@@ -31,6 +31,7 @@ COMMAND_EXPERIMENTS = {
     "quickstart": "fairltr-quickstart", "train deltr": "fairltr", "train lambdamart": "fairltr",
     "train plrank": "fairltr", "train dpr": "fairltr-dpr", "reproduce deltr": "fairltr-reproduce",
     "evaluate-model": "fairltr-evaluation", "promote": "fairltr-promotion", "sweep": "fairltr-sweep",
+    "audit": "fairltr-bias-audit", "monitor": "fairltr-monitor",
 }
 
 

@@ -342,7 +342,7 @@ def test_each_entry_point_defaults_to_its_commands_experiment():
                    "train_plrank": "fairltr", "reproduce_deltr": "fairltr-reproduce", "train_dpr": "fairltr-dpr",
                    "evaluate": "fairltr", "evaluate_registered": "fairltr-evaluation",
                    "promote": "fairltr-promotion", "compare_runs": "fairltr", "verify_alias": "fairltr",
-                   "sweep": "fairltr-sweep"}
+                   "sweep": "fairltr-sweep", "bias_audit": "fairltr-bias-audit"}
     # the table is each command's own --experiment default (read from the click commands here)
     import click
 
@@ -355,6 +355,18 @@ def test_each_entry_point_defaults_to_its_commands_experiment():
             command = command.commands[word]
         assert isinstance(command, click.Command)
         assert next(p.default for p in command.params if p.name == "experiment") == experiment, words
+    # ... and every command with an --experiment default is in the table (a new command cannot be missed)
+
+    def commands(group, path=()):
+        for name, sub in group.commands.items():
+            if isinstance(sub, click.Group):
+                yield from commands(sub, path + (name,))
+            else:
+                yield " ".join(path + (name,)), sub
+
+    with_default = {words for words, command in commands(cli)
+                    if any(p.name == "experiment" and isinstance(p.default, str) for p in command.params)}
+    assert with_default - set(COMMAND_EXPERIMENTS) == set()
     assert entry_point_experiment(REPO, "no_such_entry") is None
     assert entry_point_experiment(REPO / "docs", "train_deltr") is None  # not a project folder
     args = mlflow_run_arguments(["/v/bin/mlflow", "run", "-e", "train_dpr", ".", "-P", "steps=2", "--env-manager",
