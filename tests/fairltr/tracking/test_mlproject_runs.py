@@ -110,6 +110,7 @@ def registered(mlflow_server, files):
     return name, exp
 
 
+@pytest.mark.slow  # about 25 s with its fixture: `mlflow run` subprocesses (the default suite keeps under CI's 15 min)
 def test_train_deltr(files, registered, mlflow_tracking):
     """The fixture's two ``mlflow run -e train_deltr`` runs: mlflow run's params and the extra
     ``-P max-iter`` passed through, fairltr's own params, the data as MLflow datasets, metrics,
@@ -199,6 +200,7 @@ def test_train_lambdamart(files, tmp_path, mlflow_tracking):
     assert (tmp_path / "lm" / "model.json").is_file() and (tmp_path / "lm" / "model.txt").is_file()
 
 
+@pytest.mark.slow  # about 9 s: `mlflow run` subprocesses (the default suite keeps under CI's 15 min)
 def test_train_plrank(files, tmp_path, mlflow_tracking):
     exp = exp_name("train-plrank")
     mlflow_run("train_plrank", {"train": files / "train.csv", "test": files / "test.csv", "max_iter": 15, "samples": 8,
@@ -208,6 +210,7 @@ def test_train_plrank(files, tmp_path, mlflow_tracking):
     assert (tmp_path / "pl" / "model.json").is_file()
 
 
+@pytest.mark.slow  # about 4 s: `mlflow run` subprocesses (the default suite keeps under CI's 15 min)
 def test_evaluate(files, tmp_path, registered, mlflow_tracking):
     exp = exp_name("evaluate")
     mlflow_run("evaluate", {"model": files / "model-g0" / "model.json", "data": files / "test.csv",
@@ -215,6 +218,7 @@ def test_evaluate(files, tmp_path, registered, mlflow_tracking):
     assert (tmp_path / "m.json").is_file()
 
 
+@pytest.mark.slow  # about 8 s: `mlflow run` subprocesses (the default suite keeps under CI's 15 min)
 def test_evaluate_registered(files, tmp_path, registered, mlflow_tracking):
     exp = exp_name("evaluate-registered")
     mlflow_run("evaluate_registered", {"model_uri": f"models:/{registered[0]}/2", "data": files / "test.csv"},
@@ -223,6 +227,7 @@ def test_evaluate_registered(files, tmp_path, registered, mlflow_tracking):
     assert "exposure_ratio" in run.data.metrics and "ndcg_at_10" in run.data.metrics
 
 
+@pytest.mark.slow  # about 8 s: `mlflow run` subprocesses (the default suite keeps under CI's 15 min)
 def test_promote(files, tmp_path, registered, mlflow_tracking):
     """The gates string logged by mlflow run and by fairltr must not clash (it used to end FAILED)."""
     import mlflow
@@ -237,6 +242,7 @@ def test_promote(files, tmp_path, registered, mlflow_tracking):
     assert champion.version == "2"
 
 
+@pytest.mark.slow  # about 8 s: `mlflow run` subprocesses (the default suite keeps under CI's 15 min)
 def test_verify_alias(files, tmp_path, registered, mlflow_tracking):
     """`mlflow run -e verify_alias`: passes on a champion `fairltr promote` set, fails (the run fails,
     naming the problem) once the alias is moved around the gates with MlflowClient."""
@@ -259,6 +265,7 @@ def test_verify_alias(files, tmp_path, registered, mlflow_tracking):
         client.set_registered_model_alias(name, "champion", champion)
 
 
+@pytest.mark.slow  # about 5 s: `mlflow run` subprocesses (the default suite keeps under CI's 15 min)
 def test_bias_audit(files, tmp_path, registered, mlflow_tracking):
     """`mlflow run -e bias_audit` on the champion: the summary in its run, first_used from the
     promotion, the version tagged with the summary's sha256."""
@@ -282,6 +289,7 @@ def test_bias_audit(files, tmp_path, registered, mlflow_tracking):
     assert "bias_audit.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
 
 
+@pytest.mark.slow  # about 5 s: `mlflow run` subprocesses (the default suite keeps under CI's 15 min)
 def test_compare_runs(tmp_path, registered, mlflow_tracking):
     import mlflow
 

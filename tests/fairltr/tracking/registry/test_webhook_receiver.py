@@ -25,6 +25,9 @@ from alias_fixtures import log_ranker, point_at, promote, register, start_webhoo
 
 from fairltr.tracking.registry.webhook_signature import sign  # noqa: E402
 
+# about 32 s in all: a webhook-delivering mlflow server and promotions (slow stage of CI)
+pytestmark = pytest.mark.slow
+
 SECRET = "test-secret-" + uuid.uuid4().hex
 
 
