@@ -25,6 +25,7 @@ from __future__ import annotations
 import _thread
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -37,7 +38,12 @@ _depth = 0  # open sections in the main thread
 _pending = False  # a Ctrl-C arrived inside a section
 _forced = False  # held back too long: raise at once
 _previous: Any = None  # SIGINT's handler before the outermost section
-_episode = 0  # counts held-back interrupts: a timer acts only on the one it was started for
+_episode = 0  # counts held-back interrupts: a delivering thread acts only on the one it was started for
+_released: threading.Event | None = None  # set when the section of the current episode is released
+_deliver_later = 0  # the episode whose release asked the delivering thread to interrupt the main thread
+
+DELIVERY_DELAY_SECONDS = 0.01
+"""How long after a section released by an event (not raising) the held-back interrupt arrives."""
 
 
 def _main() -> bool:
@@ -45,8 +51,9 @@ def _main() -> bool:
 
 
 def _handler(signum: int, frame: Any) -> None:
-    """SIGINT while a section is open: remember it (and raise it anyway after MAX_DEFER_SECONDS)."""
-    global _pending, _forced, _episode
+    """SIGINT while a section is open: remember it, and start the one thread that delivers it
+    (after the section is released, or after MAX_DEFER_SECONDS, whichever comes first)."""
+    global _pending, _forced, _episode, _released
     if _forced or _depth == 0:
         _forced = False
         _pending = False
@@ -55,9 +62,13 @@ def _handler(signum: int, frame: Any) -> None:
     if not _pending:
         _pending = True
         _episode += 1
-        timer = threading.Timer(MAX_DEFER_SECONDS, _force, (_episode,))
-        timer.daemon = True
-        timer.start()
+        _released = threading.Event()
+        # Started here, inside the section, where a second Ctrl-C is only recorded: starting a
+        # thread waits for it to run, and on a busy host that wait is long enough for a delivery
+        # to land inside the caller that released the section (a database pool's checkin).
+        thread = threading.Thread(target=_deliver, args=(_episode, _released), daemon=True,
+                                  name="fairltr-deferred-interrupt")
+        thread.start()
 
 
 def _call_previous(signum: int, frame: Any) -> None:
@@ -65,8 +76,16 @@ def _call_previous(signum: int, frame: Any) -> None:
     previous(signum, frame)
 
 
-def _force(episode: int) -> None:
+def _deliver(episode: int, released: threading.Event) -> None:
+    """The delivering thread of one held-back interrupt: when the section is released by an event
+    (``release(raise_now=False)``), interrupt the main thread :data:`DELIVERY_DELAY_SECONDS` later,
+    outside the code that released it; when it is still held after MAX_DEFER_SECONDS, force it."""
     global _forced
+    if released.wait(MAX_DEFER_SECONDS):
+        if _deliver_later == episode:
+            time.sleep(DELIVERY_DELAY_SECONDS)
+            _thread.interrupt_main()
+        return
     if _pending and _depth > 0 and episode == _episode:
         _forced = True
         _thread.interrupt_main()
@@ -96,9 +115,9 @@ def hold() -> bool:
 
 def release(opened: bool, *, raise_now: bool = False) -> None:
     """Close a section opened by :func:`hold`. When it was the outermost one and a Ctrl-C came
-    inside, the interrupt is delivered: raised here (``raise_now``) or a moment later from a timer
-    (for callers that cannot raise, such as a database pool's event)."""
-    global _depth, _previous, _pending, _forced
+    inside, the interrupt is delivered: raised here (``raise_now``) or a moment later from the
+    delivering thread (for callers that cannot raise, such as a database pool's event)."""
+    global _depth, _previous, _pending, _forced, _deliver_later
     if not opened:
         return
     _depth -= 1
@@ -109,12 +128,11 @@ def release(opened: bool, *, raise_now: bool = False) -> None:
     came, _pending, _forced = _pending, False, False
     if not came:
         return
+    _deliver_later = 0 if raise_now else _episode
+    if _released is not None:
+        _released.set()  # never waits: the delivering thread already runs
     if raise_now:
         signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # the handler there (Python's: raise)
-        return
-    timer = threading.Timer(0.002, _thread.interrupt_main)
-    timer.daemon = True
-    timer.start()
 
 
 @contextmanager

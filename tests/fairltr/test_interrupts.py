@@ -97,3 +97,20 @@ def test_an_error_raised_while_an_interrupt_propagated_is_the_interrupt():
     assert caused_by_interrupt(KeyboardInterrupt())
     assert not caused_by_interrupt(ValueError("plain error"))
     assert not caused_by_interrupt(None)
+
+
+def test_releasing_by_an_event_starts_no_thread(monkeypatch):
+    """Starting a thread waits until it runs: on a busy host the 'moment later' interrupt then
+    landed inside release() itself (the caller that cannot raise). The delivering thread is
+    started when the Ctrl-C is recorded, inside the section; release() only sets an event."""
+    import threading
+
+    opened = hold()
+    _ctrl_c()
+    started = []
+    real_start = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: (started.append(self.name), real_start(self)))
+    release(opened)
+    assert started == []
+    with pytest.raises(KeyboardInterrupt):
+        time.sleep(1.0)
