@@ -101,3 +101,27 @@ def test_bad_input_is_one_line(files, tmp_path, extra, message):
                                    "--out", str(tmp_path), *extra])
     assert res.exit_code != 0 and message in res.output, res.output
     assert "Traceback" not in res.output
+
+
+def test_text_scores_empty_tables_and_undefined_ratios(files, tmp_path):
+    """Text in the score column, a file with no bytes or no rows: one line naming the file (and the
+    row); nothing written. Nobody above the median: the ratios are undefined, never a PASS."""
+    d, df = files
+    text = df.astype({"score": str})
+    text.loc[5, "score"] = "high"
+    text.to_csv(tmp_path / "text.csv", index=False)
+    (tmp_path / "empty.csv").write_text("")
+    df.head(0).to_csv(tmp_path / "header.csv", index=False)
+    cases = [("text.csv", "text.csv: column 'score' row 5 holds 'high', not a finite score"),
+             ("empty.csv", "empty.csv: cannot read as CSV"), ("header.csv", "header.csv: the table has no rows")]
+    for name, message in cases:
+        res = CliRunner().invoke(cli, ["audit", "--data", str(tmp_path / name), "--score-column", "score", "--group",
+                                       "sex", *UNKNOWN, "--ci", "0", "--out", str(tmp_path / "out")])
+        assert res.exit_code != 0 and message in res.output and "Traceback" not in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1, res.output
+        assert not (tmp_path / "out" / "bias_audit.json").exists()
+    df.assign(score=1.0).to_csv(tmp_path / "flat.csv", index=False)
+    res = run(["--data", str(tmp_path / "flat.csv"), "--score-column", "score", "--group", "sex", *UNKNOWN,
+               "--method", "scoring", "--ci", "0", "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0 and "UNDEFINED for sex" in res.output and "PASS" not in res.output, res.output
+    assert "impact ratio undefined for sex: no category has a scoring rate above 0" in res.output
