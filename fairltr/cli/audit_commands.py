@@ -84,9 +84,13 @@ def audit_command(data_path, score_column, rank_column, model_uri, allow_unverif
     res = bias_audit(cfg)
     for line in res.below:
         click.echo(f"impact ratio under 0.8: {line}")
-    click.echo(f"{res.summary['n_individuals']} individuals, {res.summary['method']}: "
-               f"{'PASS' if not res.below else f'{len(res.below)} categories under 0.8'}; summary sha256 {res.sha256}; "
-               f"outputs in {cfg.out_dir}")
+    for attribute in res.undefined:
+        click.echo(f"impact ratio undefined for {attribute}: no category has a {'scoring' if method == 'scoring' else 'selection'}"
+                   " rate above 0")
+    verdict = (f"{len(res.below)} categories under 0.8" if res.below else
+               f"UNDEFINED for {', '.join(res.undefined)}" if res.undefined else "PASS")
+    click.echo(f"{res.summary['n_individuals']} individuals, {res.summary['method']}: {verdict}; "
+               f"summary sha256 {res.sha256}; outputs in {cfg.out_dir}")
     if res.run_id:
         click.echo(f"MLflow run {res.run_id}; tagged {res.summary['model']['name']} version "
                    f"{res.summary['model']['version']}")

@@ -14,7 +14,8 @@ __all__ = ["summary_html"]
 _STYLE = """body{font-family:system-ui,Segoe UI,Arial,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;
 color:#1a1a1a;line-height:1.45}h1{font-size:1.6em;margin-bottom:4px}h2{font-size:1.2em;margin-top:28px}
 table{border-collapse:collapse;width:100%;margin:8px 0 4px}th,td{border:1px solid #bbb;padding:6px 10px;
-text-align:right}th:first-child,td:first-child{text-align:left}th{background:#eef1f5}
+text-align:right}th:first-child,td:first-child,th:last-child,td:last-child{text-align:left}td{white-space:nowrap}
+td:last-child{white-space:normal}th{background:#eef1f5}
 tr.low td{background:#fdecea}tr.excl td{color:#666;font-style:italic}dl{display:grid;
 grid-template-columns:max-content 1fr;gap:4px 16px}dt{font-weight:600}dd{margin:0}.note{color:#444;font-size:.92em}"""
 
@@ -31,6 +32,14 @@ def _interval(row: Mapping[str, Any]) -> str:
     if row.get("ci_low") is None:
         return ""
     return f"{row['ci_low']:.3f} to {row['ci_high']:.3f}"
+
+
+def _interval_text(interval: Mapping[str, Any]) -> str:
+    """``95% percentile cluster bootstrap, 2,000 resamples of queries (seed 0)``."""
+    level = interval.get("level")
+    head = f"{100 * level:g}% " if isinstance(level, (int, float)) else ""
+    return (f"{head}{interval.get('method', 'percentile')} cluster bootstrap, {interval.get('n_boot', 0):,} resamples "
+            f"of {interval.get('unit', 'queries')} (seed {interval.get('seed')}), for the impact ratio")
 
 
 def _table(name: str, block: Mapping[str, Any], rate_name: str, ci: bool) -> str:
@@ -75,7 +84,7 @@ def summary_html(summary: Mapping[str, Any]) -> str:
         title = "Intersectional categories (" + name.replace(":", " and ") + ")" if ":" in name else name.capitalize()
         body.append(_table(title, block, rate_name, ci))
     if ci:
-        body.append(f'<p class="note">Intervals: {escape(str(summary.get("interval")))}</p>')
+        body.append(f'<p class="note">Intervals: {escape(_interval_text(summary.get("interval") or {}))}</p>')
     body.append('<p class="note">Rows shaded red: impact ratio under 0.8. This summary was computed by software; '
                 "it is not itself an independent audit.</p>")
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "

@@ -91,6 +91,7 @@ class BiasAuditResult:
     sha256: str
     run_id: str | None = None
     below: list[str] = field(default_factory=list)
+    undefined: list[str] = field(default_factory=list)
 
 
 def _is_parquet(path: Path) -> bool:
@@ -149,6 +150,15 @@ def _stream_period(cfg: BiasAuditConfig) -> tuple[str | None, str | None]:
     return (min(lows), max(highs)) if lows else (None, None)
 
 
+def _numbers(cfg: BiasAuditConfig, df: pd.DataFrame, column: str, what: str) -> np.ndarray:
+    """``df[column]`` as finite float64, or a one-line error naming the first bad row (0-based)."""
+    values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=np.float64)
+    if not np.isfinite(values).all():
+        row = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise DataError(f"{cfg.data}: column {column!r} row {row} holds {df[column].iloc[row]!r}, not {what}")
+    return values
+
+
 def _audit(cfg: BiasAuditConfig, model: Any) -> tuple[Any, int, tuple[str | None, str | None]]:
     """(AuditResult, n_individuals, period)."""
     from fairltr.metrics import audit_ranking
@@ -167,6 +177,8 @@ def _audit(cfg: BiasAuditConfig, model: Any) -> tuple[Any, int, tuple[str | None
                            rank_column=cfg.rank_column)
         return res, int(meta.metadata.num_rows), _stream_period(cfg)
     df = _read_table(cfg, _needed(cfg))
+    if df.empty:
+        raise DataError(f"{cfg.data}: the table has no rows")
     period = _period(cfg, df[cfg.time_column] if cfg.time_column else None, str(cfg.data))
     columns = cfg.columns
     if not columns.judgment:
@@ -175,14 +187,9 @@ def _audit(cfg: BiasAuditConfig, model: Any) -> tuple[Any, int, tuple[str | None
     if model is not None:
         scores = model.predict(df)["score"].to_numpy(dtype=np.float64)
     elif cfg.score_column:
-        scores = cfg.score_column
+        scores = _numbers(cfg, df, cfg.score_column, "a finite score")
     else:
-        ranks = pd.to_numeric(df[cfg.rank_column], errors="coerce").to_numpy(dtype=np.float64)
-        if not np.isfinite(ranks).all():
-            row = int(np.flatnonzero(~np.isfinite(ranks))[0])
-            raise DataError(f"{cfg.data}: column {cfg.rank_column!r} row {row} holds {df[cfg.rank_column].iloc[row]!r}, "
-                            "not a rank")
-        scores = -ranks
+        scores = -_numbers(cfg, df, cfg.rank_column, "a rank")
     return audit_ranking(df, scores, columns=columns, config=audit), len(df), period
 
 
@@ -240,7 +247,8 @@ def bias_audit(cfg: BiasAuditConfig) -> BiasAuditResult:
         out.path("bias_audit.html").write_text(summary_html(summary), encoding="utf-8")
         files = out.commit()
     result = BiasAuditResult(summary=json.loads(data), files=files, sha256=sha256_of(data),
-                             below=categories_below(summary["attributes"]))
+                             below=categories_below(summary["attributes"]),
+                             undefined=[a for a, b in summary["attributes"].items() if b["worst_impact_ratio"] is None])
     if vm is not None and vm.name and cfg.track:
         from fairltr.tracking.job_logging.bias_audit import log_bias_audit
 

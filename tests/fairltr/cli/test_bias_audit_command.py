@@ -14,31 +14,9 @@ from click.testing import CliRunner
 
 from fairltr.cli import cli
 
-from audit_tables import table  # tests/audit_tables.py
+from audit_tables import independent, table  # tests/audit_tables.py
 
 UNKNOWN = ["--unknown-value", "", "--unknown-value", "Decline to state"]
-
-
-def independent(df: pd.DataFrame, *, k: int | None, median: str = "whole") -> dict:
-    """Per attribute and intersection: rate, impact ratio (all known categories), unknown count."""
-    d = df.copy()
-    d["sex_k"] = d["sex"].where(d["sex"].notna() & (d["sex"] != ""), None)
-    d["race_k"] = d["race"].where(d["race"] != "Decline to state", None)
-    if k is None:
-        med = d["score"].median() if median == "whole" else d.groupby("qid")["score"].transform("median")
-        d["hit"] = (d["score"] > med).astype(float)
-    else:
-        first = d.groupby("qid")["score"].rank(method="min", ascending=False)
-        size = d.groupby(["qid", "score"])["score"].transform("size")
-        d["hit"] = np.clip(k - first + 1, 0, size) / size
-    out = {}
-    for name, cols in (("sex", ["sex_k"]), ("race", ["race_k"]), ("sex:race", ["sex_k", "race_k"])):
-        known = d[cols].notna().all(axis=1)
-        label = d.loc[known, cols].astype(str).agg("|".join, axis=1)
-        rate = d.loc[known].groupby(label)["hit"].mean()
-        n = d.loc[known].groupby(label).size()
-        out[name] = {"rate": rate, "n": n, "unknown": int((~known).sum()), "ratio": rate / rate.max()}
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +35,22 @@ def run(args):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-@pytest.mark.parametrize("method", ["selection", "scoring"])
-def test_summary_equals_pandas(files, tmp_path, fmt, method):
+@pytest.mark.parametrize("method, median", [("selection", None), ("scoring", None), ("scoring", "per-query")])
+def test_summary_equals_pandas(files, tmp_path, fmt, method, median):
     d, df = files
     args = ["--data", str(d / f"held_out.{fmt}"), "--score-column", "score", "--group", "sex", "--group", "race",
             *UNKNOWN, "--time-column", "applied", "--ci", "0", "--out", str(tmp_path), "--method", method]
-    res = run(args + (["--k", "5"] if method == "selection" else []))
+    res = run(args + (["--k", "5"] if method == "selection" else []) + (["--median", median] if median else []))
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "bias_audit.json").read_text())
-    want = independent(df, k=5 if method == "selection" else None)
+    want = independent(df, k=5 if method == "selection" else None, median=median or "whole")
     assert summary["method"] == ("selection@k" if method == "selection" else "scoring")
+    assert summary["median"] == (None if method == "selection" else median or "whole")
+    flat_median = pd.read_csv(tmp_path / "bias_audit.csv", keep_default_na=False)["median"]
+    assert set(flat_median) == {"" if method == "selection" else median or "whole"}  # said in every output
+    if method == "scoring":
+        page = (tmp_path / "bias_audit.html").read_text()
+        assert ("ranking (per query)" if median else "whole audited sample") in page
     assert summary["n_individuals"] == len(df) and summary["period_start"].startswith("2026-01-05")
     for name, w in want.items():
         block = summary["attributes"][name]
@@ -117,3 +101,27 @@ def test_bad_input_is_one_line(files, tmp_path, extra, message):
                                    "--out", str(tmp_path), *extra])
     assert res.exit_code != 0 and message in res.output, res.output
     assert "Traceback" not in res.output
+
+
+def test_text_scores_empty_tables_and_undefined_ratios(files, tmp_path):
+    """Text in the score column, a file with no bytes or no rows: one line naming the file (and the
+    row); nothing written. Nobody above the median: the ratios are undefined, never a PASS."""
+    d, df = files
+    text = df.astype({"score": str})
+    text.loc[5, "score"] = "high"
+    text.to_csv(tmp_path / "text.csv", index=False)
+    (tmp_path / "empty.csv").write_text("")
+    df.head(0).to_csv(tmp_path / "header.csv", index=False)
+    cases = [("text.csv", "text.csv: column 'score' row 5 holds 'high', not a finite score"),
+             ("empty.csv", "empty.csv: cannot read as CSV"), ("header.csv", "header.csv: the table has no rows")]
+    for name, message in cases:
+        res = CliRunner().invoke(cli, ["audit", "--data", str(tmp_path / name), "--score-column", "score", "--group",
+                                       "sex", *UNKNOWN, "--ci", "0", "--out", str(tmp_path / "out")])
+        assert res.exit_code != 0 and message in res.output and "Traceback" not in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1, res.output
+        assert not (tmp_path / "out" / "bias_audit.json").exists()
+    df.assign(score=1.0).to_csv(tmp_path / "flat.csv", index=False)
+    res = run(["--data", str(tmp_path / "flat.csv"), "--score-column", "score", "--group", "sex", *UNKNOWN,
+               "--method", "scoring", "--ci", "0", "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0 and "UNDEFINED for sex" in res.output and "PASS" not in res.output, res.output
+    assert "impact ratio undefined for sex: no category has a scoring rate above 0" in res.output

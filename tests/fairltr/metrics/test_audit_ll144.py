@@ -14,28 +14,7 @@ import pytest
 from fairltr.errors import ConfigError
 from fairltr.metrics import AuditConfig, audit_ranking
 
-from audit_tables import C, table  # tests/audit_tables.py (tests/ is on the path): shared with the streamed audit
-
-
-def independent(df: pd.DataFrame, *, median: str, k: int | None) -> dict:
-    """Rates, counts and ratios per attribute and intersection, by pandas."""
-    d = df.copy()
-    d["sex_k"] = d["sex"].where(d["sex"].notna(), None)
-    d["race_k"] = d["race"].where(d["race"] != "Decline to state", None)
-    if k is None:
-        med = d["score"].median() if median == "sample" else d.groupby("qid")["score"].transform("median")
-        d["hit"] = (d["score"] > med).astype(float)
-    else:
-        first = d.groupby("qid")["score"].rank(method="min", ascending=False)
-        size = d.groupby(["qid", "score"])["score"].transform("size")
-        d["hit"] = np.clip(k - first + 1, 0, size) / size
-    out = {}
-    for name, cols in (("sex", ["sex_k"]), ("race", ["race_k"]), ("sex:race", ["sex_k", "race_k"])):
-        known = d[cols].notna().all(axis=1)
-        label = d.loc[known, cols].astype(str).agg("|".join, axis=1)
-        rate = d.loc[known].groupby(label)["hit"].mean()
-        out[name] = {"rate": rate, "unknown": int((~known).sum()), "ratio": rate / rate.max()}
-    return out
+from audit_tables import C, independent, table  # tests/audit_tables.py (tests/ is on the path): shared with the CLI test
 
 
 @pytest.mark.parametrize("median", ["sample", "per-query"])
@@ -49,6 +28,7 @@ def test_scoring_rates_and_unknowns_equal_pandas(median):
         for cat, rate in w["rate"].items():
             assert t.loc[(name, cat), "scoring_rate"] == pytest.approx(rate, rel=1e-12), (name, cat)
             assert t.loc[(name, cat), "scoring_impact_ratio"] == pytest.approx(w["ratio"][cat], rel=1e-12)
+            assert t.loc[(name, cat), "n_candidates"] == w["n"][cat], (name, cat)
         assert t.loc[(name, "unknown"), "n_candidates"] == w["unknown"]
         assert math.isnan(t.loc[(name, "unknown"), "scoring_rate"]) and t.loc[(name, "unknown"), "excluded"]
         assert res.unknown_counts[name] == w["unknown"]
