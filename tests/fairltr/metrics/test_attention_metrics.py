@@ -155,3 +155,18 @@ def test_gates_fail_closed():
     assert not any(r.passed for r in check_gates(gates, {}, None))
     with pytest.raises(ConfigError, match="'awrf>=0.9' cannot be checked here.*not an audit figure"):
         check_computed([("awrf>=0.9", "awrf")], evaluator="monitor", groups=("protected",))
+
+
+def test_paired_difference_of_awrf_and_iaa():
+    """A champion-relative gate's paired interval (promote --confidence): the point difference is
+    the two evaluations' difference and the interval holds it."""
+    from fairltr.metrics import paired_difference
+
+    df = table(35, seed=9)
+    other = np.random.default_rng(1).random(len(df))
+    cfg = AuditConfig(ci=0.9, n_boot=300, unit="queries", seed=0)
+    a, b = evaluate_ranking(df, "score"), evaluate_ranking(df, other)
+    for key in KEYS:
+        d = paired_difference(df, df["score"].to_numpy(), other, metric=key, config=cfg)
+        assert d["difference"] == pytest.approx(a[key] - b[key], rel=1e-9)
+        assert d["ci_low"] <= d["difference"] <= d["ci_high"]
