@@ -10,7 +10,7 @@ from fairltr.lazy import lazy_exports
 from fairltr.metrics.registry import (
     AUDIT_METRICS, CI_SUFFIXES, direction, direction_label, DIRECTIONS, distance_from_ideal, HEADLINE_METRICS,
     headline_metrics, higher_is_better, ideal, is_better, is_metric_key, key_part, metric_info, MetricInfo,
-    METRICS, optimisation_direction,
+    METRICS, optimisation_direction, QUERY_INTERVAL_METRICS,
 )
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "expected_exposure", "expected_exposure_metrics", "group_exposure", "rbp_exposure", "target_exposure",
     "key_part", "RankedFolds", "front_hypervolume_intervals", "hypervolume_2d_batch", "resampled_objectives",
     "awrf", "intersect", "rank_discount", "trec_fair_ndcg", "trec_fair_task1", "iaa", "iaa_by_subject",
-    "ATTENTION_MODELS", "mean_with_intervals", "TiedRanks", "tied_ranks", "category_verdicts",
+    "ATTENTION_MODELS", "mean_with_intervals", "QUERY_INTERVAL_METRICS", "TiedRanks", "tied_ranks", "category_verdicts",
     "worst_category", "binary_view", "BinaryView", "GATE_TOLERANCE", "holds",
 ]
 

@@ -4,7 +4,7 @@ failing every check later with a NaN.
 
 * a ranker's evaluation (``evaluate``, ``evaluate-model``, ``promote --data``, training, sweeps):
   the relevance and exposure metrics of docs/spec.md section 3 at any cut-off, ``tied_score_share``,
-  and, with group attributes, the audit's worst cases of section 3b (per attribute too: the
+  ``awrf``, ``ndcg_awrf`` (a group column and the relevance labels) and ``iaa`` (relevance labels), and, with group attributes, the audit's worst cases of section 3b (per attribute too: the
   attribute must be one given, or their intersection ``a:b``);
 * a retriever's: MRR, recall, MRC@k, overlap and RBO (per query language with ``/<lang>``);
 * a stochastic policy's (``train plrank``, the ``plrank`` sweep): a ranker's, and the policy
@@ -24,7 +24,10 @@ from fairltr.metrics.registry import AUDIT_METRICS, metric_info
 __all__ = ["EVALUATORS", "uncomputed_reason", "check_computed"]
 
 _RANKER = {"ndcg", "precision", "selection_ratio", "kendall_tau", "exposure_protected", "exposure_nonprotected",
-           "exposure_ratio", "exposure_gap", "exposure_disparity", "exposure_shortfall", "tied_score_share"}
+           "exposure_ratio", "exposure_gap", "exposure_disparity", "exposure_shortfall", "tied_score_share",
+           "awrf", "ndcg_awrf", "iaa"}
+_NEEDS_GROUP = {"awrf", "ndcg_awrf"}  # the alignment is the group; the target the relevant candidates' groups
+_NEEDS_LABELS = {"awrf", "ndcg_awrf", "iaa"}  # the target / the relevance attention is proportional to
 _POLICY = {"expected_ndcg", "expected_exposure_protected", "expected_exposure_nonprotected",
            "expected_exposure_ratio", "expected_exposure_disparity", "ee_l", "ee_d", "ee_r"}
 _RETRIEVER = {"mrr", "recall", "mrc", "overlap", "rbo"}
@@ -59,6 +62,10 @@ def uncomputed_reason(key: str, *, evaluator: str, groups: Sequence[str] = (), j
     if evaluator == "monitor":
         return (f"{key} is not an audit figure: fairltr monitor computes only the audit's worst cases "
                 f"({', '.join(sorted(AUDIT_METRICS))}, per attribute with .<attribute>)")
+    if evaluator in ("ranker", "policy") and base in _NEEDS_GROUP and not groups:
+        return f"{key} needs a group column (the items' alignment and the target distribution): --group COL"
+    if evaluator in ("ranker", "policy") and base in _NEEDS_LABELS and not judgments:
+        return f"{key} needs the relevance labels (the judgment column, --judgment)"
     if evaluator == "ranker" and base not in _RANKER:
         kind = ("a retrieval metric" if base in _RETRIEVER else "a stochastic policy's figure (train plrank, "
                 "the plrank sweep)" if base in _POLICY else "not a ranker's metric")

@@ -26,7 +26,7 @@ from fairltr.metrics.ordering import TiedRanks, ranks_by, tied_ranks
 from fairltr.metrics.parity import RATIO_DERIVED, derive_from_ratio
 from fairltr.metrics.per_query_builtins import RankingView
 from fairltr.metrics.per_query_builtins import tied_share
-from fairltr.metrics.registry import CI_SUFFIXES, headline_metrics, per_query_declarations
+from fairltr.metrics.registry import CI_SUFFIXES, QUERY_INTERVAL_METRICS, headline_metrics, per_query_declarations
 
 __all__ = ["per_query_metrics", "tied_score_share", "aggregate", "evaluate_batch", "evaluate_ranking", "per_query_table", "score_buckets",
            "evaluate_with_table", "evaluate_ranking_audit", "CI_METADATA_KEYS", "per_query_extra", "TIE_POLICIES",
@@ -254,7 +254,7 @@ def _audited(
     metrics.update(audit_metrics)
     interval = audit.interval(plan.n_queries)
     if interval is not None:
-        headline = [key for key in headline_metrics(audit.k) if key in metrics]
+        headline = [key for key in (*headline_metrics(audit.k), *QUERY_INTERVAL_METRICS) if key in metrics]
         extra = per_query_extra(per_q, headline, plan_order(buckets, plan)) if interval["unit"] == "queries" else None
         bounds, lows, highs = interval_bounds(plan, extra)
         if interval["unit"] == "candidates" and exposure_k is not None:  # the plan's exposure has no cut-off

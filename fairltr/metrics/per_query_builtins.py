@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from fairltr.metrics.awrf import CUTOFF as _TREC_CUTOFF
 from fairltr.metrics.exposure import exposure_per_query
 from fairltr.metrics.ordering import TiedRanks
 from fairltr.metrics.parity import exposure_disparity as _disparity
@@ -20,7 +21,7 @@ from fairltr.metrics.parity import exposure_shortfall as _shortfall
 from fairltr.metrics.parity import selection_ratio_at_k
 from fairltr.metrics.relevance import Ranks, kendall_tau as _kendall, mrr_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
-__all__ = ["RankingView", "tied_share"]
+__all__ = ["RankingView", "tied_share", "awrf", "ndcg_awrf", "iaa"]
 
 
 @dataclass
@@ -96,3 +97,68 @@ def exposure_disparity(view: RankingView) -> torch.Tensor:
 
 def exposure_shortfall(view: RankingView) -> torch.Tensor:
     return _shortfall(view.done["exposure_ratio"])
+
+
+def _expected(pred: Ranks, g) -> torch.Tensor:
+    """E[g(rank)] of every slot (float64): g of the rank, or its mean over the tie group's positions."""
+    return pred.expected(g) if isinstance(pred, TiedRanks) else g(pred.to(torch.float64))
+
+
+def _trec_discount(r: torch.Tensor) -> torch.Tensor:
+    """The TREC Fair 2022 discount ``1 / log2(max(r, 2))``, 0 below the track's cut-off (500)."""
+    return torch.where(r <= _TREC_CUTOFF, 1.0 / torch.log2(r.clamp(min=2.0)), 0.0)
+
+
+def _shares(weights: torch.Tensor, groups: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """(Q, G): per query the sum of ``weights`` (0 on padded slots) of each group code."""
+    out = torch.zeros(weights.shape[0], n_groups, dtype=torch.float64, device=weights.device)
+    return out.scatter_add_(1, groups.long().clamp(min=0), weights)
+
+
+def awrf(view: RankingView) -> torch.Tensor:
+    """AWRF (TREC Fair 2022, :mod:`fairltr.metrics.awrf`) with each candidate's alignment its group
+    (one category per group code) and the query's target the groups' shares among its relevant
+    candidates (judgment > 0): ``1 - JS(D, target)`` in nats, D the discount-weighted group
+    distribution of the top 500. Tied scores: each candidate's expected discount over the tie
+    orders. NaN for a query without a relevant candidate."""
+    mask = view.mask
+    n_groups = max(int(view.groups[mask].max()) + 1 if bool(mask.any()) else 1, 2)
+    w = torch.where(mask, _expected(view.pred, _trec_discount), 0.0)
+    rel = (mask & (view.judgments > 0)).to(torch.float64)
+    dist, tgt = _shares(w, view.groups, n_groups), _shares(rel, view.groups, n_groups)
+    dist = dist / dist.sum(1, keepdim=True)
+    tgt = tgt / tgt.sum(1, keepdim=True)
+    mid = 0.5 * (dist + tgt)
+
+    def kl(p: torch.Tensor) -> torch.Tensor:
+        return torch.where(p > 0, p * torch.log(p / mid), 0.0).sum(1)
+
+    return torch.where(rel.sum(1) > 0, 1.0 - 0.5 * (kl(dist) + kl(tgt)), float("nan"))
+
+
+def ndcg_awrf(view: RankingView) -> torch.Tensor:
+    """The TREC Fair 2022 task-1 score nDCG x AWRF per query: the track's binary nDCG (judgment > 0
+    relevant; discount and cut-off as :func:`awrf`; the ideal over min(500, R) relevant candidates)
+    times :func:`awrf`. NaN for a query without a relevant candidate."""
+    mask = view.mask
+    rel = mask & (view.judgments > 0)
+    dcg = torch.where(rel, _expected(view.pred, _trec_discount), 0.0).sum(1)
+    n = mask.shape[1]
+    cum = torch.zeros(n + 1, dtype=torch.float64, device=mask.device)
+    cum[1:] = torch.cumsum(_trec_discount(torch.arange(1, n + 1, device=mask.device, dtype=torch.float64)), 0)
+    ideal = cum[rel.sum(1).clamp(max=_TREC_CUTOFF)]
+    aw = view.done["awrf"] if "awrf" in view.done else awrf(view)
+    return torch.where(ideal > 0, dcg / ideal.clamp(min=1e-300), float("nan")) * aw
+
+
+def iaa(view: RankingView) -> torch.Tensor:
+    """Inequity of amortized attention (Biega et al. 2018, :mod:`fairltr.metrics.iaa`) of the one
+    ranking per query: ``sum_i |a_i - r_i|`` with attention ``1 / log2(1 + rank)`` and relevance
+    max(judgment, 0), each scaled to sum to 1 over the query's candidates (in [0, 2]). Tied scores:
+    each candidate's expected attention over the tie orders. NaN when the relevance sums to 0."""
+    mask = view.mask
+    att = torch.where(mask, _expected(view.pred, lambda r: 1.0 / torch.log2(1.0 + r)), 0.0)
+    rel = torch.where(mask, view.judgments.to(torch.float64).clamp(min=0.0), 0.0)
+    total = rel.sum(1, keepdim=True)
+    out = (att / att.sum(1, keepdim=True).clamp(min=1e-300) - rel / total.clamp(min=1e-300)).abs().sum(1)
+    return torch.where(total[:, 0] > 0, out, float("nan"))

@@ -38,7 +38,7 @@ __all__ = [
     "DIRECTIONS", "MetricInfo", "METRICS", "metric_info", "is_metric_key", "higher_is_better", "direction",
     "ideal", "distance_from_ideal", "is_better", "optimisation_direction", "direction_label",
     "HEADLINE_METRICS", "headline_metrics", "CI_SUFFIXES", "AUDIT_METRICS", "key_part", "COMPUTED_WHEN",
-    "per_query_declarations",
+    "per_query_declarations", "QUERY_INTERVAL_METRICS",
 ]
 
 DIRECTIONS = ("higher", "lower", "target", "none")
@@ -178,13 +178,15 @@ for _info in [
     MetricInfo("ee_d", "lower", "never undefined for a non-empty query", kind="fairness"),
     MetricInfo("ee_r", "higher", "never undefined for a non-empty query", kind="fairness"),
     # TREC Fair Ranking 2022 task 1 (fairltr.metrics.awrf): AWRF in [1 - ln 2, 1], the score nDCG x AWRF
-    MetricInfo("awrf", "higher", "query left out when none of its ranked items has an alignment", kind="fairness"),
-    MetricInfo("ndcg_awrf", "higher", "query left out when it has no relevant document or its awrf is undefined",
-               kind="fairness"),
+    # (a ranker's evaluation: alignment = the group, target = the groups' shares among the relevant candidates)
+    MetricInfo("awrf", "higher", "query left out without a relevant candidate (no target distribution)",
+               kind="fairness", ideal=1.0, compute=_BUILTIN + "awrf"),
+    MetricInfo("ndcg_awrf", "higher", "query left out without a relevant candidate", kind="fairness",
+               compute=_BUILTIN + "ndcg_awrf"),
     # inequity of amortized attention (Biega et al. 2018; fairltr.metrics.iaa), 0 = attention proportional
     # to relevance over the sequence of rankings
     MetricInfo("iaa", "lower", "query left out when a ranking's relevance sums to 0 (normalised attention)",
-               kind="fairness", ideal=0.0),
+               kind="fairness", ideal=0.0, compute=_BUILTIN + "iaa"),
     # a stochastic policy's figures from sampled rankings (PLRank): fairltr.metrics.policy
     MetricInfo("expected_ndcg", "higher", "query left out when its ideal DCG is 0", True),
     MetricInfo("expected_exposure_protected", "none", "query left out without a protected item", kind="fairness"),
@@ -213,6 +215,11 @@ CI_SUFFIXES = ("_ci_low", "_ci_high")
 _HEADLINE = ("impact_ratio_at_{k}", "exposure_ratio_worst", "disparate_treatment_ratio", "ndkl_at_{k}",
              "exposure_ratio", "exposure_disparity", "exposure_shortfall", "selection_ratio_at_{k}",
              "ndcg_at_{k}", "kendall_tau", "mrc_at_5", "mrr_at_100")
+
+
+QUERY_INTERVAL_METRICS = ("awrf", "ndcg_awrf", "iaa")
+"""Per-query metrics outside the headline that get a query-bootstrap interval too when an
+evaluation asks for intervals (the same resampled queries as the headline's)."""
 
 
 def headline_metrics(k: int = 10) -> tuple[str, ...]:

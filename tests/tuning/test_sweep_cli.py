@@ -218,3 +218,16 @@ def test_cli_errors_are_one_line(ranking_files, tmp_path):
                                    str(ranking_files[0]), "--test", str(ranking_files[1]), "--no-mlflow",
                                    "--out", str(tmp_path / "o")])
     assert res.exit_code != 0 and "not a directory" in res.output and "corpus.jsonl" in res.output
+
+
+def test_awrf_and_iaa_as_sweep_objectives(ranking_files, tmp_path):
+    """The TREC Fair 2022 score (maximised) and IAA (minimised) as a sweep's two objectives."""
+    out = tmp_path / "out"
+    res = sweep(ranking_files, out, "--method", "fair-post", "--study", "aw", "--trials", "2",
+                "--objectives", "ndcg_awrf,iaa")
+    assert res.exit_code == 0, res.output
+    study = optuna.load_study(study_name="aw", storage=f"sqlite:///{out / 'optuna.db'}")
+    assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
+    trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    assert len(trials) == 2 and all(np.isfinite(t.values).all() for t in trials)
+    assert all(0 < t.values[0] <= 1 and 0 <= t.values[1] <= 2 for t in trials)

@@ -108,6 +108,8 @@ BROKEN = [
     (["--time-column", "when"], "missing column(s) ['when']"),
     (["--group", "religion"], "religion"),
     (["--gate", "impact_ratio_at_10>=fast"], "impact_ratio_at_10"),
+    (["--gate", "awrf>=0.8"], "'awrf>=0.8' cannot be checked here: awrf is not an audit figure"),  # fails closed
+    (["--gate", "iaa<=0.5"], "'iaa<=0.5' cannot be checked here: iaa is not an audit figure"),
     (["--confidence", "1.5"], "--confidence"),
     (["--rank-column", "position"], "position"),
     (["--rank-column", "rank", "--score-column", "score"], "not both"),

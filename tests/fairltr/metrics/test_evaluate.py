@@ -55,7 +55,7 @@ def test_names_values_and_n_queries():
     expected = {"ndcg_at_5", "ndcg_at_10", "precision_at_5", "precision_at_10", "kendall_tau",
                 "exposure_protected", "exposure_nonprotected", "exposure_ratio", "exposure_gap",
                 "exposure_disparity", "exposure_shortfall", "selection_ratio_at_5", "selection_ratio_at_10",
-                "tied_score_share"}
+                "tied_score_share", "awrf", "ndcg_awrf", "iaa"}
     assert expected | {f"{k}_n_queries" for k in expected} == set(res)
     loops = _loop_metrics(df)
     for name, values in loops.items():

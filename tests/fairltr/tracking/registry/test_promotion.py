@@ -151,6 +151,22 @@ def test_failing_gate_keeps_the_alias(registered):
     assert description.endswith("@champion stays v2.")
 
 
+def test_awrf_and_iaa_gates_on_data(registered):
+    """AWRF, the TREC Fair 2022 score and IAA gate a promotion on --data like any ranker metric
+    (evaluated there, recorded in the decision); one unreachable bound rejects the version."""
+    name, data, metrics = registered
+    gates = ["--gate", "awrf>=0.5", "--gate", "ndcg_awrf>=0.1", "--gate", "iaa<=1.5", "--gate", "awrf>=1.01"]
+    result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "2", "--data", str(data), *gates])
+    assert result.exit_code == 1, result.output
+    for gate in ("awrf>=0.5", "ndcg_awrf>=0.1", "iaa<=1.5"):
+        assert f"PASS {gate}" in result.output
+    assert "FAIL awrf>=1.01" in result.output and "rejected: 1 of 4 gates failed" in result.output
+    assert _alias(name) is None
+    values = decision_record(_tags(name, "2"))["values"]
+    for key in ("awrf", "ndcg_awrf", "iaa"):
+        assert values[key] == pytest.approx(metrics["2"][key])
+
+
 def test_missing_metric_fails_closed(registered):
     name, data, _ = registered
     result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "2",
