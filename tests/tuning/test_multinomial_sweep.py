@@ -10,7 +10,9 @@ import pytest
 from fairltr.fair import rerank_multinomial
 from fairltr.metrics import evaluate_ranking
 from fairltr.synthetic import make_biased_rankings
+from fairltr.fair import parse_policy
 from fairltr.workflows import ranking_trial
+from fairltr.workflows.sweep import serving_policy_of
 
 
 def _three_categories(seed: int):
@@ -32,6 +34,10 @@ def test_multinomial_fair_trial_equals_direct_reranking():
     counts = train["protected"].value_counts()
     assert set(shares) == {1, 2} and sum(shares.values()) == pytest.approx(hi)
     assert shares[1] / shares[2] == pytest.approx(counts[1] / counts[2])
+    policy = parse_policy(serving_policy_of(runner.spec_for(values)))  # what --register-best records
+    assert policy.multinomial and policy.alpha == pytest.approx(0.1)
+    served = {int(c): float(v) for c, v in (part.split("=") for part in policy.multinomial_spec().split(","))}
+    assert served == pytest.approx(shares, rel=1e-5)
     weak, strong = runner({"fair_p": lo, "fair_alpha": 0.1}), runner(values)
     assert strong["exposure_gap"] < weak["exposure_gap"]
     base = runner._base_models[0]
