@@ -52,8 +52,10 @@ RERANK_RULES = {
               default="fair", show_default=True,
               help="fair: FA*IR on a binary group (>= 1 protected); the others: Geyik et al. (KDD 2019) on any "
                    "number of categories")
-@click.option("--p", "p", type=float, default=None,
-              help="FA*IR: target proportion of protected candidates, in (0, 1) (required with --method fair)")
+@click.option("--p", "p", default=None,
+              help="FA*IR: target proportion of protected candidates, in (0, 1), on a binary group (required with "
+                   "--method fair); or, for a group with several protected categories, their minimum shares: "
+                   "'A=0.2,B=0.1' (multinomial FA*IR, in (0, 1), together below 1)")
 @click.option("--alpha", type=float, default=0.1, show_default=True, help="FA*IR: significance of the fairness test, in (0, 1)")
 @click.option("--target", default=None,
               help="Geyik methods: target shares, e.g. 'race=Black:0.3,White:0.5,Asian:0.2' (default: each "
@@ -78,7 +80,15 @@ def rerank_command(input_path, scores_col, method, p, alpha, target, k, query, g
     res = rerank_file(RerankConfig(Path(input_path), Path(out_path), p, alpha, k, scores_col, fmt,
                                    ranking_columns(query, group, judgment, item), adjust=not no_adjust,
                                    method=method, target=target, **read_settings()))
-    if method == "fair":
+    if method == "fair" and res.target is not None:  # multinomial FA*IR: category shares, minimums beside
+        click.echo(f"method: fair (multinomial)  queries: {res.n_queries}  infeasible (a protected category ran "
+                   f"out): {res.n_infeasible}")
+        width = max(len(key) for key in res.before) + 2
+        click.echo(f"{'':{width}s}{'before':>10s}{'after':>10s}{'minimum':>10s}")
+        for key in res.before:
+            click.echo(f"{key:{width}s}{_fmt(res.before[key]):>10s}{_fmt(res.after[key]):>10s}"
+                       f"{_fmt(res.target[key]):>10s}")
+    elif method == "fair":
         click.echo(f"queries: {res.n_queries}  infeasible (protected ran out): {res.n_infeasible}")
         click.echo(f"{'':24s}{'before':>10s}{'after':>10s}")
         for key in res.before:

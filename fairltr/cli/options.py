@@ -204,7 +204,8 @@ def tracking_options(experiment: str, register: bool = False, serve_rerank: bool
     if serve_rerank:
         options.append(click.option("--serve-rerank", "serve_rerank", default=None, metavar="POLICY",
                                     help="post-processing the logged model applies when served, e.g. "
-                                         "'fair:p=0.3,alpha=0.1[,k=10]' (FA*IR) or 'detconstsort:k=10'"))
+                                         "'fair:p=0.3,alpha=0.1[,k=10]' (FA*IR), 'fair:alpha=0.1,k=10,p=1=0.3,2=0.15' "
+                                         "(multinomial FA*IR: the share list comes last) or 'detconstsort:k=10'"))
         options.append(click.option("--serve-overrides", "serve_overrides", default=None, metavar="FIELDS",
                                     expose_value=False, callback=_store_serving_option,
                                     help="request params that may change the served policy: none, all, or some of "

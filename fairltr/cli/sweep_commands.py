@@ -54,6 +54,7 @@ BUILTIN_METHOD_READS = {
     "detconstsort": {"fair_p_range", "max_iter"},  # geyik_p's range is FA*IR's fair_p range
     "lambdamart+detconstsort": {"fair_p_range"},
     "plrank": {"max_iter"},
+    "multinomial-fair": {"fair_p_range", "fair_alpha_range", "max_iter"},
 }
 DPR_OPTIONS = ("encoder", "dpr_loss", "steps", "batch_size", "max_train_items", "max_test_items")
 RANKING_COLUMNS = {"query": "--query", "group": "--group", "judgment": "--judgment", "item": "--item"}

@@ -6,6 +6,12 @@ recorded with the model) or as the serving request's ``params``:
 * ``none``: the model's own ranking (scores, ranks by decreasing score);
 * ``fair:p=0.3,alpha=0.1[,adjust=true][,k=10]``: FA*IR's ranked group fairness re-ranker
   (docs/spec.md §4) of each query's top k (``k`` absent: the whole list);
+* ``fair:alpha=0.1[,adjust=true][,k=10],p=1=0.2,2=0.1``: multinomial FA*IR (several protected
+  categories, each with its minimum share; :func:`fairltr.fair.rerank_multinomial`). A ``p`` of
+  ``category=share`` pairs takes the rest of the string, so it comes last. A category the policy
+  names but a request lacks is dropped from the test and its queries are flagged infeasible.
+  Such a model's request param ``p`` is a string (a share list, or ``"0.3"``); a model recorded
+  with a numeric ``p`` (or none) takes a number only;
 * ``detgreedy`` / ``detcons`` / ``detrelaxed`` / ``detconstsort`` ``[:k=10][,target=A:0.3,B:0.7]``:
   Geyik et al.'s multi-group re-rankers (``target`` absent: the pool's mix). ``target`` takes the
   rest of the string, so it comes last.
@@ -49,7 +55,7 @@ class ServingPolicy:
     ``"A:0.3,B:0.7"``; None = the pool's mix)."""
 
     method: str = "none"
-    p: float | None = None
+    p: float | str | None = None  # a str: multinomial FA*IR's "category=share,..." (fair only)
     alpha: float = 0.1
     adjust: bool = True
     k: int | None = None
@@ -58,7 +64,13 @@ class ServingPolicy:
     def __post_init__(self) -> None:
         if self.method not in POLICY_METHODS:
             raise ConfigError(f"rerank must be one of {list(POLICY_METHODS)}, got {self.method!r}")
-        if self.p is not None and not (isinstance(self.p, (int, float)) and 0.0 < float(self.p) < 1.0):
+        if isinstance(self.p, str):
+            if self.method != "fair":
+                raise ConfigError(f"rerank {self.method!r} takes target, not p")
+            from fairltr.fair.multinomial_rerank import parse_min_shares
+
+            parse_min_shares(self.p)  # the one-line refusal of a bad share list
+        elif self.p is not None and not (isinstance(self.p, (int, float)) and 0.0 < float(self.p) < 1.0):
             raise ConfigError(f"rerank p must be a number in (0, 1), got {self.p!r}")
         if not (isinstance(self.alpha, (int, float)) and 0.0 < float(self.alpha) < 1.0):
             raise ConfigError(f"rerank alpha must be a number in (0, 1), got {self.alpha!r}")
@@ -84,6 +96,17 @@ class ServingPolicy:
         """Whether the policy re-ranks at all."""
         return self.method != "none"
 
+    @property
+    def multinomial(self) -> bool:
+        """Whether ``p`` is a share list (multinomial FA*IR)."""
+        return isinstance(self.p, str)
+
+    def multinomial_spec(self) -> str:
+        """The share list in its canonical form, ``1=0.2,2=0.1``."""
+        from fairltr.fair.multinomial_rerank import parse_min_shares
+
+        return ",".join(f"{c}={v:g}" for c, v in parse_min_shares(str(self.p)).items())
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -92,10 +115,14 @@ class ServingPolicy:
         if not self.active:
             return "none"
         parts = []
-        if self.method == "fair":
+        if self.method == "fair" and isinstance(self.p, str):
+            parts += [f"alpha={self.alpha:g}", f"adjust={str(self.adjust).lower()}"]
+        elif self.method == "fair":
             parts += [f"p={self.p:g}", f"alpha={self.alpha:g}", f"adjust={str(self.adjust).lower()}"]
         if self.k is not None:
             parts.append(f"k={int(self.k)}")
+        if isinstance(self.p, str):  # a share list takes the rest of the spec: last
+            parts.append("p=" + self.multinomial_spec())
         if self.target is not None:
             parts.append(f"target={self.target}")
         return self.method + (":" + ",".join(parts) if parts else "")
@@ -124,6 +151,8 @@ def _coerce(field: str, raw: Any) -> Any:
         if not f.is_integer():
             raise ConfigError(f"rerank k must be a positive integer, got {raw!r}")
         return int(f)
+    if field == "p" and isinstance(raw, str) and ("=" in raw or ":" in raw):
+        return raw.strip()  # multinomial FA*IR's share list, checked by the policy
     if field in ("p", "alpha"):
         if isinstance(raw, bool):
             raise ConfigError(f"rerank {field} must be a number in (0, 1), got {raw!r}")
@@ -148,6 +177,11 @@ def parse_policy(spec: str | None) -> ServingPolicy:
     while rest:
         if rest.startswith("target="):
             fields["target"] = rest[len("target="):].strip()
+            break
+        if rest.startswith("p=") and any(sep in rest[2:].partition(",")[0] for sep in "=:"):
+            if "p" in fields:
+                raise ConfigError("--serve-rerank: p given twice")
+            fields["p"] = rest[2:].strip()  # a share list: the rest of the spec
             break
         item, _, rest = rest.partition(",")
         key, sep, value = item.partition("=")
@@ -253,7 +287,9 @@ def apply_policy(
         # a group that is also a model feature arrives as double (the signature casts features): its
         # categories are the integers 0, 1, ... again, as a target names them ("0:0.5,1:0.5")
         frame[group] = g.astype(np.int64)
-    if policy.method == "fair":
+    if policy.method == "fair" and policy.multinomial:
+        ranked = _multinomial(frame, s, policy, RankingColumns(query=columns.query, group=group, judgment=None))
+    elif policy.method == "fair":
         ranked = rerank(frame, s, k=policy.k, p=policy.p, alpha=policy.alpha, adjust=policy.adjust,
                         columns=RankingColumns(query=columns.query, group=group, judgment=None))
     else:
@@ -278,6 +314,28 @@ def _geyik(frame: pd.DataFrame, scores: np.ndarray, policy: ServingPolicy, colum
     target, missing = _target_in_batch(policy.target, frame[columns.group])
     ranked = geyik.rerank_geyik(frame, scores, columns=columns, method=policy.method, target=target, k=policy.k)
     if missing:  # a category the target asks for is absent from the whole request: it cannot be met
+        ranked["fair_feasible"] = False
+    return ranked
+
+
+def _multinomial(frame: pd.DataFrame, scores: np.ndarray, policy: ServingPolicy, columns: RankingColumns
+                 ) -> pd.DataFrame:
+    """Multinomial FA*IR of a request: the categories the policy names but the request lacks are
+    dropped from the test and every query is flagged infeasible (their minimums cannot be met)."""
+    from fairltr.fair.multinomial_rerank import parse_min_shares, rerank_multinomial
+
+    shares = parse_min_shares(str(policy.p))
+    present = set(frame[columns.group].astype(str))
+    kept = {c: v for c, v in shares.items() if c in present}
+    if kept:
+        ranked = rerank_multinomial(frame, scores, p=kept, k=policy.k, alpha=policy.alpha, adjust=policy.adjust,
+                                    columns=columns)
+    else:  # no protected category in the request: the model's own order
+        from fairltr.data import query_codes, rank_within_query
+
+        codes, _ = query_codes(frame, columns.query)
+        ranked = frame.assign(rank=rank_within_query(codes, scores))
+    if len(kept) < len(shares):
         ranked["fair_feasible"] = False
     return ranked
 

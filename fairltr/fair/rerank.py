@@ -64,8 +64,9 @@ def _group_lists(rows_sorted: np.ndarray, member: np.ndarray, width: int) -> tup
     return out, member.sum(axis=1)
 
 
-MULTI_GROUP_HINT = ("for several categories use a multi-group re-ranker (DetGreedy, DetCons, DetRelaxed, "
-                    "DetConstSort of Geyik et al. 2019: fairltr rerank --method detconstsort)")
+MULTI_GROUP_HINT = ("for several categories give each protected one its minimum share (multinomial FA*IR: "
+                    "fairltr rerank --p 'A=0.2,B=0.1') or use a multi-group re-ranker (DetGreedy, DetCons, "
+                    "DetRelaxed, DetConstSort of Geyik et al. 2019: fairltr rerank --method detconstsort)")
 
 
 def binary_group_codes(df: pd.DataFrame, columns) -> np.ndarray:

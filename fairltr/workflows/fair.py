@@ -34,7 +34,7 @@ class RerankConfig:
 
     input_path: Path
     out_path: Path
-    p: float | None
+    p: float | str | None  # a number: binomial FA*IR; "A=0.2,B=0.1": multinomial (fair_multinomial)
     alpha: float = 0.1
     k: int | None = None
     scores_col: str = "score"
@@ -158,11 +158,15 @@ def rerank_file(cfg: RerankConfig) -> RerankResult:
     _check_method(cfg)
     if cfg.method != "fair":
         return _rerank_geyik_file(cfg)
+    from fairltr.workflows.fair_multinomial import is_share_list, rerank_multinomial_file
+
+    if is_share_list(cfg.p):
+        return rerank_multinomial_file(cfg)
     from fairltr.fair import check_params, rerank
     from fairltr.io import read_ranking, write_table
     from fairltr.workflows.outputs import check_output_file
 
-    check_params(cfg.k, cfg.p, cfg.alpha)
+    check_params(cfg.k, float(cfg.p) if isinstance(cfg.p, str) else cfg.p, cfg.alpha)
     check_output_file(cfg.out_path, TABLE_SUFFIXES)
     c = cfg.columns
     df = _read(cfg, c.replace(judgment=None))  # the judgment is optional here
@@ -172,7 +176,7 @@ def rerank_file(cfg: RerankConfig) -> RerankResult:
 
     df[cfg.scores_col] = numeric_column(df, cfg.scores_col, query=c.query)  # a bad score names its file and line
     before = _exposure(df, df[cfg.scores_col], c)
-    out = rerank(df, cfg.scores_col, k=cfg.k, p=cfg.p, alpha=cfg.alpha, adjust=cfg.adjust, columns=c)
+    out = rerank(df, cfg.scores_col, k=cfg.k, p=float(cfg.p), alpha=cfg.alpha, adjust=cfg.adjust, columns=c)
     after = _exposure(out, -out["rank"].to_numpy(dtype=float), c)
     write_table(out, cfg.out_path)
     feasible = out.groupby(c.query, sort=False)["fair_feasible"].first()

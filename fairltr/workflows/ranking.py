@@ -22,7 +22,7 @@ from fairltr.gbdt import GBDTParams, LambdaMART
 from fairltr.losses import GAMMA
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
-__all__ = ["FairParams", "GeyikParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
+__all__ = ["FairParams", "GeyikParams", "MultinomialParams", "LightningOptions", "RankerSpec", "RankerOutcome", "fit_ranker", "rank_with",
            "evaluate_ranked", "evaluate_ranked_audits", "train_and_evaluate", "ENGINES", "RANKERS", "check_device", "validate_tables", "check_training_options",
            "chosen_features", "FeatureChoice", "FitOptions"]
 
@@ -80,6 +80,28 @@ class GeyikParams:
 
         if self.method not in GEYIK_METHODS:
             raise ConfigError(f"Geyik method must be one of {list(GEYIK_METHODS)}, got {self.method!r}")
+
+
+@dataclass(frozen=True)
+class MultinomialParams:
+    """A multinomial FA*IR re-ranking of every predicted list (:func:`fairltr.fair.rerank_multinomial`):
+    ``shares`` the protected categories' minimum shares as ``((category, share), ...)`` (each in
+    (0, 1), together below 1), significance ``alpha``, ``adjust``, ``k`` (None: whole lists)."""
+
+    shares: tuple[tuple[Any, float], ...]
+    alpha: float = 0.1
+    adjust: bool = True
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        from fairltr.fair import check_multinomial_params, parse_min_shares
+
+        parse_min_shares({c: v for c, v in self.shares})
+        check_multinomial_params(self.k, [v for _, v in self.shares], self.alpha)
+
+    def spec(self) -> str:
+        """The shares as ``--p`` writes them (``1=0.2,2=0.1``)."""
+        return ",".join(f"{c}={v:.6g}" for c, v in self.shares)
 
 
 @dataclass(frozen=True)
@@ -178,6 +200,7 @@ class RankerSpec(FitOptions):
     ranker: str = "deltr"
     gbdt: GBDTParams = field(default_factory=GBDTParams)
     geyik_post: GeyikParams | None = None
+    multinomial_post: MultinomialParams | None = None  # after fair_post, before geyik_post
     reference_group: str | int | None = None  # DELTR's declared reference category (None: DELTR's default)
 
     def __post_init__(self) -> None:
@@ -307,6 +330,8 @@ def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, c
 
         fp = spec.fair_post
         ranked = fair_postprocess(ranked, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
+    if spec.multinomial_post is not None:
+        ranked = _multinomial_post(ranked, spec.multinomial_post, columns)
     if spec.geyik_post is not None:
         from fairltr.fair import rerank_geyik
 
@@ -317,6 +342,17 @@ def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, c
         n_q = ranked.groupby(columns.query, sort=False)["rank"].transform("size").to_numpy()
         ranked["score"] = (n_q - ranked["rank"].to_numpy() + 1).astype("float64")  # the score encodes the order
     return ranked
+
+
+def _multinomial_post(ranked: pd.DataFrame, mp: MultinomialParams, columns: RankingColumns) -> pd.DataFrame:
+    """Multinomial FA*IR of every ranked list; the score then encodes the re-ranked order."""
+    from fairltr.fair import rerank_multinomial
+
+    out = rerank_multinomial(ranked, "score", p={str(c): v for c, v in mp.shares}, k=mp.k, alpha=mp.alpha,
+                             adjust=mp.adjust, columns=columns.replace(judgment=None, item=None))
+    n_q = out.groupby(columns.query, sort=False)["rank"].transform("size").to_numpy()
+    out["score"] = (n_q - out["rank"].to_numpy() + 1).astype("float64")
+    return out
 
 
 def evaluate_ranked(ranked: pd.DataFrame, columns: RankingColumns = DEFAULT_COLUMNS,

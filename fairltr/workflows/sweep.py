@@ -102,7 +102,8 @@ class RankingTrial:
             model = None
             if self.plan.reuse_base:  # one base ranking per fold, re-ranked per trial
                 if i not in self._base_models:
-                    self._base_models[i] = train_and_evaluate(train, None, spec.with_(fair_post=None, geyik_post=None),
+                    self._base_models[i] = train_and_evaluate(train, None, spec.with_(fair_post=None, geyik_post=None,
+                                                                         multinomial_post=None),
                                                               self.columns).model
                 model = self._base_models[i]
             outcome = train_and_evaluate(train, test, spec, self.columns, model=model, audit=self.audit,
@@ -346,6 +347,10 @@ def serving_policy_of(spec: RankerSpec) -> str | None:
     if spec.fair_post is not None:
         fp = spec.fair_post
         return f"fair:p={fp.p:.6g},alpha={fp.alpha:.6g},adjust={str(fp.adjust).lower()}"
+    if spec.multinomial_post is not None:
+        mp = spec.multinomial_post
+        k = f",k={mp.k}" if mp.k else ""
+        return f"fair:alpha={mp.alpha:.6g},adjust={str(mp.adjust).lower()}{k},p={mp.spec()}"
     if spec.geyik_post is not None:
         gp = spec.geyik_post
         parts = [f"k={gp.k}"] if gp.k else []

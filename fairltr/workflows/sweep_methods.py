@@ -110,9 +110,8 @@ def _geyik_space(ctx: RankingContext):
                                    description="DetConstSort target share of the protected categories"),))
 
 
-def _geyik_target(ctx: RankingContext, share: float) -> tuple[tuple[object, float], ...]:
-    """Target distribution: ``1 - share`` for category 0, ``share`` split over the protected
-    categories (>= 1) in proportion to their pooled training counts."""
+def _pool_mix(ctx: RankingContext, methods: str):
+    """(categories, pooled training counts, protected mask: numeric value >= 1) of the group column."""
     import numpy as np
     import pandas as pd
 
@@ -123,9 +122,17 @@ def _geyik_target(ctx: RankingContext, share: float) -> tuple[tuple[object, floa
     counts = np.bincount(codes, minlength=len(cats)).astype(float)
     numeric = pd.to_numeric(pd.Series(cats), errors="coerce").to_numpy(dtype=float)
     if np.isnan(numeric).any():
-        raise ConfigError("the detconstsort sweep methods need a numeric group column (0 = non-protected, "
+        raise ConfigError(f"the {methods} sweep methods need a numeric group column (0 = non-protected, "
                           f">= 1 = protected categories); got categories {cats}")
-    prot = numeric >= 1
+    return cats, counts, numeric >= 1
+
+
+def _geyik_target(ctx: RankingContext, share: float) -> tuple[tuple[object, float], ...]:
+    """Target distribution: ``1 - share`` for category 0, ``share`` split over the protected
+    categories (>= 1) in proportion to their pooled training counts."""
+    import numpy as np
+
+    cats, counts, prot = _pool_mix(ctx, "detconstsort")
     shares = np.where(prot, share * counts / max(counts[prot].sum(), 1.0), 0.0)
     shares[~prot] = (1.0 - share) * counts[~prot] / max(counts[~prot].sum(), 1.0)
     return tuple((c, float(v)) for c, v in zip(cats, shares))
@@ -135,6 +142,30 @@ def _detconstsort(base: RankerSpec, values: Mapping[str, float], ctx: RankingCon
     from fairltr.workflows.ranking import GeyikParams
 
     return base.with_(geyik_post=GeyikParams("detconstsort", _geyik_target(ctx, float(values["geyik_p"]))))
+
+
+def _multinomial_space(ctx: RankingContext):
+    """FA*IR's ``fair_p`` (the protected categories' total minimum share, around their pooled
+    training share) and ``fair_alpha``, on any number of protected categories (>= 1)."""
+    from tuning.space import fair_space, protected_share
+
+    _pool_mix(ctx, "multinomial-fair")  # numeric categories, refused before any training
+    return fair_space(protected_share(ctx.train, ctx.columns), ctx.p_range, ctx.alpha_range)
+
+
+def _multinomial_shares(ctx: RankingContext, total: float) -> tuple[tuple[object, float], ...]:
+    """Minimum shares: ``total`` split over the protected categories (>= 1) in proportion to their
+    pooled training counts (the multinomial test's p_1..p_g, summing to ``total``)."""
+    cats, counts, prot = _pool_mix(ctx, "multinomial-fair")
+    n_prot = max(float(counts[prot].sum()), 1.0)
+    return tuple((c, total * float(n) / n_prot) for c, n, is_p in zip(cats, counts, prot) if is_p and n > 0)
+
+
+def _multinomial(base: RankerSpec, values: Mapping[str, float], ctx: RankingContext) -> RankerSpec:
+    from fairltr.workflows.ranking import MultinomialParams
+
+    return base.with_(gamma=0.0, multinomial_post=MultinomialParams(
+        _multinomial_shares(ctx, float(values["fair_p"])), float(values["fair_alpha"])))
 
 
 # ---------------------------------------------------------------------------------- methods
@@ -169,6 +200,11 @@ ranking_method("lambdamart+detconstsort", "DetConstSort re-ranking of LambdaMART
                "per fold)", RankingPlan(_geyik_space, lambda base, v, ctx: _detconstsort(_lambdamart(base), v, ctx),
                                         reuse_base=True),
                searches="`geyik_p`", requires=GBDT)
+ranking_method("multinomial-fair", "multinomial FA*IR post-processing (several protected categories) of a ListNet "
+               "(gamma 0) ranking, fitted once per fold",
+               RankingPlan(_multinomial_space, _multinomial, reuse_base=True),
+               searches="`fair_p` (the protected categories' total minimum share, split by their pool mix), "
+                        "`fair_alpha`")
 register_sweep_method(SweepMethod(
     "plrank", "Plackett-Luce policy (PL-Rank gradient, Fair-PG-Rank squared disparity of expected exposure), "
     "evaluated on its mean-score ranking", plrank_trial_from,

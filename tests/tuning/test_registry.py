@@ -34,7 +34,7 @@ from fairltr.tracking import PARENT_ATTR
 
 REPO = Path(__file__).resolve().parents[2]
 BUILTIN = ["deltr", "fair-pre", "fair-post", "dpr", "lambdamart", "lambdamart+fair", "detconstsort",
-           "lambdamart+detconstsort", "plrank"]
+           "lambdamart+detconstsort", "multinomial-fair", "plrank"]
 
 
 def _l2_space(ctx):

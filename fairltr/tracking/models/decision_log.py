@@ -173,7 +173,8 @@ def decision_records(model_input: pd.DataFrame, served: pd.DataFrame, policy: An
         same(request_id, pa.string()), pa.array(np.full(n, micros, dtype=np.int64), type=pa.timestamp("us", tz="UTC")),
         same(ctx.model_name, pa.string()), same(ctx.model_version, pa.string()), same(ctx.model_digest, pa.string()),
         same(policy.describe(), pa.string()), same(policy.method, pa.string()),
-        same(None if policy.p is None else float(policy.p), pa.float64()), same(float(policy.alpha), pa.float64()),
+        same(None if policy.p is None or isinstance(policy.p, str) else float(policy.p), pa.float64()),  # shares: in the text
+        same(float(policy.alpha), pa.float64()),
         same(bool(policy.adjust), pa.bool_()), same(None if policy.k is None else int(policy.k), pa.int64()),
         same(policy.target, pa.string()), _text(model_input[ctx.query]), item, pa.array(np.arange(n, dtype=np.int64)),
         pa.array(served["score"].to_numpy(dtype=np.float64)), pa.array(served["rank"].to_numpy(dtype=np.int64)),

@@ -271,19 +271,21 @@ def _group_type(example: pd.DataFrame | None, group: str | None) -> str:
     return "string" if is_string_categories(example[group]) else "long"
 
 
-def _serving_signature(signature, optional: tuple[str, ...], columns: list[str]):
+def _serving_signature(signature, optional: tuple[str, ...], columns: list[str], shares: bool = False):
     """The inputs ``columns`` (and the ``optional`` ones not among them: the group attributes and
     the item column, which a re-ranker and the decision log read) declared Any
     (:func:`~fairltr.tracking.models.signature_types.any_typed_signature`: the model checks them
     against the training file's types), ``signature``'s outputs, and the serving params. Every
     param defaults to None ("the recorded policy's value"): MLflow fills absent params with their
-    defaults, and a recorded value there could not be told from a requested one."""
+    defaults, and a recorded value there could not be told from a requested one. ``shares``: the
+    recorded policy is multinomial FA*IR, whose ``p`` is a share list, so ``p`` is a string
+    (``"0.3"`` still asks for binomial FA*IR); otherwise a double, as before."""
     from mlflow.models import ModelSignature
     from mlflow.types.schema import ParamSchema, ParamSpec
 
     inputs = any_typed_signature(columns, optional=tuple(c for c in optional if c is not None))
     params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
-        ("rerank", "string"), ("p", "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
+        ("rerank", "string"), ("p", "string" if shares else "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
         ("target", "string"))])
     return ModelSignature(inputs=inputs, outputs=signature.outputs, params=params)
 
@@ -377,7 +379,8 @@ def log_ranker_model(
             warnings.simplefilter("ignore", UserWarning)
             signature = _serving_signature(
                 infer_signature(input_example, _example_output(model, input_example, policy, group, group_type)),
-                (*model.columns_.groups, model.columns_.item), list(input_example.columns))
+                (*model.columns_.groups, model.columns_.item), list(input_example.columns),
+                shares=isinstance(policy.p, str))
         code = stage_package(tmp_path / "code")
         wheel = build_wheel(code, tmp_path / "wheel", md.version("fairltr"))
         files.update({"ranker_code.py": MODEL_CODE, "code/fairltr": code, f"code/{wheel.name}": wheel})
