@@ -1,7 +1,7 @@
 """``train plrank --serve-sample``: the logged PLRank pyfunc serves a Plackett-Luce draw per request,
 seeded by the request id (a replay gives the same ranking, other ids other rankings), says so in
-its output (``sampled``, ``sample_seed``, ``sample_request_id``), and its rankings follow the PL
-law: the frequencies of the 6 rankings of a 3-item list over 3,000 request ids pass a chi-square
+its output (``sampled``, ``sample_seed``, ``sample_request_id``) (slow: a model logged by the CLI and
+loaded from its folder), and its rankings follow the PL law (in process): the frequencies of the 6 rankings of a 3-item list over 2,000 request ids pass a chi-square
 test against the exact probabilities prod_i exp(s_(i)) / sum_{j >= i} exp(s_(j))."""
 
 from __future__ import annotations
@@ -45,32 +45,49 @@ def _exact_pl(scores: np.ndarray) -> dict[tuple[int, ...], float]:
     return out
 
 
-def test_sampled_serving_replays_per_request_id_and_follows_the_pl_law(sampling_model):
+@pytest.mark.slow
+def test_logged_sampling_model_replays_per_request_id(sampling_model):
     loaded, test, version = sampling_model
     assert version.run_id and mlflow.MlflowClient().get_run(version.run_id).data.params["serve_sample"] == "true"
     a = loaded.predict(test, params={"request_id": "req-1"})
     b = loaded.predict(test, params={"request_id": "req-1"})
     assert list(a["rank"]) == list(b["rank"])  # a replay of the same request id: the same ranking
     assert a["sampled"].all() and (a["sample_request_id"] == "req-1").all() and (a["request_id"] == "req-1").all()
-    q = test.columns[0] if "qid" not in test.columns else "qid"
+    ranker = loaded.unwrap_python_model()
+    q = ranker.query
     q0 = test[q].iloc[0]
-    salt = loaded.unwrap_python_model().salt
+    salt = ranker.salt
     assert a.loc[test[q] == q0, "sample_seed"].iloc[0] == str(request_seed("req-1", q0, salt))
     others = [tuple(loaded.predict(test, params={"request_id": f"req-{i}"})["rank"]) for i in range(2, 8)]
     assert len(set(others) | {tuple(a["rank"])}) > 1  # other ids: other rankings
     fresh = loaded.predict(test)  # no request id: a fresh one, reported
     assert fresh["sample_request_id"].iloc[0] != "req-1" and len(fresh["sample_request_id"].iloc[0]) == 32
 
-    # the PL law on one 3-item query, 3,000 request ids (the loaded model's own pyfunc object)
-    ranker = loaded.unwrap_python_model()
+
+
+def test_sampled_rankings_follow_the_pl_law_and_replay(tiny_rankings, monkeypatch):
+    """In process (the same pyfunc class as the logged model's): replay, other ids, and the law.
+    The tensor code fits (FAIRLTR_COMPILED=0): no numba compile on a cold cache."""
+    monkeypatch.setenv("FAIRLTR_COMPILED", "0")
+    from fairltr import PLRank
+    from fairltr.tracking.models.pyfunc import FairltrRanker
+
+    train, test = tiny_rankings
+    model = PLRank(lam=0.0, samples=4, max_iter=2).fit(train)
+    ranker = FairltrRanker.from_model(model, sample=True, salt="salt-1")
+    a, b = (ranker.predict(None, test, {"request_id": "r"}) for _ in range(2))
+    assert list(a["rank"]) == list(b["rank"]) and a["sampled"].all()
+    others = {tuple(ranker.predict(None, test, {"request_id": f"r{i}"})["rank"]) for i in range(6)}
+    assert len(others | {tuple(a["rank"])}) > 1
+    q = model.query_
+    q0 = test[q].iloc[0]
     three = test[test[q] == q0].head(3).reset_index(drop=True)
-    scores = ranker.model.predict(three).astype(np.float64)
+    scores = model.predict(three).astype(np.float64)
     exact = _exact_pl(scores)
-    n = 3000
+    n = 2000
     counts = dict.fromkeys(exact, 0)
-    ranker_plain = type(ranker).from_model(ranker.model, sample=True, salt=salt)
     for i in range(n):
-        ranks = ranker_plain.predict(None, three, {"request_id": f"id-{i}"})["rank"].to_numpy()
+        ranks = ranker.predict(None, three, {"request_id": f"id-{i}"})["rank"].to_numpy()
         counts[tuple(np.argsort(ranks, kind="stable"))] += 1
     observed = np.array([counts[p] for p in exact])
     expected = np.array([exact[p] for p in exact]) * n
@@ -78,14 +95,17 @@ def test_sampled_serving_replays_per_request_id_and_follows_the_pl_law(sampling_
     assert p_value > 1e-3, (observed, expected)  # 5 degrees of freedom; fails by chance once in 1,000
 
 
-def test_serve_sample_refusals(sampling_model, tiny_rankings):
-    loaded, test, _ = sampling_model
-    with pytest.raises(mlflow.exceptions.MlflowException, match="re-ranking"):
-        loaded.predict(test, params={"rerank": "fair", "p": 0.3})
-    from fairltr import DELTR
+def test_serve_sample_refusals(tiny_rankings, monkeypatch):
+    monkeypatch.setenv("FAIRLTR_COMPILED", "0")
+    from fairltr import DELTR, PLRank
     from fairltr.tracking.models.pyfunc import FairltrRanker
 
-    train, _ = tiny_rankings
+    train, test = tiny_rankings
+    sampling = FairltrRanker.from_model(PLRank(lam=0.0, samples=4, max_iter=2).fit(train), sample=True)
+    with pytest.raises(mlflow.exceptions.MlflowException, match="re-ranking"):
+        sampling.predict(None, test, {"rerank": "fair", "p": 0.3})
+    with pytest.raises(ConfigError, match="exclude each other"):
+        FairltrRanker.from_model(sampling.model, policy="fair:p=0.3,alpha=0.1", sample=True)
     deltr = DELTR(gamma=0.0, max_iter=2).fit(train)
     with pytest.raises(ConfigError, match="PLRank model"):
         FairltrRanker.from_model(deltr, sample=True)
