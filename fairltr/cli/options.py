@@ -221,7 +221,7 @@ def tracking_options(experiment: str, register: bool = False, serve_rerank: bool
 
 def tracking_from(experiment: str, no_track: bool, register: str | None = None, run_name: str | None = None,
                   serve_rerank: str | None = None, serve_overrides: str | None = None,
-                  decision_log: str | None = None):
+                  decision_log: str | None = None, serve_sample: bool = False):
     """The :class:`~fairltr.workflows.options.TrackingOptions` of the tracking options; the
     serving settings not given here come from ``--serve-overrides`` / ``--decision-log``."""
     from fairltr.workflows.options import TrackingOptions
@@ -231,7 +231,8 @@ def tracking_from(experiment: str, no_track: bool, register: str | None = None, 
     return TrackingOptions(enabled=not no_track, experiment=experiment, register=register or None, run_name=run_name,
                            serve_rerank=serve_rerank,
                            serve_overrides=serve_overrides if serve_overrides is not None else meta.get("serve_overrides"),
-                           decision_log=decision_log if decision_log is not None else meta.get("decision_log"))
+                           decision_log=decision_log if decision_log is not None else meta.get("decision_log"),
+                           serve_sample=serve_sample)
 
 
 def ci_option(default: float = 0.0, what: str = "the metrics") -> Callable:

@@ -39,6 +39,9 @@ from fairltr.cli.options import (
               help="rankings sampled per test query for the policy's figures (seeded by --seed)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1 ...")
+@click.option("--serve-sample", is_flag=True,
+              help="the logged pyfunc serves a ranking sampled from the policy per request, seeded by the "
+                   "request's request_id param (replays give the same ranking) instead of the mean-score ranking")
 @ranker_output_options("outputs/plrank")
 @tracking_options("fairltr", register=True, serve_rerank=True)
 @data_options()
@@ -48,12 +51,14 @@ from fairltr.cli.options import (
     "merit": used_when(lambda v: v["lam"] != 0, "--merit shapes the fairness term --lambda weighs; with --lambda 0 "
                                                 "it is not trained"),
     **tracking_rules(register=True, serve_rerank=True),
+    "serve_sample": used_when(lambda v: not v["no_track"],
+                              "--serve-sample is recorded with the logged model; nothing is logged with --no-track"),
     **reading_rules(lambda v: (v["train_path"], v["test_path"])),
 }, always=("train_path", "test_path", "lam", "samples", "cutoff", "estimator", "colorblind", "features", "optimizer",
            "max_iter", "lr", "l2", "eval_samples", "seed", "device", "out_dir", "model_format", "no_track", "fmt",
            "query", "group", "judgment", "item"))
 def train_plrank_cmd(train_path, test_path, lam, samples, cutoff, estimator, disparity, merit, colorblind, features,
-                     optimizer, max_iter, lr, l2, eval_samples, seed, device, out_dir, model_format, experiment,
+                     optimizer, max_iter, lr, l2, eval_samples, seed, device, serve_sample, out_dir, model_format, experiment,
                      no_track, register, serve_rerank, fmt, query, group, judgment, item):
     """Train a Plackett-Luce ranking policy (PL-Rank / Fair-PG-Rank) for E[DCG] - lambda x disparity of
     expected exposure; print the test metrics of its mean-score ranking and of the policy itself
@@ -71,7 +76,8 @@ def train_plrank_cmd(train_path, test_path, lam, samples, cutoff, estimator, dis
     train_source, test_source = train_test_sources(train_path, test_path, fmt, query, group, judgment, item)
     cfg = TrainPLRankConfig(
         train=train_source, spec=spec, test=test_source, out_dir=Path(out_dir), model_format=model_format,
-        tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank),
+        tracking=tracking_from(experiment, no_track, register, serve_rerank=serve_rerank,
+                               serve_sample=serve_sample),
         progress=sys.stderr.isatty(),
     )
     res = train_plrank(cfg, echo=_echo_err)

@@ -67,7 +67,8 @@ class TrackingOptions:
     ``fair:p=0.3,alpha=0.1``; :func:`fairltr.fair.policy.parse_policy`; None = the model's own
     ranking), the request params allowed to change it (``serve_overrides``: ``none``, ``all`` or
     ``p,k``...; None = the default, none once a policy is recorded) and the ``decision_log``
-    (a folder or ``postgresql://`` URI; None = no log)."""
+    (a folder or ``postgresql://`` URI; None = no log); ``serve_sample``: a PLRank pyfunc serves
+    Plackett-Luce draws seeded per request id."""
 
     enabled: bool = True
     experiment: str = "fairltr"
@@ -77,6 +78,7 @@ class TrackingOptions:
     serve_rerank: str | None = None
     serve_overrides: str | None = None
     decision_log: str | None = None
+    serve_sample: bool = False
 
     def __post_init__(self) -> None:
         from fairltr.fair.policy import NO_POLICY, overrides_text, parse_overrides, parse_policy
@@ -91,6 +93,10 @@ class TrackingOptions:
             object.__setattr__(self, "serve_overrides", overrides_text(parse_overrides(self.serve_overrides, policy)))
             if not self.enabled:
                 raise ConfigError("--serve-overrides is recorded with the logged model: drop --no-track")
+        if self.serve_sample and not self.enabled:
+            raise ConfigError("--serve-sample is recorded with the logged model: drop --no-track")
+        if self.serve_sample and policy.active:
+            raise ConfigError("--serve-sample and --serve-rerank exclude each other: a sampled ranking is served as drawn")
         if self.decision_log is not None:
             from fairltr.tracking.models.decision_log import check_recordable_uri
 

@@ -183,7 +183,7 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
             data_paths={"train": train_source.path, **({"test": test_source.path} if test_source else {})},
             register=tracking.register, title=run_name, rename=True, train_sample=train_frame is None,
             serve_rerank=tracking.serve_rerank, serve_overrides=tracking.serve_overrides,
-            decision_log=tracking.decision_log, test_audits=getattr(outcome, "audits", None) or {}, audit_k=audit_k)
+            decision_log=tracking.decision_log, serve_sample=tracking.serve_sample, test_audits=getattr(outcome, "audits", None) or {}, audit_k=audit_k)
         result.run_id = run.info.run_id
     if tracking.register:
         result.registered_version = str(info.registered_model_version)

@@ -303,7 +303,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
                         title: str | None = None, tags: Mapping[str, str] | None = None,
                         rename: bool = False, train_sample: bool = False, serve_rerank: str | None = None,
                         test_audits: Mapping[int, Any] | None = None, audit_k: int | None = None,
-                        serve_overrides: str | None = None, decision_log: str | None = None):
+                        serve_overrides: str | None = None, decision_log: str | None = None,
+                        serve_sample: bool = False):
     """Log a fitted ranker into the ACTIVE run ``run_id``, in the order a reader needs it:
 
     * params (:func:`run_params` + ``params``); the training (and test) table as MLflow datasets
@@ -325,7 +326,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     ``rename`` sets the run's name to ``title``; ``serve_rerank`` is the serving policy recorded with
     the model (:mod:`fairltr.fair.policy`; param ``serve_rerank`` and a line of the version
     description), ``serve_overrides`` the request params allowed to change it and ``decision_log``
-    where the served model logs its decisions (params of the same names; recorded in the model). ``test_audits`` (``{k: AuditResult}`` of the evaluated table, SPEC 3b) adds
+    where the served model logs its decisions (params of the same names; recorded in the model);
+    ``serve_sample`` makes a PLRank pyfunc serve sampled rankings (param ``serve_sample``). ``test_audits`` (``{k: AuditResult}`` of the evaluated table, SPEC 3b) adds
     ``audit_table.csv``, ``impact_ratios.png``, the per-category table and the intervals of the
     report, written as the ``fair_ranking`` evaluator writes them (at cut-off ``audit_k``).
     Returns MLflow's ``ModelInfo``."""
@@ -339,7 +341,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     paths = dict(data_paths or {})
     all_params = _log_inputs(run_id, model, train_df, test_df, paths, params=params, title=title, tags=tags,
                              rename=rename, train_sample=train_sample, serve_rerank=serve_rerank,
-                             serving={"serve_overrides": serve_overrides, "decision_log": decision_log})
+                             serving={"serve_overrides": serve_overrides, "decision_log": decision_log,
+                                      "serve_sample": "true" if serve_sample else None})
     split = "test" if test_df is not None else "train"
     heading = title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
                         f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
@@ -351,7 +354,8 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
             if c is not None and c in train_df.columns]  # the group column types the signature's optional input
     try:
         info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
-                                serve_rerank=serve_rerank, serve_overrides=serve_overrides, decision_log=decision_log)
+                                serve_rerank=serve_rerank, serve_overrides=serve_overrides, decision_log=decision_log,
+                                serve_sample=serve_sample)
         log_history(model.history, run_id, model_id=info.model_id)
         mlflow.set_tag("fairltr.model_uri", info.model_uri)
         if register:

@@ -1,6 +1,7 @@
 """The "fairltr ranker" MLflow pyfunc: a DELTR, PLRank or LambdaMART model behind ``mlflow.pyfunc``.
 
-A PLRank model is a stochastic Plackett-Luce policy; its pyfunc is deterministic: it returns the
+A PLRank model is a stochastic Plackett-Luce policy; its pyfunc is deterministic (unless logged with
+``serve_sample``, below): it returns the
 policy's mean scores and the ranking by decreasing score (the policy's most probable ranking),
 never a sampled ranking, so that a registered version's outputs are reproducible.
 
@@ -31,6 +32,13 @@ never a sampled ranking, so that a registered version's outputs are reproducible
   rankings are deterministic: the model's scores, then the re-ranker. A bad request (unknown
   ``rerank``, an override the model does not allow, a missing group column, bad values) is an
   ``INVALID_PARAMETER_VALUE`` error with one line, which ``mlflow models serve`` answers with HTTP 400;
+* sampled serving (``serve_sample`` in the model config, a PLRank model logged with
+  ``--serve-sample``): each request's ranking of each query is a draw of the Plackett-Luce policy,
+  seeded by the request id (param ``request_id``; a fresh one when absent), the query id and the
+  model's recorded ``serve_sample_salt`` (:func:`fairltr.losses.pl_serving.sampled_ranks`), so a
+  replay of a request id returns the same ranking; the output adds :data:`SAMPLE_COLUMNS`
+  (``sampled`` True, the query's ``sample_seed`` as decimal text, the ``sample_request_id``).
+  Re-ranking requests are refused on such a model. Models without the key serve as before;
 * served (loaded by the verifying loader): every output also carries :data:`PROVENANCE_COLUMNS`
   (the applied policy, model name, version and digest, a request id), and each request's records
   are appended to the decision log, when one is in use, before the output is returned.
@@ -64,7 +72,7 @@ from fairltr.tracking.models.ranks import aligned_ranks
 from fairltr.tracking.models.signature_types import any_typed_signature, check_identifier_columns, training_types
 
 __all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package",
-           "load_ranker_artifacts", "ranker_from_config", "MODEL_CODE", "PROVENANCE_COLUMNS"]
+           "load_ranker_artifacts", "ranker_from_config", "MODEL_CODE", "PROVENANCE_COLUMNS", "SAMPLE_COLUMNS"]
 
 MODEL_CODE = Path(__file__).with_name("ranker_code.py")
 WEIGHTS_FILE = "deltr.safetensors"
@@ -72,6 +80,8 @@ LAMBDAMART_FILE = "lambdamart.json"  # + LightGBM's lambdamart.txt beside it
 _REQUIREMENTS = ("torch", "numpy", "pandas", "scipy", "safetensors", "mlflow")
 PROVENANCE_COLUMNS = ("policy", "model_name", "model_version", "model_digest", "request_id")
 """The columns a served ranker adds to every output (the response's ``predictions`` records)."""
+SAMPLE_COLUMNS = ("sampled", "sample_seed", "sample_request_id")
+"""The columns a sampling PLRank pyfunc adds: the ranking was sampled, with which seed, for which request id."""
 
 Ranker = DELTR | LambdaMART
 
@@ -125,8 +135,9 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
     @classmethod
     def from_model(cls, model: Ranker, query: str | None = None, policy: ServingPolicy | str | None = None,
                    group: str | None = None, input_types: dict[str, str] | None = None,
-                   overrides: str | None = None) -> "FairltrRanker":
-        """The pyfunc of an already loaded model (in-process use; no MLflow context)."""
+                   overrides: str | None = None, sample: bool = False, salt: str = "") -> "FairltrRanker":
+        """The pyfunc of an already loaded model (in-process use; no MLflow context); ``sample``:
+        serve Plackett-Luce draws seeded per request id (module docstring; a PLRank model only)."""
         self = cls()
         self.model = model
         self.query = query or model.query_
@@ -134,6 +145,7 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         self.policy = policy if isinstance(policy, ServingPolicy) else parse_policy(policy)
         self.overrides = parse_overrides(overrides, self.policy)
         self.input_types = dict(input_types or {})
+        self.sample, self.salt = _check_sampling(model, bool(sample), self.policy), str(salt or "")
         return self
 
     def load_context(self, context) -> None:
@@ -145,6 +157,8 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         self.policy = parse_policy(config.get("serve_rerank"))
         self.overrides = parse_overrides(config.get("serve_overrides"), self.policy)
         self.input_types = dict(config.get("input_types") or {})
+        self.sample = _check_sampling(self.model, bool(config.get("serve_sample")), self.policy)
+        self.salt = str(config.get("serve_sample_salt") or "")
         sys.stderr.write("fairltr: this model was logged before load-time verification (models from code): "
                          "its digest was not checked when it loaded\n")
 
@@ -166,7 +180,13 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         try:
             check_identifier_columns(model_input, getattr(self, "input_types", {}), (self.query, getattr(self, "group", None)))
             requested = _given(params)
+            request_id = requested.pop("request_id", None)
             policy = policy_from_params(recorded, requested, getattr(self, "overrides", frozenset(OVERRIDE_FIELDS)))
+            if getattr(self, "sample", False):
+                out = self._sampled(model_input, policy, request_id)
+                return out if self.provenance is None else self._served(model_input, out, policy)
+            if request_id is not None:
+                raise ConfigError("request_id seeds a sampled ranking; this model serves its deterministic ranking")
             plain = not recorded.active and requested.get("rerank", "none") == "none" and set(requested) <= {"rerank"}
             if plain:  # no policy anywhere: today's output (score, rank)
                 out = predict_frame(self.model, model_input, self.query)
@@ -180,11 +200,30 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
             raise _bad_request(exc) from None
         return out if self.provenance is None else self._served(model_input, out, policy)
 
+    def _sampled(self, model_input: pd.DataFrame, policy: ServingPolicy, request_id: Any) -> pd.DataFrame:
+        """``score``, the sampled 1-based ``rank`` per query and :data:`SAMPLE_COLUMNS` (seed of each
+        row's query = :func:`~fairltr.losses.pl_serving.request_seed` of (salt, request id, query id))."""
+        from fairltr.losses.pl_serving import request_seed, sampled_ranks
+
+        if policy.active:
+            raise ConfigError(f"this model serves sampled Plackett-Luce rankings; re-ranking ({policy.describe()}) "
+                              "is not applied to them: drop the rerank params")
+        if self.query not in model_input.columns:
+            raise DataError(f"query column {self.query!r} not in the input; columns: {list(model_input.columns)}")
+        rid = uuid.uuid4().hex if request_id is None else str(request_id)
+        scores = np.asarray(self.model.predict(model_input), dtype=np.float64)
+        qids = model_input[self.query]
+        ranks = sampled_ranks(scores, qids, rid, salt=self.salt)
+        seeds = {q: str(request_seed(rid, q, self.salt)) for q in pd.unique(qids)}
+        return pd.DataFrame({"score": scores, "rank": np.asarray(ranks, dtype=np.int64), "sampled": True,
+                             "sample_seed": qids.map(seeds).astype(object).to_numpy(),
+                             "sample_request_id": np.full(len(scores), rid, dtype=object)}, index=model_input.index)
+
     def _served(self, model_input: pd.DataFrame, out: pd.DataFrame, policy: ServingPolicy) -> pd.DataFrame:
         """``out`` with :data:`PROVENANCE_COLUMNS`, after the request's records are durable in the
         decision log (a failed append fails the request: nothing is served unlogged)."""
         ctx = self.provenance
-        request_id = uuid.uuid4().hex
+        request_id = str(out["sample_request_id"].iat[0]) if "sample_request_id" in out and len(out) else uuid.uuid4().hex
         if self.decision_log is not None:
             from fairltr.tracking.models.decision_log import decision_records
 
@@ -198,6 +237,17 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
         extra = pd.DataFrame({c: np.full(len(out), v, dtype=object) for c, v in zip(PROVENANCE_COLUMNS, values)},
                              index=out.index)
         return pd.concat([out, extra], axis=1)  # a third of the time of DataFrame.assign with text scalars
+
+
+def _check_sampling(model: Ranker, sample: bool, policy: ServingPolicy) -> bool:
+    """``sample``, refused (ConfigError) for a model that is no Plackett-Luce policy or with a re-ranking policy."""
+    if sample and getattr(model, "_FILE_KIND", None) != "PLRank":
+        raise ConfigError(f"--serve-sample serves draws of a Plackett-Luce policy: a PLRank model, not "
+                          f"{type(model).__name__}")
+    if sample and policy.active:
+        raise ConfigError(f"--serve-sample and --serve-rerank {policy.describe()!r} exclude each other: a sampled "
+                          "ranking is served as drawn")
+    return sample
 
 
 def _server_error(text: str):
@@ -227,7 +277,8 @@ def ranker_from_config(root: Path, config: dict[str, Any]) -> FairltrRanker:
     model = load_ranker_artifacts(weights, _inside(root, config.get("booster")))
     return FairltrRanker.from_model(model, config.get("query"), policy=config.get("serve_rerank"),
                                     group=config.get("group"), input_types=config.get("input_types"),
-                                    overrides=config.get("serve_overrides"))
+                                    overrides=config.get("serve_overrides"), sample=bool(config.get("serve_sample")),
+                                    salt=config.get("serve_sample_salt") or "")
 
 
 def ranker_pip_requirements(extra: tuple[str, ...] = ()) -> list[str]:
@@ -271,7 +322,8 @@ def _group_type(example: pd.DataFrame | None, group: str | None) -> str:
     return "string" if is_string_categories(example[group]) else "long"
 
 
-def _serving_signature(signature, optional: tuple[str, ...], columns: list[str], shares: bool = False):
+def _serving_signature(signature, optional: tuple[str, ...], columns: list[str], shares: bool = False,
+                       sample: bool = False):
     """The inputs ``columns`` (and the ``optional`` ones not among them: the group attributes and
     the item column, which a re-ranker and the decision log read) declared Any
     (:func:`~fairltr.tracking.models.signature_types.any_typed_signature`: the model checks them
@@ -279,14 +331,15 @@ def _serving_signature(signature, optional: tuple[str, ...], columns: list[str],
     param defaults to None ("the recorded policy's value"): MLflow fills absent params with their
     defaults, and a recorded value there could not be told from a requested one. ``shares``: the
     recorded policy is multinomial FA*IR, whose ``p`` is a share list, so ``p`` is a string
-    (``"0.3"`` still asks for binomial FA*IR); otherwise a double, as before."""
+    (``"0.3"`` still asks for binomial FA*IR); otherwise a double, as before. ``sample``: the
+    model samples a Plackett-Luce ranking per request, seeded by the ``request_id`` param."""
     from mlflow.models import ModelSignature
     from mlflow.types.schema import ParamSchema, ParamSpec
 
     inputs = any_typed_signature(columns, optional=tuple(c for c in optional if c is not None))
     params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
         ("rerank", "string"), ("p", "string" if shares else "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
-        ("target", "string"))])
+        ("target", "string"), *((("request_id", "string"),) if sample else ()))])
     return ModelSignature(inputs=inputs, outputs=signature.outputs, params=params)
 
 
@@ -304,16 +357,17 @@ def _save_artifacts(model: Ranker, folder: Path) -> dict[str, Path]:
 
 
 def _example_output(model: Ranker, example: pd.DataFrame, policy: ServingPolicy, group: str | None,
-                    group_type: str) -> pd.DataFrame:
+                    group_type: str, sample: bool = False) -> pd.DataFrame:
     """What a served request of ``example`` returns (the signature's outputs), provenance included."""
-    out = (predict_frame(model, example) if not policy.active else
+    out = (FairltrRanker.from_model(model, sample=True).predict(None, example, {"request_id": "example"}) if sample
+           else predict_frame(model, example) if not policy.active else
            FairltrRanker.from_model(model, policy=policy).predict(
                None, _with_group(example, group, text=group_type == "string")))
     return out.assign(**{c: policy.describe() if c == "policy" else "" for c in PROVENANCE_COLUMNS})
 
 
 def _model_config(model: Ranker, policy: ServingPolicy, allowed: str, log_uri: str | None, types: dict[str, str],
-                  weights: list[str]) -> dict[str, Any]:
+                  weights: list[str], sample: bool = False) -> dict[str, Any]:
     """The MLmodel config of a loader-form ranker (read by :func:`ranker_from_config`): the column
     contract, the serving settings and the weight files (``weights``: the weights, then a
     LambdaMART model's booster)."""
@@ -323,7 +377,8 @@ def _model_config(model: Ranker, policy: ServingPolicy, allowed: str, log_uri: s
     return {"format": LOADER_FORMAT, "kind": "ranker", "query": model.query_, "group": c.group,
             "groups": list(c.groups), "item": c.item, "serve_rerank": policy.describe(), "serve_overrides": allowed,
             "decision_log": log_uri, "input_types": types, "weights": weights[0],
-            **({"model": "LambdaMART", "booster": weights[1]} if len(weights) > 1 else {})}
+            **({"model": "LambdaMART", "booster": weights[1]} if len(weights) > 1 else {}),
+            **({"serve_sample": True, "serve_sample_salt": uuid.uuid4().hex} if sample else {})}
 
 
 def log_ranker_model(
@@ -334,6 +389,7 @@ def log_ranker_model(
     serve_rerank: ServingPolicy | str | None = None,
     serve_overrides: str | None = None,
     decision_log: str | None = None,
+    serve_sample: bool = False,
     **log_kwargs: Any,
 ):
     """Log ``model`` as a pyfunc in the loader-module form (in the active run, if any) and
@@ -346,7 +402,9 @@ def log_ranker_model(
     request params allowed to change it (``"none"``, ``"all"``, ``"p,k"``; default: none once a
     policy is recorded, all otherwise); ``decision_log``: where the served model appends its
     decisions (a folder or a ``postgresql://`` URI without password; ``FAIRLTR_DECISION_LOG``
-    overrides it where it is served). All three are recorded in the model config, inside the
+    overrides it where it is served); ``serve_sample``: serve Plackett-Luce draws seeded per request
+    id (a PLRank model, no ``serve_rerank``; a random salt recorded beside it keeps two models' draws
+    apart). All are recorded in the model config, inside the
     digest. The signature declares the serving params and, when they are not features, the
     group attributes and the item column as optional inputs."""
     from mlflow.models import infer_signature
@@ -369,6 +427,7 @@ def log_ranker_model(
     # its ids itself (an integer-trained query id must arrive as an integer)
     types = {**training_types(input_example), **({group: group_type} if group is not None else {})}
     policy = serve_rerank if isinstance(serve_rerank, ServingPolicy) else parse_policy(serve_rerank)
+    sample = _check_sampling(model, bool(serve_sample), policy)
     allowed = overrides_text(parse_overrides(serve_overrides, policy))
     log_uri = check_recordable_uri(decision_log)
     lambdamart = isinstance(model, LambdaMART)
@@ -378,13 +437,13 @@ def log_ranker_model(
         with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
             warnings.simplefilter("ignore", UserWarning)
             signature = _serving_signature(
-                infer_signature(input_example, _example_output(model, input_example, policy, group, group_type)),
+                infer_signature(input_example, _example_output(model, input_example, policy, group, group_type, sample)),
                 (*model.columns_.groups, model.columns_.item), list(input_example.columns),
-                shares=isinstance(policy.p, str))
+                shares=isinstance(policy.p, str), sample=sample)
         code = stage_package(tmp_path / "code")
         wheel = build_wheel(code, tmp_path / "wheel", md.version("fairltr"))
         files.update({"ranker_code.py": MODEL_CODE, "code/fairltr": code, f"code/{wheel.name}": wheel})
-        config = _model_config(model, policy, allowed, log_uri, types, list(files)[:2 if lambdamart else 1])
+        config = _model_config(model, policy, allowed, log_uri, types, list(files)[:2 if lambdamart else 1], sample)
         with registry_prints_follow_log_level(), warnings.catch_warnings():
             # MLflow infers the example's schema again: the same hint on the int query id column
             warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer", category=UserWarning)
