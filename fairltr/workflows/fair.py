@@ -4,7 +4,6 @@ exact test table (``fairltr fair mtable``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from fairltr.columns import RankingColumns
 from fairltr.errors import DataError
+from fairltr.workflows.rerank_tables import (
+    TABLE_SUFFIXES, RerankConfig, RerankResult, read_rerank_table, top_k_shares)
 
 if TYPE_CHECKING:  # pandas loads with the table readers; the mtable needs numpy and scipy only
     import pandas as pd
@@ -21,47 +22,6 @@ __all__ = ["RerankConfig", "RerankResult", "rerank_file", "mtable_report", "EXPO
 RERANK_METHODS = ("fair", "detgreedy", "detcons", "detrelaxed", "detconstsort")
 
 EXPOSURE_KEYS = ("exposure_protected", "exposure_nonprotected", "exposure_ratio")
-TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
-
-
-@dataclass(frozen=True)
-class RerankConfig:
-    """Re-rank ``input_path`` by ``scores_col`` (top ``k`` or whole lists) and write every row with
-    ``score``, ``rank``, ``fair_feasible`` to ``out_path``. ``method="fair"`` (default): FA*IR with
-    ``p``, ``alpha``, ``adjust`` on the binary group (>= 1 protected); a Geyik method
-    (``detgreedy``, ``detcons``, ``detrelaxed``, ``detconstsort``): the group column's categories
-    (any values) with ``target`` (``"race=Black:0.3,..."``; None: each query's own mix)."""
-
-    input_path: Path
-    out_path: Path
-    p: float | str | None  # a number: binomial FA*IR; "A=0.2,B=0.1": multinomial (fair_multinomial)
-    alpha: float = 0.1
-    k: int | None = None
-    scores_col: str = "score"
-    fmt: str = "auto"
-    columns: RankingColumns = RankingColumns()
-    adjust: bool = True
-    method: str = "fair"
-    target: str | None = None
-    na_values: tuple[str, ...] | None = None  # CSV cells read as missing (None: pandas' defaults)
-    duplicates: str = "refuse"  # repeated rows without an item column: fairltr.data.DUPLICATE_POLICIES
-
-
-@dataclass
-class RerankResult:
-    """``before`` / ``after``: FA*IR: the exposure metrics; Geyik methods: each category's share
-    of the top k (pooled over queries), ``target`` beside them (the mean target share)."""
-
-    n_queries: int
-    n_infeasible: int
-    before: dict[str, float]
-    after: dict[str, float]
-    n_rows: int
-    out_path: Path
-    method: str = "fair"
-    target: dict[str, float] | None = None
-
-
 def _exposure(df: pd.DataFrame, scores, columns: RankingColumns) -> dict[str, float]:
     """Exposure metrics of a ranking (a zero judgment column stands in when there is none)."""
     from fairltr.metrics import evaluate_ranking
@@ -86,16 +46,6 @@ def _check_method(cfg: RerankConfig) -> None:
         raise ConfigError(f"p applies to method 'fair'; {cfg.method} takes a target distribution")
 
 
-def _top_k_shares(groups: pd.Series, rank: np.ndarray, k: int, label: str) -> dict[str, float]:
-    """Share of each category among the candidates ranked within the top k of their query."""
-    text = groups.astype(str)
-    top = text[rank <= k].value_counts()
-    n_top = max(int(top.sum()), 1)
-    import pandas as pd  # with the table readers (the mtable path loads no pandas)
-
-    return {f"{label}: {cat}": float(top.get(cat, 0)) / n_top for cat in pd.unique(text)}
-
-
 def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
     from fairltr.data import numeric_column, query_codes, rank_within_query
     from fairltr.errors import ConfigError
@@ -118,7 +68,7 @@ def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
     if cfg.k is not None and (isinstance(cfg.k, bool) or not isinstance(cfg.k, int) or cfg.k < 1):
         raise ConfigError(f"k must be an integer >= 1, got {cfg.k!r}")
     check_output_file(cfg.out_path, TABLE_SUFFIXES)
-    df = _read(cfg, c.replace(judgment=None, group=None))  # categories: any values
+    df = read_rerank_table(cfg, c.replace(judgment=None, group=None))  # categories: any values
     for role, col in (("group", c.group), ("score", cfg.scores_col)):
         if col not in df.columns:
             raise DataError(f"{cfg.input_path}: {role} column {col!r} not found; columns: {list(df.columns)}")
@@ -133,24 +83,15 @@ def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
     k_show = cfg.k or 10
     label = f"share in top {k_show}"
     codes, _ = query_codes(df, c.query)
-    before = _top_k_shares(df[c.group], rank_within_query(codes, df[cfg.scores_col].to_numpy(dtype=float)),
+    before = top_k_shares(df[c.group], rank_within_query(codes, df[cfg.scores_col].to_numpy(dtype=float)),
                            k_show, label)
     out = rerank_geyik(df, cfg.scores_col, method=cfg.method, target=cfg.target, k=cfg.k,
                        columns=c.replace(judgment=None))
-    after = _top_k_shares(out[c.group], out["rank"].to_numpy(), k_show, label)
+    after = top_k_shares(out[c.group], out["rank"].to_numpy(), k_show, label)
     write_table(out, cfg.out_path)
     feasible = out.groupby(c.query, sort=False)["fair_feasible"].first()
     return RerankResult(len(feasible), int((~feasible).sum()), before, after, len(out), cfg.out_path, cfg.method,
                         {f"{label}: {cat}": v for cat, v in target.items()})
-
-
-def _read(cfg: RerankConfig, columns: RankingColumns) -> pd.DataFrame:
-    """The input table under the reading options (missing markers, repeated rows)."""
-    from fairltr.data import check_duplicate_rows
-    from fairltr.io import read_ranking
-
-    df = read_ranking(cfg.input_path, cfg.fmt, columns=columns, na_values=cfg.na_values)
-    return check_duplicate_rows(df, cfg.columns, cfg.duplicates, source=str(cfg.input_path))
 
 
 def rerank_file(cfg: RerankConfig) -> RerankResult:
@@ -169,7 +110,7 @@ def rerank_file(cfg: RerankConfig) -> RerankResult:
     check_params(cfg.k, float(cfg.p) if isinstance(cfg.p, str) else cfg.p, cfg.alpha)
     check_output_file(cfg.out_path, TABLE_SUFFIXES)
     c = cfg.columns
-    df = _read(cfg, c.replace(judgment=None))  # the judgment is optional here
+    df = read_rerank_table(cfg, c.replace(judgment=None))  # the judgment is optional here
     if cfg.scores_col not in df.columns:
         raise DataError(f"{cfg.input_path}: score column {cfg.scores_col!r} not found; columns: {list(df.columns)}")
     from fairltr.data import numeric_column

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from fairltr.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
-    from fairltr.workflows.fair import RerankConfig, RerankResult
+    from fairltr.workflows.rerank_tables import RerankConfig, RerankResult
 
 __all__ = ["is_share_list", "rerank_multinomial_file"]
 
@@ -45,7 +45,8 @@ def rerank_multinomial_file(cfg: RerankConfig) -> RerankResult:
     from fairltr.fair import check_multinomial_params, parse_min_shares, rerank_multinomial
     from fairltr.fair.target import category_codes
     from fairltr.io import write_table
-    from fairltr.workflows.fair import TABLE_SUFFIXES, RerankResult, _read, _top_k_shares
+    from fairltr.workflows.rerank_tables import TABLE_SUFFIXES, RerankResult
+    from fairltr.workflows.rerank_tables import read_rerank_table, top_k_shares
     from fairltr.workflows.outputs import check_output_file
 
     c = cfg.columns
@@ -56,7 +57,7 @@ def rerank_multinomial_file(cfg: RerankConfig) -> RerankResult:
     if len(c.groups) > 1:
         raise ConfigError(f"--method fair re-ranks on one group attribute; got {len(c.groups)} ({', '.join(c.groups)})")
     check_output_file(cfg.out_path, TABLE_SUFFIXES)
-    df = _read(cfg, c.replace(judgment=None, group=None))  # categories: any values
+    df = read_rerank_table(cfg, c.replace(judgment=None, group=None))  # categories: any values
     for role, col in (("group", c.group), ("score", cfg.scores_col)):
         if col not in df.columns:
             raise DataError(f"{cfg.input_path}: {role} column {col!r} not found; columns: {list(df.columns)}")
@@ -66,11 +67,11 @@ def rerank_multinomial_file(cfg: RerankConfig) -> RerankResult:
     k_show = cfg.k or 10
     label = f"share in top {k_show}"
     codes, _ = query_codes(df, c.query)
-    before = _top_k_shares(df[c.group], rank_within_query(codes, df[cfg.scores_col].to_numpy(dtype=float)),
+    before = top_k_shares(df[c.group], rank_within_query(codes, df[cfg.scores_col].to_numpy(dtype=float)),
                            k_show, label)
     out = rerank_multinomial(df, cfg.scores_col, p=shares, k=cfg.k, alpha=cfg.alpha, adjust=cfg.adjust,
                              columns=c.replace(judgment=None, item=None))
-    after = _top_k_shares(out[c.group], out["rank"].to_numpy(), k_show, label)
+    after = top_k_shares(out[c.group], out["rank"].to_numpy(), k_show, label)
     write_table(out, cfg.out_path)
     feasible = out.groupby(c.query, sort=False)["fair_feasible"].first()
     minimum = {key: float(shares.get(key.split(": ", 1)[1], float("nan"))) for key in before}
