@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
 from fairltr.metrics import DEFAULT_K
 from fairltr.workflows.options import RankingSource
@@ -90,6 +91,50 @@ def ranker_config(source: RankingSource, k: Sequence[int], audit: Any = None) ->
     return config
 
 
+def recorded_groups(meta: Any) -> tuple[str, ...]:
+    """The group attributes a logged ranker was trained with (its MLmodel config), or ``()``."""
+    config = ((getattr(meta, "flavors", None) or {}).get("python_function") or {}).get("config") or {}
+    groups = config.get("groups") or ([config["group"]] if config.get("group") else [])
+    return tuple(str(g) for g in groups)
+
+
+def _column_names(source: RankingSource) -> list[str] | None:
+    """The column names of a CSV or Parquet ranking file (None for other layouts or unreadable files)."""
+    from fairltr.io import PARQUET_SUFFIXES
+
+    try:
+        if source.path.suffix.lower() in PARQUET_SUFFIXES or source.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(source.path).names)
+        if source.fmt in ("auto", "csv"):
+            return [str(c) for c in pd.read_csv(source.path, nrows=0).columns]
+    except Exception:  # the reader names the problem when the file is read
+        return None
+    return None
+
+
+def with_recorded_groups(source: RankingSource, meta: Any) -> RankingSource:
+    """``source`` reading the model's own group attributes when none was given: the default group
+    column (``protected``) is absent from the file, and every attribute the model was trained with
+    is present (its own training file, evaluated without repeating ``--group``). A note on stderr
+    says so; otherwise ``source`` is unchanged (a missing column stays a one-line error)."""
+    from dataclasses import replace
+
+    import click
+
+    c = source.columns
+    groups = recorded_groups(meta)
+    if c.groups != DEFAULT_COLUMNS.groups or not groups or tuple(groups) == c.groups:
+        return source
+    header = _column_names(source)
+    if header is None or c.group in header or not set(groups) <= set(header):
+        return source
+    click.echo(f"{source.path}: no --group given and no {c.group!r} column: using the model's own group "
+               f"attributes ({', '.join(groups)})", err=True)
+    return replace(source, columns=c.replace(group=groups))
+
+
 def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
     """Evaluate a logged/registered model in a new run of ``cfg.experiment``.
 
@@ -124,8 +169,9 @@ def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
             raise ConfigError(f"{cfg.model_uri} is a ranker: --data must be a ranking file, not a folder")
         from fairltr.tracking import evaluate_model_uri
 
-        df = cfg.data.read()
-        config = ranker_config(cfg.data, cfg.k, cfg.audit)
+        source = with_recorded_groups(cfg.data, vm.meta)
+        df = source.read()
+        config = ranker_config(source, cfg.k, cfg.audit)
         if cfg.conventions is not None:
             config.update(empty_queries=cfg.conventions.empty_queries, linear_ndcg=cfg.conventions.linear_ndcg)
         if vm.version:
