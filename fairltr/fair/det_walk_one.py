@@ -76,16 +76,17 @@ def _walk(keys: tuple, events: tuple, base: list, cat_of: list, k: int, m: int) 
     kmin, kmax, kother = keys
     ev_t, ev_g, ev_lo, ev_hi = events
     at, lo_g, hi_g = list(base), list(base), list(base)  # per category: its next index, minimum, maximum
-    key, placed, e = [0] * len(base), [], 0
+    key, placed, e, nxt = [0] * len(base), [0] * k, 0, 0
     for t in range(k):
-        while ev_t[e] == t:
-            g = ev_g[e]
-            lo_g[g], hi_g[g] = a, b = ev_lo[e], ev_hi[e]
-            c = at[g]
-            key[g] = kmin[c] if c < a else kmax[c] if c < b else kother[c]
-            e += 1
-        best = min(key) % m
-        placed.append(best)
+        if t == nxt:
+            while nxt == t:
+                g = ev_g[e]
+                lo_g[g], hi_g[g] = a, b = ev_lo[e], ev_hi[e]
+                c = at[g]
+                key[g] = kmin[c] if c < a else kmax[c] if c < b else kother[c]
+                e += 1
+                nxt = ev_t[e]
+        placed[t] = best = min(key) % m
         g = cat_of[best]
         at[g] = c = at[g] + 1
         key[g] = kmin[c] if c < lo_g[g] else kmax[c] if c < hi_g[g] else kother[c]
