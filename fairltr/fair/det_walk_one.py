@@ -72,7 +72,8 @@ def _events(p: np.ndarray, k: int, base: np.ndarray) -> tuple[list, list, list, 
 
 
 def _walk(keys: tuple, events: tuple, base: list, cat_of: list, k: int, m: int) -> list:
-    """The k places taken, in order (places in the score order)."""
+    """The k places taken, in order (places in the score order). An event that leaves a category
+    below its minimum does not need its maximum to set its key."""
     kmin, kmax, kother = keys
     ev_t, ev_g, ev_lo, ev_hi = events
     at, lo_g, hi_g = list(base), list(base), list(base)  # per category: its next index, minimum, maximum
@@ -81,9 +82,14 @@ def _walk(keys: tuple, events: tuple, base: list, cat_of: list, k: int, m: int) 
         if t == nxt:
             while nxt == t:
                 g = ev_g[e]
-                lo_g[g], hi_g[g] = a, b = ev_lo[e], ev_hi[e]
+                a = lo_g[g] = ev_lo[e]
                 c = at[g]
-                key[g] = kmin[c] if c < a else kmax[c] if c < b else kother[c]
+                if c < a:
+                    key[g] = kmin[c]
+                    hi_g[g] = ev_hi[e]
+                else:
+                    b = hi_g[g] = ev_hi[e]
+                    key[g] = kmax[c] if c < b else kother[c]
                 e += 1
                 nxt = ev_t[e]
         placed[t] = best = min(key) % m
