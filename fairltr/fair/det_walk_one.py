@@ -42,13 +42,16 @@ def det_walk_one(order: np.ndarray, gcodes: np.ndarray, s: np.ndarray, p: np.nda
 def _keys(places: list, size: np.ndarray, base: np.ndarray, p: np.ndarray, n: int, method: str) -> tuple:
     """Per category g and count c (at index base[g] + c) the key of its next candidate below its
     minimum, below its maximum, and neither (module docstring), as three Python lists."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c1 = np.concatenate([np.arange(1, m + 2, dtype=np.float64) / (p[g] if p[g] > 0 else np.nan)
-                             for g, m in enumerate(size.tolist())])
-    urgency = np.zeros_like(c1) if method == "detgreedy" else np.ceil(c1) if method == "detrelaxed" else c1
-    u = np.unique(np.nan_to_num(urgency, nan=0.0), return_inverse=True)[1].reshape(-1)
-    n_u = int(u.max()) + 1 if len(u) else 1
     x = np.concatenate([np.append(pl, 0) for pl in places]).astype(np.int64)
+    if method == "detgreedy":  # no urgency: one class below the maximum
+        u, n_u = np.zeros(len(x), dtype=np.int64), 1
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c1 = np.concatenate([np.arange(1, m + 2, dtype=np.float64) / (p[g] if p[g] > 0 else np.nan)
+                                 for g, m in enumerate(size.tolist())])
+        urgency = np.nan_to_num(np.ceil(c1) if method == "detrelaxed" else c1, nan=0.0)
+        u = np.unique(urgency, return_inverse=True)[1].reshape(-1)
+        n_u = int(u.max()) + 1 if len(u) else 1
     m = max(n, 1)
     out = (x.copy(), (1 + u) * m + x, (n_u + 2) * m + x)
     for key in out:
