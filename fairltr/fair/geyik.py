@@ -28,7 +28,7 @@ for lack of candidates, or because DetGreedy does not guarantee it).
 Speed: candidates are ordered by one quicksort per bucket (the stable sort only when a query
 holds tied scores) and split by category, keeping the first k + G + 1 of each. DetGreedy, DetCons
 and DetRelaxed walk positions 1..k, each step a few numpy operations over all queries of a length
-bucket (:func:`fairltr.buckets.length_buckets`; one query: :func:`_det_walk_one` on Python lists).
+bucket (:func:`fairltr.buckets.length_buckets`; one query: :func:`fairltr.fair.det_walk_one.det_walk_one` on Python lists).
 DetConstSort's entry sequence does not depend on the moves, so it is one sort for every query;
 only the move-up is sequential. With the compiled kernels (numba, :mod:`fairltr.fair.geyik_kernels`)
 everything after the score sort is one compiled pass per bucket (tested equal to this numpy path);
@@ -49,6 +49,7 @@ from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.compiled import pays
 from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError
+from fairltr.fair.det_walk_one import det_walk_one as _det_walk_one
 from fairltr.fair.rerank import resolve_scores
 from fairltr.fair.target import category_codes, target_shares
 
@@ -64,14 +65,15 @@ def numpy_seconds(method: str, n_q: int, k: int, width: int, n_g: int) -> float:
     candidates, top ``k``), from which :func:`fairltr.compiled.pays` decides whether the compiled
     kernels run (their one-time load costs more than a small input's whole numpy path). Measured
     constants (benchmarks/bench_geyik.py, one list of 10^5 on the numpy path): a vectorised walk
-    step costs about 60 us + 15 ns per query and category, a step of one list on Python lists 0.7 us per
-    category; DetConstSort's move-up about 40 us + 10 ns per query a step, 2 us per entrant on one list;
-    the score sort ~30 ns a candidate."""
+    step costs about 60 us + 15 ns per query and category, a step of one list on Python lists about
+    0.5 us at any G (:mod:`fairltr.fair.det_walk_one`, benchmarks/bench_det_walk.py); DetConstSort's
+    move-up about 40 us + 10 ns per query a step, 2 us per entrant on one list; the score sort ~30 ns
+    a candidate."""
     sort = 30e-9 * n_q * width
     if method == "detconstsort":
         steps = k + n_g
         return sort + (steps * 2e-6 if n_q == 1 else steps * (40e-6 + 10e-9 * n_q))
-    return sort + (k * 0.7e-6 * n_g if n_q == 1 else k * (60e-6 + 15e-9 * n_q * n_g))
+    return sort + (k * 0.5e-6 if n_q == 1 else k * (60e-6 + 15e-9 * n_q * n_g))
 
 
 def _check_k(k: int | None) -> int | None:
@@ -319,49 +321,6 @@ def _det_walk(flat, base, cnt, p, kq, s_ext, rank, method: str) -> None:
             a = np.flatnonzero(active)
             rank[row[a, g[a]]] = j
             ptr[a, g[a]] += 1
-
-
-def _det_walk_one(order: np.ndarray, gcodes: np.ndarray, s: np.ndarray, p: np.ndarray, k: int, rank: np.ndarray,
-                  method: str) -> None:
-    """:func:`_det_walk` and the remainder for ONE query on Python lists (same rule, same floating
-    point: the minimums floor(j p_g) and maximums ceil(j p_g) come from numpy; DetCons' urgency of a
-    category at its maximum c + 1 is (c + 1) / p_g, DetRelaxed's its ceiling). ``order``: the query's
-    rows in score order (ties: earlier row), -1 padding."""
-    rows = order[order >= 0]
-    n_g = len(p)
-    cats = gcodes[rows]
-    lists = [rows[cats == g][:k].tolist() for g in range(n_g)]
-    scores = [s[np.asarray(lst, dtype=np.int64)].tolist() for lst in lists]
-    j = np.arange(1, k + 1, dtype=np.float64)[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.floor(j * p).astype(np.int64).T.tolist()
-        hi = np.ceil(j * p).astype(np.int64).T.tolist()
-        c1 = np.arange(1, k + 2, dtype=np.float64)[None, :] / np.where(p > 0, p, np.nan)[:, None]
-        urgency = (np.zeros_like(c1) if method == "detgreedy" else np.ceil(c1) if method == "detrelaxed" else c1).tolist()
-    ptr, size, placed = [0] * n_g, [len(lst) for lst in lists], []
-    for t in range(k):
-        b_min = b_max = b_any = None  # (key, g); key: larger score first, then earlier row
-        for g in range(n_g):
-            c = ptr[g]
-            if c == size[g]:
-                continue
-            key = (-scores[g][c], lists[g][c])
-            if b_any is None or key < b_any[0]:
-                b_any = (key, g)
-            if c < lo[g][t]:
-                if b_min is None or key < b_min[0]:
-                    b_min = (key, g)
-            elif c < hi[g][t]:
-                key = (urgency[g][c], key)
-                if b_max is None or key < b_max[0]:
-                    b_max = (key, g)
-        g = (b_min or b_max or b_any)[1]
-        placed.append(lists[g][ptr[g]])
-        ptr[g] += 1
-    top = np.asarray(placed, dtype=np.int64)
-    rank[top] = np.arange(1, len(top) + 1)
-    rest = rows[rank[rows] == 0]
-    rank[rest] = np.arange(len(top) + 1, len(top) + 1 + len(rest))
 
 
 def _insertion_rounds(c: np.ndarray, p: np.ndarray) -> np.ndarray:

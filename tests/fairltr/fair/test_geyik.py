@@ -343,3 +343,33 @@ def test_row_quicksort_with_stable_fallback_equals_the_stable_sort():
     qq, rnd = rng.integers(0, 50, 500), rng.integers(1, 30, 500)
     place = rng.permutation(500)  # distinct triples
     assert np.array_equal(_entry_order(qq, rnd, place), np.lexsort((place, rnd, qq)))
+
+
+@pytest.mark.parametrize("compiled", ["0", "auto"])
+@pytest.mark.parametrize("method", ["detgreedy", "detcons", "detrelaxed"])
+def test_one_long_list_matches_the_loop_reference(monkeypatch, compiled, method):
+    """ONE query (the single-list walk): random lists with tied scores, 3 and 6 categories, k < n
+    and k = n, the pool's own mix and given targets the pool cannot meet (a share of 0 too),
+    against :func:`ref_full` (the plain loop)."""
+    monkeypatch.setenv("FAIRLTR_COMPILED", compiled)
+    rng = np.random.default_rng(34)
+    for trial in range(24):
+        n_g = 3 if trial % 2 else 6
+        n = int(rng.integers(1, 250))
+        race = rng.choice(n_g, size=n, p=np.arange(1, n_g + 1) / (n_g * (n_g + 1) / 2))
+        s = rng.integers(0, 6, size=n).astype(float) if trial % 3 else rng.normal(size=n)  # ties
+        k = n if trial % 4 < 2 else int(rng.integers(1, n + 1))
+        df = pd.DataFrame({"query_id": 5, "race": race, "s": s})
+        codes, uniq = pd.factorize(df["race"])
+        target = None
+        if trial % 3 == 2:  # the rarest category asked for most; the last one for nothing
+            w = np.arange(len(uniq), 0, -1, dtype=float)
+            w[-1] = 0.0 if len(uniq) > 1 else w[-1]
+            shares = w / w.sum()
+            target = {int(v): float(x) for v, x in zip(uniq, shares)}
+        p = ([float(np.sum(codes == g)) / n for g in range(len(uniq))] if target is None
+             else [target[int(v)] for v in uniq])
+        out = rerank_geyik(df, "s", method=method, k=k, columns=COLS, target=target)
+        want = ref_full(list(s), list(codes), p, k, method)
+        assert out["s"].tolist() == [float(s[i]) for i in want], (trial, n, n_g, k)
+        assert out["race"].tolist() == [int(race[i]) for i in want], (trial, n, n_g, k)
