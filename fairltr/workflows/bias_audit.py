@@ -159,6 +159,14 @@ def _numbers(cfg: BiasAuditConfig, df: pd.DataFrame, column: str, what: str) -> 
     return values
 
 
+def _model_input(model: Any, df: pd.DataFrame) -> pd.DataFrame:
+    """The columns of ``df`` the model's signature declares (all of ``df`` without a signature):
+    the audit's other columns (groups, time, unknown markers) would make MLflow warn on stderr."""
+    schema = model.metadata.get_input_schema() if getattr(model, "metadata", None) is not None else None
+    names = [n for n in (schema.input_names() if schema is not None else []) if n in df.columns]
+    return df[names] if names else df
+
+
 def _audit(cfg: BiasAuditConfig, model: Any) -> tuple[Any, int, tuple[str | None, str | None]]:
     """(AuditResult, n_individuals, period)."""
     from fairltr.metrics import audit_ranking
@@ -185,7 +193,7 @@ def _audit(cfg: BiasAuditConfig, model: Any) -> tuple[Any, int, tuple[str | None
         df[_NO_JUDGMENT] = 0.0
         columns = columns.replace(judgment=_NO_JUDGMENT)
     if model is not None:
-        scores = model.predict(df)["score"].to_numpy(dtype=np.float64)
+        scores = model.predict(_model_input(model, df))["score"].to_numpy(dtype=np.float64)
     elif cfg.score_column:
         scores = _numbers(cfg, df, cfg.score_column, "a finite score")
     else:
