@@ -203,6 +203,10 @@ def evaluate_cmd(model_path, data_path, out_path, predictions, ks, audit_path, c
     cols = audit_columns(res.metrics, audit.k, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10] + linear)
     click.echo(metrics_table({Path(data_path).name: res.metrics}, cols, wide=wide))
     click.echo(conventions.describe())
+    from fairltr.gates import constant_model_warning
+
+    if (warning := constant_model_warning(res.metrics)) is not None:
+        click.echo(warning, err=True)
     if res.audit is not None and res.audit.interval:
         iv = res.audit.interval
         click.echo(f"intervals: {iv['level']:.0%} {iv.get('method', 'percentile')} bootstrap, {iv['n_boot']} resamples "

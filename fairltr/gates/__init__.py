@@ -34,11 +34,12 @@ bounds becomes champion) or fail the gate (``no_champion="fail"``). Every result
 that was applied (the expanded expression, and the preset's name).
 """
 
-from fairltr.gates.checks import GateResult, check_gates, constant_model_reason
+from fairltr.gates.checks import GateResult, check_gates, constant_model_reason, constant_model_warning
 from fairltr.gates.grammar import (GATE_PRESETS, GATE_TOLERANCE, OPS, Bound, Gate, GatePreset, expand_preset,
                                    gate_cutoffs, is_finite_number, parse_gate)
 
 __all__ = [
     "OPS", "Bound", "Gate", "GatePreset", "GATE_PRESETS", "GateResult", "parse_gate", "check_gates",
     "expand_preset", "gate_cutoffs", "is_finite_number", "GATE_TOLERANCE", "constant_model_reason",
+    "constant_model_warning",
 ]

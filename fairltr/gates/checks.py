@@ -212,6 +212,17 @@ def constant_model_reason(g: Gate, candidate: Mapping[str, float]) -> str | None
             "its ranking is arbitrary, so a relevance gate fails") if relevance else None
 
 
+def constant_model_warning(metrics: Mapping[str, float]) -> str | None:
+    """The one-line warning a command prints when the scores are all tied within every query
+    (``tied_score_share`` 1, a constant model: its relevance figures describe an arbitrary order
+    and every relevance gate fails on it); None otherwise."""
+    share = metrics.get("tied_score_share")
+    if not (is_finite_number(share) and holds(">=", float(share), 1.0)):
+        return None
+    return ("Warning: the model's scores are all tied within every query (a constant model: "
+            "tied_score_share 1.0); its ranking is arbitrary and every relevance gate fails on it")
+
+
 def _check_one(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, float] | None,
                no_champion: str, absent_reason: str = "no champion yet") -> GateResult:
     base = dict(gate=g.text, metric=g.metric, rule=g.rule, preset=g.preset or "")
