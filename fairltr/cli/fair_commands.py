@@ -13,6 +13,15 @@ from fairltr.cli.option_rules import option_rules, reading_rules, used_when
 from fairltr.cli.options import data_options, ranking_columns, read_settings
 
 
+def _echo_shares(res, label: str) -> None:
+    """Each category's top-k share before and after the re-ranking, with ``label`` (the target
+    or minimum share) beside them."""
+    width = max(len(key) for key in res.before) + 2
+    click.echo(f"{'':{width}s}{'before':>10s}{'after':>10s}{label:>10s}")
+    for key in res.before:
+        click.echo(f"{key:{width}s}{_fmt(res.before[key]):>10s}{_fmt(res.after[key]):>10s}{_fmt(res.target[key]):>10s}")
+
+
 def _fmt(x: float) -> str:
     return "n/a" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}"
 
@@ -83,11 +92,7 @@ def rerank_command(input_path, scores_col, method, p, alpha, target, k, query, g
     if method == "fair" and res.target is not None:  # multinomial FA*IR: category shares, minimums beside
         click.echo(f"method: fair (multinomial)  queries: {res.n_queries}  infeasible (a protected category ran "
                    f"out): {res.n_infeasible}")
-        width = max(len(key) for key in res.before) + 2
-        click.echo(f"{'':{width}s}{'before':>10s}{'after':>10s}{'minimum':>10s}")
-        for key in res.before:
-            click.echo(f"{key:{width}s}{_fmt(res.before[key]):>10s}{_fmt(res.after[key]):>10s}"
-                       f"{_fmt(res.target[key]):>10s}")
+        _echo_shares(res, "minimum")
     elif method == "fair":
         click.echo(f"queries: {res.n_queries}  infeasible (protected ran out): {res.n_infeasible}")
         click.echo(f"{'':24s}{'before':>10s}{'after':>10s}")
@@ -96,11 +101,7 @@ def rerank_command(input_path, scores_col, method, p, alpha, target, k, query, g
     else:
         click.echo(f"method: {method}  queries: {res.n_queries}  infeasible (target not met at some prefix): "
                    f"{res.n_infeasible}")
-        width = max(len(key) for key in res.before) + 2
-        click.echo(f"{'':{width}s}{'before':>10s}{'after':>10s}{'target':>10s}")
-        for key in res.before:
-            click.echo(f"{key:{width}s}{_fmt(res.before[key]):>10s}{_fmt(res.after[key]):>10s}"
-                       f"{_fmt(res.target[key]):>10s}")
+        _echo_shares(res, "target")
     click.echo(f"wrote {res.n_rows} rows to {res.out_path}")
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from fairltr.columns import RankingColumns
 from fairltr.errors import DataError
 from fairltr.workflows.rerank_tables import (
-    TABLE_SUFFIXES, RerankConfig, RerankResult, read_rerank_table, top_k_shares)
+    TABLE_SUFFIXES, RerankConfig, RerankResult, read_category_table, read_rerank_table, top_k_shares)
 
 if TYPE_CHECKING:  # pandas loads with the table readers; the mtable needs numpy and scipy only
     import pandas as pd
@@ -52,7 +52,6 @@ def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
     from fairltr.fair import parse_target, rerank_geyik
     from fairltr.fair.target import category_codes, target_shares
     from fairltr.io import read_ranking, write_table
-    from fairltr.workflows.outputs import check_output_file
 
     c = cfg.columns
     if c.group is None:
@@ -67,11 +66,7 @@ def _rerank_geyik_file(cfg: RerankConfig) -> RerankResult:
             raise ConfigError(f"target names column {column!r} but the group column is {c.group!r}")
     if cfg.k is not None and (isinstance(cfg.k, bool) or not isinstance(cfg.k, int) or cfg.k < 1):
         raise ConfigError(f"k must be an integer >= 1, got {cfg.k!r}")
-    check_output_file(cfg.out_path, TABLE_SUFFIXES)
-    df = read_rerank_table(cfg, c.replace(judgment=None, group=None))  # categories: any values
-    for role, col in (("group", c.group), ("score", cfg.scores_col)):
-        if col not in df.columns:
-            raise DataError(f"{cfg.input_path}: {role} column {col!r} not found; columns: {list(df.columns)}")
+    df = read_category_table(cfg)  # categories: any values
     df[cfg.scores_col] = numeric_column(df, cfg.scores_col, query=c.query)
     _, cats = category_codes(df, c.group)
     if cfg.target is not None:

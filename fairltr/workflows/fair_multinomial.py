@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fairltr.errors import ConfigError, DataError
+from fairltr.errors import ConfigError
 
 if TYPE_CHECKING:
     from fairltr.workflows.rerank_tables import RerankConfig, RerankResult
@@ -45,9 +45,7 @@ def rerank_multinomial_file(cfg: RerankConfig) -> RerankResult:
     from fairltr.fair import check_multinomial_params, parse_min_shares, rerank_multinomial
     from fairltr.fair.target import category_codes
     from fairltr.io import write_table
-    from fairltr.workflows.rerank_tables import TABLE_SUFFIXES, RerankResult
-    from fairltr.workflows.rerank_tables import read_rerank_table, top_k_shares
-    from fairltr.workflows.outputs import check_output_file
+    from fairltr.workflows.rerank_tables import RerankResult, read_category_table, top_k_shares
 
     c = cfg.columns
     shares = parse_min_shares(str(cfg.p))
@@ -56,11 +54,7 @@ def rerank_multinomial_file(cfg: RerankConfig) -> RerankResult:
         raise ConfigError("multinomial FA*IR (--p 'A=0.2,B=0.1') needs a --group column")
     if len(c.groups) > 1:
         raise ConfigError(f"--method fair re-ranks on one group attribute; got {len(c.groups)} ({', '.join(c.groups)})")
-    check_output_file(cfg.out_path, TABLE_SUFFIXES)
-    df = read_rerank_table(cfg, c.replace(judgment=None, group=None))  # categories: any values
-    for role, col in (("group", c.group), ("score", cfg.scores_col)):
-        if col not in df.columns:
-            raise DataError(f"{cfg.input_path}: {role} column {col!r} not found; columns: {list(df.columns)}")
+    df = read_category_table(cfg)  # categories: any values
     _, cats = category_codes(df, c.group)
     _check_two(cats, shares, c.group)
     df[cfg.scores_col] = numeric_column(df, cfg.scores_col, query=c.query)

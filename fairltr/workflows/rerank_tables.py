@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # pandas loads with the table readers; the mtable needs numpy
     import numpy as np
     import pandas as pd
 
-__all__ = ["TABLE_SUFFIXES", "RerankConfig", "RerankResult", "read_rerank_table", "top_k_shares"]
+__all__ = ["TABLE_SUFFIXES", "RerankConfig", "RerankResult", "read_rerank_table", "read_category_table",
+           "top_k_shares"]
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -74,3 +75,19 @@ def read_rerank_table(cfg: RerankConfig, columns: RankingColumns) -> pd.DataFram
 
     df = read_ranking(cfg.input_path, cfg.fmt, columns=columns, na_values=cfg.na_values)
     return check_duplicate_rows(df, cfg.columns, cfg.duplicates, source=str(cfg.input_path))
+
+
+def read_category_table(cfg: RerankConfig) -> pd.DataFrame:
+    """A category re-ranker's input (Geyik methods, multinomial FA*IR): the output path checked
+    first, then the table read with any group values (no judgment needed), its group and score
+    columns present (a one-line DataError naming the file otherwise)."""
+    from fairltr.errors import DataError
+    from fairltr.workflows.outputs import check_output_file
+
+    c = cfg.columns
+    check_output_file(cfg.out_path, TABLE_SUFFIXES)
+    df = read_rerank_table(cfg, c.replace(judgment=None, group=None))
+    for role, col in (("group", c.group), ("score", cfg.scores_col)):
+        if col not in df.columns:
+            raise DataError(f"{cfg.input_path}: {role} column {col!r} not found; columns: {list(df.columns)}")
+    return df
