@@ -47,8 +47,9 @@ def _table(name: str, block: Mapping[str, Any], rate_name: str, ci: bool) -> str
     lines = [f"<h2>{escape(name)}</h2>", "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
              + "</tr></thead><tbody>"]
     for r in block["rows"]:
-        note = r["exclusion_reason"] or ("under the minimum share, kept in the ratios (no reason given)"
-                                         if r["small"] else "")
+        reason = r["exclusion_reason"]
+        note = (f"excluded from the verdict and the reference rate: {reason}" if reason else
+                "under the minimum share, kept in the ratios (no reason given)" if r["small"] else "")
         cls = "excl" if r["excluded"] else "low" if r["below_four_fifths"] else ""
         cells = [escape(r["category"]), f"{r['n']:,}", _pct(r["rate"]), _ratio(r["impact_ratio"])]
         cells += [_interval(r)] if ci else []
@@ -85,8 +86,10 @@ def summary_html(summary: Mapping[str, Any]) -> str:
         body.append(_table(title, block, rate_name, ci))
     if ci:
         body.append(f'<p class="note">Intervals: {escape(_interval_text(summary.get("interval") or {}))}</p>')
-    body.append('<p class="note">Rows shaded red: impact ratio under 0.8. This summary was computed by software; '
-                "it is not itself an independent audit.</p>")
+    body.append('<p class="note">Rows shaded red: impact ratio under 0.8. Rows in grey italics: categories '
+                "excluded from the verdict and from the reference rate, for the reason given (their counts, "
+                "rates and ratios are still shown). "
+                "This summary was computed by software; it is not itself an independent audit.</p>")
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
             "content=\"width=device-width, initial-scale=1\"><title>Bias audit summary</title><style>" + _STYLE
             + "</style></head><body>" + "\n".join(body) + "</body></html>\n")
