@@ -34,7 +34,7 @@ def _merge_runs(keys, run, length, scratch):  # pragma: no cover - compiled
     copies its two runs A, B into ``scratch`` between sentinels (int64 min and max), finds by
     binary search how many of the smaller half of the outputs come from A (the merge path), and
     writes the two halves back merged from both of their ends: four independent branch-free
-    chains with no bound test."""
+    chains with no bound test. Long because the four chains share their cursors in registers."""
     R, W = keys.shape
     flat = keys.reshape(-1)
     for r in range(R):

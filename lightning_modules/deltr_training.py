@@ -271,7 +271,7 @@ def train_deltr_lightning(
     A Parquet table must be grouped by query id; it is read twice per epoch at most (once to
     train, once at the end for the final objective) plus one scan for validation and statistics.
 
-    Length: the signature and this documentation of its 28 keywords are most of the function; its
+    Long because the signature and this documentation of its 28 keywords are most of it; its
     body (about 45 lines) only sequences the jobs below (checks, data, optimiser plan, trainer,
     final history, the fitted estimator).
     """

@@ -202,17 +202,7 @@ def _rerank_bucket(
 ) -> None:
     """One length bucket: per query and category the candidates in score order, then the walk.
     Writes the 1-based ``rank`` of every row of the bucket in place."""
-    n_q = len(sizes)
-    width = int(sizes.max())
-    cell = codes * width + slot  # 1-D scatter: cheaper than a 2-D fancy index
-    rows = np.full(n_q * width, -1, dtype=np.int64)
-    rows[cell] = row_ids
-    rows = rows.reshape(n_q, width)
-    padded = np.full(n_q * width, np.inf)
-    padded[cell] = -s[row_ids]
-    padded = padded.reshape(n_q, width)
-    rows_sorted = np.take_along_axis(rows, _stable_row_argsort(padded, fast), axis=1)
-    del rows, padded
+    rows_sorted = _rows_by_score(row_ids, codes, slot, len(sizes), int(sizes.max()), s, fast)
     if fast:  # the rest of the bucket in one compiled pass
         from fairltr.fair.geyik_kernels import constsort_bucket, det_walk_bucket
 
@@ -221,20 +211,51 @@ def _rerank_bucket(
         else:
             det_walk_bucket(rows_sorted, gcodes, s, p, kq, rank, method)
         return
-    if method != "detconstsort" and n_q == 1:  # one list: the walk on Python lists (numpy's per-call cost
-        _det_walk_one(rows_sorted[0], gcodes, s, p[0], int(kq[0]), rank, method)  # exceeds a step's work)
+    if method != "detconstsort" and len(sizes) == 1:  # one list: the walk on Python lists (numpy's per-call
+        _det_walk_one(rows_sorted[0], gcodes, s, p[0], int(kq[0]), rank, method)  # cost exceeds a step's work)
         return
     valid = rows_sorted >= 0
-    # per query and category the candidates in score order: a stable sort of the categories
-    # (small integers: numpy's radix sort), padding (code n_g) last; only the first
-    # max k_q + G + 1 of a category can ever be placed (the walks stop at k_q), so lists keep those
+    lists, cnt = _category_lists(rows_sorted, valid, gcodes, n_g, int(kq.max()))
+    n_q, width = rows_sorted.shape
+    keep = lists.shape[2] - 1
+    s_ext = np.append(s, -np.inf)  # row -1 (past a category's end) scores -inf
+    if method == "detconstsort":
+        score_rank = np.zeros(len(s) + 1, dtype=np.int64)  # a row's place in its query's score order
+        score_rank[rows_sorted] = np.arange(width)[None, :]  # padding (row -1) writes the spare slot
+        _constsort(lists, cnt, p, kq, s_ext, score_rank, rank, strict)
+    else:
+        flat = lists.reshape(-1)
+        base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (keep + 1)
+        _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
+    _rank_the_unplaced(rows_sorted, valid, rank)
+
+
+def _rows_by_score(row_ids: np.ndarray, codes: np.ndarray, slot: np.ndarray, n_q: int, width: int,
+                   s: np.ndarray, fast: bool) -> np.ndarray:
+    """The bucket's rows as an (n_q, width) matrix, each query's row ids by descending score
+    (ties in input order), padded with -1."""
+    cell = codes * width + slot  # 1-D scatter: cheaper than a 2-D fancy index
+    rows = np.full(n_q * width, -1, dtype=np.int64)
+    rows[cell] = row_ids
+    padded = np.full(n_q * width, np.inf)
+    padded[cell] = -s[row_ids]
+    return np.take_along_axis(rows.reshape(n_q, width), _stable_row_argsort(padded.reshape(n_q, width), fast), axis=1)
+
+
+def _category_lists(rows_sorted: np.ndarray, valid: np.ndarray, gcodes: np.ndarray, n_g: int,
+                    k_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """(lists, cnt): per query and category the row ids in score order, ``lists`` (n_q, n_g,
+    keep + 1) padded with -1, and each category's size ``cnt`` (n_q, n_g). A stable sort of the
+    categories (small integers: numpy's radix sort) puts padding (code n_g) last; only the first
+    k_max + G + 1 of a category can ever be placed (the walks stop at k_q), so lists keep those."""
+    n_q, width = rows_sorted.shape
     g_sorted = np.where(valid, gcodes[np.maximum(rows_sorted, 0)], n_g)
     by_cat = np.argsort(g_sorted.astype(np.int8 if n_g < 127 else np.int64), axis=1, kind="stable")
     cnt = np.bincount((np.arange(n_q)[:, None] * (n_g + 1) + g_sorted).reshape(-1),
                       minlength=n_q * (n_g + 1)).reshape(n_q, n_g + 1)
     cnt = cnt[:, :n_g]
     start = np.cumsum(cnt, axis=1) - cnt
-    keep = min(width, int(kq.max()) + n_g + 1)
+    keep = min(width, k_max + n_g + 1)
     lists = np.full((n_q, n_g, keep + 1), -1, dtype=np.int64)
     if n_g * keep < width:  # long lists, small k: gather the kept entries
         c = np.arange(keep)
@@ -252,17 +273,12 @@ def _rerank_bucket(
         fit = index < keep
         lists.reshape(-1)[qg[fit] * (keep + 1) + index[fit]] = np.take_along_axis(
             rows_sorted, by_cat, axis=1).reshape(-1)[real][fit]
-    s_ext = np.append(s, -np.inf)  # row -1 (past a category's end) scores -inf
-    if method == "detconstsort":
-        score_rank = np.zeros(len(s) + 1, dtype=np.int64)  # a row's place in its query's score order
-        score_rank[rows_sorted] = np.arange(width)[None, :]  # padding (row -1) writes the spare slot
-        _constsort(lists, cnt, p, kq, s_ext, score_rank, rank, strict)
-    else:
-        flat = lists.reshape(-1)
-        base = (np.arange(n_q)[:, None] * n_g + np.arange(n_g)[None, :]) * (keep + 1)
-        _det_walk(flat, base, cnt, p, kq, s_ext, rank, method)
-    # the others follow in score order (after k_q, or fewer when DetConstSort ran out of entrants:
-    # every category with a positive share exhausted)
+    return lists, cnt
+
+
+def _rank_the_unplaced(rows_sorted: np.ndarray, valid: np.ndarray, rank: np.ndarray) -> None:
+    """The rows the walk left unranked follow in score order (after k_q, or fewer when
+    DetConstSort ran out of entrants: every category with a positive share exhausted)."""
     ranked = rank[np.maximum(rows_sorted, 0)] > 0
     rest = valid & ~ranked
     n_ranked = (valid & ranked).sum(axis=1)

@@ -87,7 +87,8 @@ def _constsort_entries(rows_sorted, gcodes, s, p, kq, n_g, strict, lrow, lsc, lm
     score, max index = insertion round) and their count in ``n_in[q]`` (-1 if the arrays were
     too short). Category g's c-th candidate (c <= k_q + G + 1) enters in round
     min{r : floor(r p_g) >= c}; a round's entrants by score place; strict: the first k_q
-    entrants, else whole rounds that start with at most k_q placed."""
+    entrants, else whole rounds that start with at most k_q placed. Long because it is one compiled
+    pass per query: a call per round would pass the per-category cursors back and forth."""
     Q, W = rows_sorted.shape
     T = lrow.shape[0]
     cap = 0

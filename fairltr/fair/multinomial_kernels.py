@@ -54,7 +54,7 @@ def _slice_sum(a, strides, w, axis, at, zero):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, boundscheck=False)
 def _kernel(m, p, p0, tau):  # pragma: no cover - compiled
-    """The whole programme in one compiled function (over 60 lines: splitting the position loop
+    """The whole programme in one compiled function (Long because splitting the position loop
     into calls would pass the box's arrays and strides back and forth for every position)."""
     k, g = m.shape
     lo = np.zeros(g, np.int64)

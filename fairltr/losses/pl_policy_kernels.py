@@ -102,7 +102,8 @@ def policy_rows(keys, low, select, cutoff, er, e, theta, spread, carry, v, n_rea
     K displayed items when the rows hold only those (:func:`store_prefixes`; no columns: the
     rows are whole, or selected). Per row: one backward pass for the Z_k, their
     reciprocals, then per channel R_0 and the forward pass, with their sums in registers. Flat
-    arrays with unsigned offsets (no negative-index fix-ups)."""
+    arrays with unsigned offsets (no negative-index fix-ups). Long because the rows run in one
+    compiled parallel loop; its body is the per-row dispatch."""
     B, Q, W = keys.shape
     N = er.shape[1]
     C = er.shape[2] - 1
@@ -188,7 +189,8 @@ def _sorted_row(keys, row, low, k_eff, n, tail, given_tail, er, base, theta, spr
     pass; every sum in a register; the forward loop without the baseline's loads and stores when
     there is none. The tail past K is ``tail`` when ``given_tail``, else summed from the sorted
     row. Returns (a_{K-1}, c_{K-1}, DCG@K); with K < n each displayed item's share of the
-    not-displayed term is taken back (as :func:`_channel_forward`)."""
+    not-displayed term is taken back (as :func:`_channel_forward`). Long because every sum lives
+    in a register across the passes of one row; calls would spill them."""
     one = np.uint64(1)
     two = np.uint64(2)
     z = tail

@@ -108,7 +108,7 @@ def build_retriever_package(
     tower's cache, which must be E_D as this package computes it). ``encoder_origin`` (default: the
     query tower's path) is recorded in the settings.
 
-    Length: a 15-line keyword signature and the settings record; the steps are helpers
+    Long because of a 15-line keyword signature and the settings record; the steps are helpers
     (``_check_corpus``, ``_check_doc_embeddings``, ``_empty_package_folder``, ``_corpus_embeddings``,
     ``_write_index``, ``_undo_package_folder``).
     """
