@@ -228,15 +228,20 @@ def module_edges(path: Path, module: str, known: set[str]) -> set[Edge]:
     return _walk(path, module, known).edges
 
 
-def unresolved_lazy_values(root: Path = ROOT) -> set[str]:
-    """``module: value`` of every lazy-export value that names no module of the tree."""
-    files = library_files(root)
-    return {f"{m}: {v}" for m, p in files.items() for v in _walk(p, m, set(files)).unresolved}
-
-
 @functools.cache
-def import_graph(root: Path = ROOT) -> dict[str, frozenset[Edge]]:
-    """Module -> its outgoing edges, for every library module under ``root``."""
+def _analysis(root: Path) -> tuple[dict[str, frozenset[Edge]], frozenset[str]]:
     files = library_files(root)
     known = set(files)
-    return {m: frozenset(module_edges(p, m, known)) for m, p in files.items()}
+    walkers = {m: _walk(p, m, known) for m, p in files.items()}
+    graph = {m: frozenset(w.edges) for m, w in walkers.items()}
+    return graph, frozenset(f"{m}: {v}" for m, w in walkers.items() for v in w.unresolved)
+
+
+def import_graph(root: Path = ROOT) -> dict[str, frozenset[Edge]]:
+    """Module -> its outgoing edges, for every library module under ``root``."""
+    return _analysis(root)[0]
+
+
+def unresolved_lazy_values(root: Path = ROOT) -> frozenset[str]:
+    """``module: value`` of every lazy-export value that names no module of the tree."""
+    return _analysis(root)[1]
