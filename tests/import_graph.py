@@ -93,39 +93,54 @@ def _strings(node: ast.AST | None) -> Iterator[str]:
             yield from _strings(element)
 
 
-def _map_values(node: ast.AST) -> Iterator[str]:
-    """The string values of a mapping expression: a dict literal (with ``**`` parts),
-    ``dict.fromkeys(keys, value)`` or ``dict(...)``."""
+def _map_items(node: ast.AST) -> Iterator[tuple[str | None, str]]:
+    """(key, string value) of a mapping expression: a dict literal (with ``**`` parts),
+    ``dict.fromkeys(keys, value)`` or ``dict(...)``; a key that is no string literal is None."""
     if isinstance(node, ast.Dict):
         for key, value in zip(node.keys, node.values):
-            yield from (_map_values(value) if key is None else _strings(value))
+            if key is None:
+                yield from _map_items(value)
+            else:
+                name = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+                yield from ((name, text) for text in _strings(value))
     elif isinstance(node, ast.Call) and _callee(node) == "fromkeys" and len(node.args) > 1:
-        yield from _strings(node.args[1])
+        keys = list(_strings(node.args[0])) or [None]
+        yield from ((k, text) for text in _strings(node.args[1]) for k in keys)
     elif isinstance(node, ast.Call) and _callee(node) == "dict":
-        for part in [*node.args, *(k.value for k in node.keywords)]:
-            yield from _map_values(part)
+        for part in node.args:
+            yield from _map_items(part)
+        for k in node.keywords:
+            yield from ((k.arg, text) for text in _strings(k.value))
 
 
 def _is_mapping(node: ast.AST) -> bool:
     return isinstance(node, ast.Dict) or (isinstance(node, ast.Call) and _callee(node) in ("fromkeys", "dict"))
 
 
-def _group_names(tree: ast.Module) -> set[str]:
-    """Names given as a call's ``group=`` (an entry-point group, named like ``"fairltr.losses"``)."""
-    return {k.value.id for n in ast.walk(tree) if isinstance(n, ast.Call)
-            for k in n.keywords if k.arg == "group" and isinstance(k.value, ast.Name)}
+def _names_of_note(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(loader names, group names) of a module, in one walk:
 
-
-def _loader_names(tree: ast.Module) -> set[str]:
-    """Names read by the module's ``__getattr__`` and by its functions that call ``import_module``."""
+    * loader names: those read by its ``__getattr__`` and by its functions that call ``import_module``;
+    * group names: those given as a call's ``group=`` (an entry-point group, named like ``"fairltr.losses"``).
+    """
+    groups: set[str] = set()
+    loaders: list[ast.AST] = []
+    functions: list[ast.AST] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            groups |= {k.value.id for k in n.keywords if k.arg == "group" and isinstance(k.value, ast.Name)}
+            if _callee(n) in _IMPORT_CALLS:
+                loaders.append(n)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append(n)
     names: set[str] = set()
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        calls = any(isinstance(n, ast.Call) and _callee(n) in _IMPORT_CALLS for n in ast.walk(fn))
-        if fn.name == "__getattr__" or calls:
-            names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return names
+    if not loaders and not any(fn.name == "__getattr__" for fn in functions):
+        return names, groups
+    for fn in functions:
+        inside = list(ast.walk(fn))
+        if fn.name == "__getattr__" or any(n in loaders for n in inside if isinstance(n, ast.Call)):
+            names |= {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return names, groups
 
 
 class _Walker:
@@ -138,6 +153,7 @@ class _Walker:
         self.loaders: set[str] = set()
         self.groups: set[str] = set()
         self.unresolved: set[str] = set()  # lazy-export values naming no module of the tree
+        self.exports: set[tuple[str, str]] = set()  # (name, module) of each lazy export
 
     def add(self, target: str, kind: str, implicit: bool = False) -> None:
         if target and target != self.module:
@@ -161,6 +177,13 @@ class _Walker:
         self.unresolved.add(text)
         return None
 
+    def lazy_map(self, node: ast.AST | None) -> None:
+        for name, text in _map_items(node) if node is not None else ():
+            target = self.lazy_target(text)
+            self.add(target or "", "lazy string")
+            if target and name:
+                self.exports.add((name, target))
+
     def statement(self, node: ast.Import | ast.ImportFrom, kind: str) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -181,8 +204,7 @@ class _Walker:
             for text in _strings(node.args[0] if node.args else None):
                 self.add(self.external(text), "import_module")
         elif name == "lazy_exports":
-            for text in _map_values(node.args[1]) if len(node.args) > 1 else ():
-                self.add(self.lazy_target(text) or "", "lazy string")
+            self.lazy_map(node.args[1] if len(node.args) > 1 else None)
         elif name not in _NOT_DECLARATIONS:
             for part in [*node.args, *(k.value for k in node.keywords if k.arg != "group")]:
                 for text in _strings(part):
@@ -194,8 +216,7 @@ class _Walker:
         if node.value is None or not names:
             return
         if _is_mapping(node.value) and names & self.loaders:
-            for text in _map_values(node.value):
-                self.add(self.lazy_target(text) or "", "lazy string")
+            self.lazy_map(node.value)
         for text in _strings(node.value) if not names & self.groups else ():
             self.add(self.declared(text) or "", "declaration string")
 
@@ -215,10 +236,16 @@ class _Walker:
             self.visit(child, inner)
 
 
+@functools.cache
+def _parse(text: str) -> ast.Module:
+    """The tree of a source text (a patched copy of the tree re-parses only what differs); read only."""
+    return ast.parse(text)
+
+
 def _walk(path: Path, module: str, known: set[str]) -> _Walker:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _parse(path.read_text(encoding="utf-8"))
     walker = _Walker(module, path.name == "__init__.py", known)
-    walker.loaders, walker.groups = _loader_names(tree), _group_names(tree)
+    walker.loaders, walker.groups = _names_of_note(tree)
     walker.visit(tree, False)
     return walker
 
@@ -229,12 +256,14 @@ def module_edges(path: Path, module: str, known: set[str]) -> set[Edge]:
 
 
 @functools.cache
-def _analysis(root: Path) -> tuple[dict[str, frozenset[Edge]], frozenset[str]]:
+def _analysis(root: Path) -> tuple[dict[str, frozenset[Edge]], frozenset[str], frozenset[tuple[str, str, str]]]:
     files = library_files(root)
     known = set(files)
     walkers = {m: _walk(p, m, known) for m, p in files.items()}
     graph = {m: frozenset(w.edges) for m, w in walkers.items()}
-    return graph, frozenset(f"{m}: {v}" for m, w in walkers.items() for v in w.unresolved)
+    unresolved = frozenset(f"{m}: {v}" for m, w in walkers.items() for v in w.unresolved)
+    exports = frozenset((m, name, target) for m, w in walkers.items() for name, target in w.exports)
+    return graph, unresolved, exports
 
 
 def import_graph(root: Path = ROOT) -> dict[str, frozenset[Edge]]:
@@ -245,3 +274,31 @@ def import_graph(root: Path = ROOT) -> dict[str, frozenset[Edge]]:
 def unresolved_lazy_values(root: Path = ROOT) -> frozenset[str]:
     """``module: value`` of every lazy-export value that names no module of the tree."""
     return _analysis(root)[1]
+
+
+def lazy_exports(root: Path = ROOT) -> frozenset[tuple[str, str, str]]:
+    """(exporting module, name, defining module) of every lazy export with a literal name."""
+    return _analysis(root)[2]
+
+
+def _bound(statements: list[ast.stmt]) -> Iterator[str]:
+    for node in statements:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                yield from (n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield from ((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, (ast.If, ast.Try)):
+            yield from _bound([*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                               *(s for h in getattr(node, "handlers", []) for s in h.body)])
+
+
+@functools.cache
+def top_level_names(module: str, root: Path = ROOT) -> frozenset[str]:
+    """The names ``module`` binds at module level (``*`` where it star-imports or has a PEP 562
+    ``__getattr__``: any name may then resolve)."""
+    tree = _parse(library_files(root)[module].read_text(encoding="utf-8"))
+    names = frozenset(_bound(tree.body))
+    return names | {"*"} if "*" in names or "__getattr__" in names else names

@@ -276,3 +276,17 @@ def test_lint_imports_fails_on_the_cli_importing_torch_and_deltr(tmp_path: Path)
     assert "fairltr.cli.noise -> fairltr " in text, text
     found = violations(import_graph(copy), contracts(copy))
     assert f"fairltr.cli.formatting -> torch (via import) breaks contract {CLI_CONTRACT!r}" in found, found
+
+
+def test_every_lazy_export_is_defined_where_its_map_says() -> None:
+    """Each name of a lazy-export map is bound at the top of the module it maps to (an import
+    there counts, and so does that module's own lazy export of it), so a lazy export resolves;
+    checked without importing anything."""
+    from tests.import_graph import lazy_exports, top_level_names
+
+    exports = lazy_exports()
+    assert len(exports) > 200, len(exports)
+    reexported = {(m, name) for m, name, _ in exports}
+    missing = sorted(f"{m}.{name} -> {target}" for m, name, target in exports
+                     if not {name, "*"} & top_level_names(target) and (target, name) not in reexported)
+    assert missing == [], missing
