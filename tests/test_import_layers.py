@@ -35,7 +35,8 @@ from typing import Iterable, Mapping
 
 import pytest
 
-from tests.import_graph import PACKAGES, ROOT, STRING_KINDS, Edge, import_graph, unresolved_lazy_values
+from tests.import_graph import (PACKAGES, ROOT, STRING_KINDS, Edge, import_graph, lazy_exports, module_edges,
+                                top_level_names, unresolved_lazy_values)
 
 Graph = Mapping[str, Iterable[Edge]]
 _PREFERENCE = ("import", "function-local", "lazy string", "import_module", "declaration string")
@@ -190,6 +191,18 @@ def test_every_lazy_export_names_a_module() -> None:
     assert unresolved_lazy_values() == set()
 
 
+def test_every_lazy_export_is_defined_where_its_map_says() -> None:
+    """Each name of a lazy-export map is bound at the top of the module it maps to (an import
+    there counts, and so does that module's own lazy export of it), so a lazy export resolves;
+    checked without importing anything."""
+    exports = lazy_exports()
+    assert len(exports) > 200, len(exports)
+    reexported = {(m, name) for m, name, _ in exports}
+    missing = sorted(f"{m}.{name} -> {target}" for m, name, target in exports
+                     if not {name, "*"} & top_level_names(target) and (target, name) not in reexported)
+    assert missing == [], missing
+
+
 # -- ordinary strings are no edges ------------------------------------------------------------------------
 
 
@@ -203,8 +216,6 @@ def test_text_equal_to_a_module_name_is_no_edge() -> None:
 
 
 def test_string_rule_on_a_small_package(tmp_path: Path) -> None:
-    from tests.import_graph import module_edges
-
     (tmp_path / "pkg").mkdir()
     source = tmp_path / "pkg" / "a.py"
     source.write_text(
@@ -221,6 +232,24 @@ def test_string_rule_on_a_small_package(tmp_path: Path) -> None:
     assert {k for t, k in edges if t == "pkg.b"} == {"lazy string"}
     assert {k for t, k in edges if t == "pkg.c"} == {"import_module"}
 
+
+
+def test_each_contract_type_means_what_it_means_to_import_linter() -> None:
+    graph = {"p.a": {Edge("p.a", "p.m", "import")}, "p.m": {Edge("p.m", "p.b.x", "lazy string")}, "p.b.x": set()}
+    forbid = {"name": "F", "type": "forbidden", "source_modules": ["p.a"], "forbidden_modules": ["p.b"]}
+    assert violations(graph, [forbid]) == ["p.a -> p.m -> p.b.x (via import, lazy string) breaks contract 'F'"]
+    assert violations(graph, [{**forbid, "allow_indirect_imports": True}]) == []
+    assert violations(graph, [{**forbid, "ignore_imports": ["p.* -> p.b.x"]}]) == []
+    assert violations(graph, [{**forbid, "forbidden_modules": ["p.b"], "as_packages": False}]) == []
+    layers = {"name": "L", "type": "layers", "containers": ["p"], "layers": ["b", "a"]}
+    assert violations(graph, [layers]) == ["p.a -> p.m -> p.b.x (via import, lazy string) breaks contract 'L'"]
+    # a chain through a third layer is reported at that layer's own step
+    assert violations(graph, [{**layers, "layers": ["b", "a", "m"]}]) == [
+        "p.m -> p.b.x (via lazy string) breaks contract 'L'"]
+    # siblings of a ':' layer may import each other, those of a '|' layer may not
+    assert violations(graph, [{**layers, "layers": ["b : m", "a"]}]) == ["p.a -> p.m (via import) breaks contract 'L'"]
+    assert violations(graph, [{**layers, "layers": ["b | m", "a"]}]) == [
+        "p.a -> p.m (via import) breaks contract 'L'", "p.m -> p.b.x (via lazy string) breaks contract 'L'"]
 
 # -- the probes: a core module reaching a workflow on demand ----------------------------------------------
 
@@ -258,7 +287,7 @@ CLI_ROOT_CONTRACT = "CLI does not import the fairltr package's lazy exports"
 
 def test_lint_imports_fails_on_the_cli_importing_torch_and_deltr(tmp_path: Path) -> None:
     """Probe 2, linted by import-linter itself on a patched copy (cwd and PYTHONPATH the copy;
-    about a second); the graph check above fails on it too. A CLI module reaching DELTR through
+    a second or two); the graph check above fails on it too. A CLI module reaching DELTR through
     the root package's lazy exports breaks the second CLI contract."""
     copy = _copy_tree(tmp_path)
     _append(copy / "fairltr" / "cli" / "formatting.py", "import torch  # noqa: E402\n"
@@ -277,16 +306,3 @@ def test_lint_imports_fails_on_the_cli_importing_torch_and_deltr(tmp_path: Path)
     found = violations(import_graph(copy), contracts(copy))
     assert f"fairltr.cli.formatting -> torch (via import) breaks contract {CLI_CONTRACT!r}" in found, found
 
-
-def test_every_lazy_export_is_defined_where_its_map_says() -> None:
-    """Each name of a lazy-export map is bound at the top of the module it maps to (an import
-    there counts, and so does that module's own lazy export of it), so a lazy export resolves;
-    checked without importing anything."""
-    from tests.import_graph import lazy_exports, top_level_names
-
-    exports = lazy_exports()
-    assert len(exports) > 200, len(exports)
-    reexported = {(m, name) for m, name, _ in exports}
-    missing = sorted(f"{m}.{name} -> {target}" for m, name, target in exports
-                     if not {name, "*"} & top_level_names(target) and (target, name) not in reexported)
-    assert missing == [], missing
