@@ -1,6 +1,7 @@
 """The import-linter contract of the core names every core module: a module added to ``fairltr/``
 outside the adapter, workflow and CLI packages must be listed in pyproject's core contract, or
-the contract would silently not cover it."""
+the contract would silently not cover it. The CLI contract forbids every core module but the
+few it may import (:data:`CLI_MAY_IMPORT`), and lets through only a registry's declarations."""
 
 from __future__ import annotations
 
@@ -30,3 +31,30 @@ def test_the_core_contract_forbids_every_adapter_and_engine():
     forbidden = set(_core_contract()["forbidden_modules"])
     assert {"fairltr.tracking", "fairltr.workflows", "fairltr.cli", "lightning_modules", "tuning",
             "mlflow", "lightning", "optuna", "transformers", "click"} <= forbidden
+
+
+# what the CLI may import of the core besides the workflows: the plugin declarations and the neutral
+# modules a console script needs (errors, start-up and Ctrl-C handling, URI redaction, column names)
+CLI_MAY_IMPORT = {"fairltr.plugins", "fairltr.errors", "fairltr.startup", "fairltr.interrupts",
+                  "fairltr.redaction", "fairltr.columns"}
+CLI_DECLARATIONS = {"fairltr.losses.builtin", "fairltr.losses.registry"}  # a registry's declaration modules
+
+
+def _cli_contract() -> dict:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (cli,) = [c for c in contracts if c["name"].startswith("CLI imports only workflows")]
+    return cli
+
+
+def test_the_cli_contract_forbids_every_other_core_module_adapter_and_engine():
+    forbidden = set(_cli_contract()["forbidden_modules"])
+    core = set(_core_contract()["source_modules"])
+    assert core - CLI_MAY_IMPORT - forbidden == set(), "add to the CLI contract's forbidden_modules"
+    assert forbidden & CLI_MAY_IMPORT == set()
+    assert {"fairltr.tracking", "lightning_modules", "tuning", "torch", "mlflow", "optuna", "lightning",
+            "pytorch_lightning", "transformers"} <= forbidden
+
+
+def test_the_cli_contract_lets_through_only_declarations():
+    ignored = {rule.split("->")[1].strip() for rule in _cli_contract().get("ignore_imports", [])}
+    assert ignored <= CLI_DECLARATIONS, sorted(ignored - CLI_DECLARATIONS)

@@ -4,30 +4,22 @@ An import inside a function body is fine when it keeps a heavy engine (torch, ML
 Lightning) or an adapter off the import path. It is a hidden circle when the imported module
 reaches the importer back: the two modules are then one strongly connected component of the
 full import graph (module-level and function-local edges of fairltr/, lightning_modules/,
-tuning/ together; a string naming a module of the tree -- a lazy-export map, an
-``import_module`` target -- counts as an on-demand edge, since import-linter cannot see it). Such an edge is listed here; the cure is to move the shared piece into a
-module of its own. ``ALLOWED_CIRCLE_EDGES`` holds the debts left and may only shrink.
+tuning/ together, read by :mod:`tests.import_graph`; a string naming a module of the tree in an
+import-like position -- a lazy-export map, an ``import_module`` target, a declaration -- counts
+as an on-demand edge, since import-linter cannot see it). Such an edge is listed here; the cure
+is to move the shared piece into a module of its own. ``ALLOWED_CIRCLE_EDGES`` holds the debts left and may only shrink.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 from pathlib import Path
 
-from tests.test_structure import _library_files, _module_name
+from tests.import_graph import library_files, module_edges
 
 ALLOWED_CIRCLE_EDGES: set[str] = {  # debts when the rule was written (issue 33); only shrinks
-    "fairltr.losses -> fairltr.losses.linear",
-    "fairltr.losses -> fairltr.losses.objective",
     "fairltr.losses.plackett_luce -> fairltr.losses.pl_objective",
     "fairltr.losses.registry -> fairltr.losses.builtin",
-    "fairltr.metrics -> fairltr.metrics.bootstrap",
-    "fairltr.metrics -> fairltr.metrics.evaluate",
-    "fairltr.metrics.conventions -> fairltr.metrics.registry",
-    "fairltr.plugins.registry -> fairltr.losses",
-    "fairltr.plugins.registry -> fairltr.metrics",
-    "fairltr.plugins.registry -> fairltr.rankers",
     "fairltr.tracking.models.decision_log -> fairltr.tracking.models.decision_log_parquet",
     "fairltr.tracking.models.decision_log_parquet -> fairltr.tracking.models.decision_log",
     "fairltr.tracking.models.loader_form -> fairltr.tracking.models.verified_loader",
@@ -47,45 +39,14 @@ ALLOWED_CIRCLE_EDGES: set[str] = {  # debts when the rule was written (issue 33)
 }
 
 
-def _resolve(node: ast.ImportFrom, module: str, is_pkg: bool) -> str:
-    if not node.level:
-        return node.module or ""
-    base = module.split(".")
-    drop = node.level - 1 if is_pkg else node.level
-    base = base[: len(base) - drop] if drop else base
-    return ".".join(base + ([node.module] if node.module else []))
-
-
 def _edges(path: Path, module: str, known: set[str]) -> tuple[set[str], set[str]]:
-    """(module-level targets, function-local targets) among ``known`` modules.
-    ``if TYPE_CHECKING:`` blocks are not edges."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    is_pkg = path.name == "__init__.py"
-    top: set[str] = set()
-    local: set[str] = set()
-
-    def targets(node: ast.AST) -> set[str]:
-        if isinstance(node, ast.Import):
-            return {a.name for a in node.names}
-        prefix = _resolve(node, module, is_pkg)  # type: ignore[arg-type]
-        return {prefix} | {f"{prefix}.{a.name}" for a in node.names}  # type: ignore[attr-defined]
-
-    def visit(node: ast.AST, in_function: bool) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.orelse:
-                visit(child, in_function)
-            return
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            (local if in_function else top).update(targets(node))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in known:
-            local.add(node.value)  # a lazy-export map or import_module target: an edge taken on demand
-        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        for child in ast.iter_child_nodes(node):
-            visit(child, inner)
-
-    visit(tree, False)
+    """(module-level targets, function-local and on-demand string targets) among ``known``
+    modules (:mod:`tests.import_graph` reads them)."""
+    edges = module_edges(path, module, known)
     # A module always imports its parent packages first: an edge back to one is no circle.
     keep = {t for t in known if t != module and not module.startswith(t + ".")}
+    top = {e.imported for e in edges if e.kind == "import"}
+    local = {e.imported for e in edges if e.kind != "import"}
     return top & keep, local & keep
 
 
@@ -127,7 +88,7 @@ def _components(graph: dict[str, set[str]]) -> dict[str, int]:
 @functools.cache
 def circle_edges() -> frozenset[str]:
     """``importer -> imported`` for every function-local import inside an import circle."""
-    files = {_module_name(p): p for p in _library_files()}
+    files = library_files()
     known = set(files)
     top, local = {}, {}
     for m, p in files.items():

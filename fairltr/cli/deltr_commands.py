@@ -145,10 +145,9 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         reference_group=(int(reference_group) if reference_group and reference_group.lstrip("-").isdigit()
                          else reference_group),
     )
-    from fairltr.metrics import DEFAULT_K
-    from fairltr.workflows.audit import audit_cutoff
+    from fairltr.workflows.audit import default_audit_cutoff
 
-    audit_k = audit_cutoff(DEFAULT_K)
+    audit_k = default_audit_cutoff()
     audit = audit_config(audit_k, ci, min_category_share, n_boot, ci_seed)
     train_source, test_source = train_test_sources(train_path, test_path, fmt, query, group, judgment, item)
     cfg = TrainRankerConfig(
@@ -203,7 +202,7 @@ def evaluate_cmd(model_path, data_path, out_path, predictions, ks, audit_path, c
     cols = audit_columns(res.metrics, audit.k, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10] + linear)
     click.echo(metrics_table({Path(data_path).name: res.metrics}, cols, wide=wide))
     click.echo(conventions.describe())
-    from fairltr.gates import constant_model_warning
+    from fairltr.workflows.audit import constant_model_warning
 
     if (warning := constant_model_warning(res.metrics)) is not None:
         click.echo(warning, err=True)

@@ -13,7 +13,8 @@ import click
 from fairltr.cli.app import cli, train
 from fairltr.cli.option_rules import option_rules, tracking_rules, used_when
 from fairltr.cli.options import tracking_from, tracking_options
-from fairltr.losses import ALPHA, available_losses, get_loss
+from fairltr.losses.builtin import ALPHA
+from fairltr.losses.registry import available_losses, get_loss
 
 FAIRNESS_CHOICES = ["none", *available_losses("retrieval")]
 

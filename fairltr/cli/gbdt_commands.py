@@ -44,8 +44,7 @@ def train_lambdamart(train_path, test_path, colorblind, features, num_leaves, le
     model.json + LightGBM's model.txt, ranked predictions and metrics to --out."""
     from pathlib import Path
 
-    from fairltr.gbdt import GBDTParams
-    from fairltr.workflows import RankerSpec, TrainRankerConfig, train_ranker
+    from fairltr.workflows import GBDTParams, RankerSpec, TrainRankerConfig, train_ranker
 
     spec = RankerSpec(
         ranker="lambdamart", colorblind=colorblind, seed=seed, features=parse_features(features),

@@ -276,7 +276,7 @@ def conventions_options() -> Callable:
 
 def conventions_of(empty_queries: str, linear_ndcg: bool):
     """The :class:`~fairltr.metrics.conventions.RelevanceConventions` of :func:`conventions_options`."""
-    from fairltr.metrics.conventions import RelevanceConventions
+    from fairltr.workflows import RelevanceConventions
 
     return RelevanceConventions(empty_queries=empty_queries, linear_ndcg=bool(linear_ndcg))
 

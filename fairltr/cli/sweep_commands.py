@@ -192,14 +192,13 @@ def sweep(method, train, test, n_trials, study, storage, objectives, constraints
           max_iter, population_size, heartbeat_interval, grace_period, encoder, dpr_loss, steps, batch_size,
           max_train_items, max_test_items, no_progress, query, group, judgment, item, register_best) -> None:
     """Multi-objective Pareto sweep (Optuna) logged to MLflow; N workers may share one study."""
-    import torch
-
     from fairltr.workflows import run_sweep_job
     from fairltr.workflows import SweepConfig
+    from fairltr.workflows.sweep import one_torch_thread
 
     from fairltr.workflows.sweep_registry import get_sweep_method
 
-    torch.set_num_threads(1)
+    one_torch_thread()
     options = get_sweep_method(method).method_options(dict(
         dpr_loss=dpr_loss, steps=steps, batch_size=batch_size, max_train_items=max_train_items,
         max_test_items=max_test_items, encoder=encoder))

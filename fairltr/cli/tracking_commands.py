@@ -250,7 +250,7 @@ def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, ex
     click.echo(metrics_table({label: res.metrics}, [c for c in cols if not c.endswith("_n_queries")], wide=wide))
     if conventions is not None:
         click.echo(conventions.describe())
-    from fairltr.gates import constant_model_warning
+    from fairltr.workflows.audit import constant_model_warning
 
     if (warning := constant_model_warning(res.metrics)) is not None:
         click.echo(warning, err=True)

@@ -33,7 +33,8 @@ __all__ = [
     "EvaluateModelResult", "evaluate_model", "PromoteConfig", "promote_model", "split_gates", "CompareRunsConfig",
     "compare_runs", "RerankConfig", "RerankResult", "rerank_file", "mtable_report", "RankingTrial", "DprTrial",
     "ranking_trial", "dpr_trial", "run_sweep_job", "SweepConfig", "RetrieverOutcome", "train_and_evaluate_retriever",
-    "PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank",
+    "PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank", "GBDTParams",
+    "RelevanceConventions",
 ]
 
 lazy_exports(__name__, {
@@ -57,4 +58,6 @@ lazy_exports(__name__, {
                      "evaluate_ranker", "train_ranker"], "fairltr.workflows.train_ranker"),
     **dict.fromkeys(["PLRankSpec", "TrainPLRankConfig", "fit_plrank", "plrank_outcome", "train_plrank"],
                     "fairltr.workflows.train_plrank"),
+    # the core's config types a workflow config holds (RankerSpec.gbdt, the evaluations' conventions)
+    "GBDTParams": "fairltr.gbdt", "RelevanceConventions": "fairltr.metrics.conventions",
 })

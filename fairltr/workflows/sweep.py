@@ -31,7 +31,7 @@ from fairltr.workflows.sweep_registry import (RankingContext, RankingPlan, Sweep
                                              sweep_method_names)
 
 __all__ = ["RankingTrial", "DprTrial", "PLRankTrial", "RankingPlan", "RankingContext", "ranking_trial", "dpr_trial",
-           "run_sweep_job", "mean_over_folds", "RANKING_METHODS"]
+           "run_sweep_job", "mean_over_folds", "RANKING_METHODS", "one_torch_thread"]
 
 Fold = tuple[pd.DataFrame, pd.DataFrame]
 RankedHook = Callable[[Mapping[str, float], list[pd.DataFrame]], None]
@@ -43,6 +43,14 @@ def __getattr__(name: str):
     if name == "RANKING_METHODS":  # the registered ranking methods (read from the registry, not a list)
         return tuple(sweep_method_names("ranking"))
     raise AttributeError(name)
+
+
+def one_torch_thread() -> None:
+    """Torch uses one thread in this process: a sweep worker (N of them share one study and the
+    machine's cores)."""
+    import torch
+
+    torch.set_num_threads(1)
 
 
 def mean_over_folds(per_fold: Sequence[Mapping[str, float]]) -> dict[str, float]:
