@@ -129,5 +129,6 @@ def test_bias_audit_html_in_a_browser(tmp_path):
                 assert cells[4] == f"{r['ci_low']:.3f} to {r['ci_high']:.3f}"
         assert f"not included in the calculations): {block['unknown_count']:,}" in text
     pacific = _rows(dom, "Race")["Pacific"]
-    assert pacific[2].endswith("%") and pacific[-1] == reason  # excluded, its rate still reported
+    assert pacific[2].endswith("%")  # excluded, its rate still reported, and the note says why
+    assert pacific[-1] == f"excluded from the verdict and the reference rate: {reason}"
     assert "unknown category: counted, left out of rates and impact ratios" in _rows(dom, "Race")["unknown"][-1]
