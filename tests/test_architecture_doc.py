@@ -59,3 +59,29 @@ def test_core_rooms_are_the_core_contract() -> None:
     core = next(c for c in contracts if c["name"].startswith("core imports no adapter"))
     documented = {name for name, layer in _rows().items() if layer.startswith("core")}
     assert set(core["source_modules"]) == documented
+
+
+CORE_IMPORTS = re.compile(r"\*\*Core\*\* \(`fairltr/` outside[^)]*\): (.+?)\n\n", re.S)
+
+
+def test_the_core_third_party_imports_are_the_ones_listed():
+    """The core paragraph names every third-party package the core imports (module level or in a
+    function, from the AST import graph), and nothing it does not import."""
+    import sys
+
+    from tests.import_graph import import_graph
+
+    outside_core = ("fairltr.tracking", "fairltr.workflows", "fairltr.cli")
+    graph = import_graph()
+    imported = {
+        e.imported.split(".")[0] for m, edges in graph.items()
+        if m.split(".")[0] == "fairltr" and not any(m == o or m.startswith(o + ".") for o in outside_core)
+        for e in edges if e.imported not in graph
+    } - set(sys.stdlib_module_names) - {"fairltr", "lightning_modules", "tuning", "__future__"}
+    paragraph = CORE_IMPORTS.search(DOC.read_text(encoding="utf-8"))
+    assert paragraph, "docs/architecture.md: the **Core** paragraph of 'The rooms' is missing"
+    named = {name for name in re.findall(r"\b([a-z][a-z0-9_]+)\b", paragraph.group(1))}
+    assert imported - named == set(), f"the core imports {sorted(imported - named)}, not named in the doc"
+    packages = {"torch", "numpy", "pandas", "scipy", "pyarrow", "safetensors", "lightgbm", "numba", "bm25s", "tqdm",
+                "mlflow", "optuna", "lightning", "transformers", "click", "sklearn"}
+    assert (named & packages) - imported == set(), f"named but not imported: {sorted((named & packages) - imported)}"
