@@ -68,9 +68,17 @@ def _numba_imports() -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=1)
+def _numba_installed() -> bool:
+    """numba can be found on the path (looked up once per process: the lookup costs about 0.1 ms,
+    a sixth of re-ranking a list of 100 through the table API)."""
+    return importlib.util.find_spec("numba") is not None
+
+
 def compiled_available() -> bool:
-    """numba is installed and ``FAIRLTR_COMPILED`` is not ``0``, without importing numba (cheap)."""
-    return os.environ.get(ENV_VAR, "1") != "0" and importlib.util.find_spec("numba") is not None
+    """numba is installed and ``FAIRLTR_COMPILED`` is not ``0`` (read at every call), without
+    importing numba (cheap)."""
+    return os.environ.get(ENV_VAR, "1") != "0" and _numba_installed()
 
 
 def compiled_enabled() -> bool:

@@ -31,11 +31,13 @@ def test_a_numba_that_does_not_import_warns_and_falls_back(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", broken)
     compiled._numba_imports.cache_clear()
+    compiled._numba_installed.cache_clear()
     try:
         with pytest.warns(RuntimeWarning, match=r"numba is installed but does not import \(ImportError: numba needs"):
             assert not compiled.compiled_enabled()
     finally:
         compiled._numba_imports.cache_clear()
+        compiled._numba_installed.cache_clear()
 
 
 def _fresh(code: str, env: dict) -> str:
