@@ -28,8 +28,6 @@ ALLOWED_CIRCLE_EDGES: set[str] = {  # debts when the rule was written (issue 33)
     "fairltr.plugins.registry -> fairltr.losses",
     "fairltr.plugins.registry -> fairltr.metrics",
     "fairltr.plugins.registry -> fairltr.rankers",
-    "fairltr.workflows.sweep_methods -> fairltr.workflows.sweep",
-    "fairltr.workflows.sweep_registry -> fairltr.workflows.sweep_methods",
 }
 
 
