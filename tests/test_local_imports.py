@@ -19,23 +19,6 @@ from tests.import_graph import library_files, module_edges
 
 ALLOWED_CIRCLE_EDGES: set[str] = {  # debts when the rule was written (issue 33); only shrinks
     "fairltr.losses.plackett_luce -> fairltr.losses.pl_objective",
-    "fairltr.losses.registry -> fairltr.losses.builtin",
-    "fairltr.tracking.models.decision_log -> fairltr.tracking.models.decision_log_parquet",
-    "fairltr.tracking.models.decision_log_parquet -> fairltr.tracking.models.decision_log",
-    "fairltr.tracking.models.loader_form -> fairltr.tracking.models.verified_loader",
-    "fairltr.tracking.models.pyfunc -> fairltr.tracking.models.loader_form",
-    "fairltr.tracking.models.pyfunc -> fairltr.tracking.models.verified_loader",
-    "fairltr.tracking.models.retriever_pyfunc -> fairltr.tracking.models.loader_form",
-    "fairltr.tracking.models.retriever_pyfunc -> fairltr.tracking.models.pyfunc",
-    "fairltr.tracking.models.retriever_pyfunc -> fairltr.tracking.models.verified_loader",
-    "fairltr.tracking.models.verified_loader -> fairltr.tracking.models.pyfunc",
-    "fairltr.tracking.models.verified_loader -> fairltr.tracking.models.retriever_pyfunc",
-    "fairltr.tracking.models.verified_loader -> fairltr.tracking.models.verify",
-    "fairltr.tracking.models.verify -> fairltr.tracking.models.pyfunc",
-    "fairltr.tracking.models.verify -> fairltr.tracking.models.retriever",
-    "fairltr.tracking.models.verify -> fairltr.tracking.models.retriever_pyfunc",
-    "fairltr.workflows.sweep_methods -> fairltr.workflows.sweep",
-    "fairltr.workflows.sweep_registry -> fairltr.workflows.sweep_methods",
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from fairltr.losses.registry import FairnessLoss, HyperParam, register_loss
+from fairltr.losses.declaration import FairnessLoss, HyperParam, register_loss
 
 __all__ = ["GAMMA", "ALPHA", "LAMBDA", "torch_loss"]
 

@@ -1,31 +1,31 @@
 """The built-in sweep methods, each declared once (see :mod:`fairltr.workflows.sweep_registry`).
 
-A ranking method is a :class:`~fairltr.workflows.sweep.RankingPlan`: its search space (read from
-the loss registry, FA*IR's parameters or LightGBM's declared ranges) and the map from a trial's
-values to a :class:`~fairltr.workflows.ranking.RankerSpec`; the trial itself is always
-:func:`~fairltr.workflows.sweep.ranking_trial`. To add a method, add one ``register_sweep_method``
-call here (or in your own package): the CLI choices, the sweep workflow, the docs table and the
-comparison benchmark read it from the registry.
+A ranking method is a :class:`~fairltr.workflows.sweep_declaration.RankingPlan`: its search space
+(read from the loss registry, FA*IR's parameters or LightGBM's declared ranges) and the map from a
+trial's values to a :class:`~fairltr.workflows.ranking.RankerSpec`; the trial itself is always
+:func:`~fairltr.workflows.sweep.ranking_trial`. The trial builders live in
+:mod:`fairltr.workflows.sweep_trials` (imported at the first trial), which never looks a method up
+through :mod:`~fairltr.workflows.sweep_registry`: the registry imports this module. To add a
+method, add one ``register_sweep_method`` call here (or in your own package): the CLI choices, the
+sweep workflow, the docs table and the comparison benchmark read it from the registry.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from typing import TYPE_CHECKING, Any
-
-from fairltr.workflows.sweep_registry import RankingContext, RankingPlan, SweepMethod, register_sweep_method
+from fairltr.workflows.sweep_declaration import RankingContext, RankingPlan, SweepMethod, register_sweep_method
 
 if TYPE_CHECKING:  # the declarations load no pandas or torch (``fairltr sweep --help`` lists the methods)
     from fairltr.workflows.ranking import FairParams, RankerSpec
 
 
 def _trial(name: str):
-    """The trial builder ``fairltr.workflows.sweep.<name>``, imported at the first call."""
+    """The trial builder ``fairltr.workflows.sweep_trials.<name>``, imported at the first call."""
     def build(inputs: Any):
-        from fairltr.workflows import sweep
+        from fairltr.workflows import sweep_trials
 
-        return getattr(sweep, name)(inputs)
+        return getattr(sweep_trials, name)(inputs)
 
     build.__name__ = build.__qualname__ = name
     return build

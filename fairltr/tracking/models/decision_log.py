@@ -11,8 +11,10 @@ the environment variable ``FAIRLTR_DECISION_LOG``):
   ``[postgres]`` extra; the password belongs in ``PGPASSWORD`` or ``~/.pgpass``, never in a
   recorded URI).
 
-Schema (:data:`COLUMNS`, the columns of :func:`read_decision_log` in this order, then one column
-per group attribute expanded from ``groups``):
+Schema (:data:`COLUMNS` and :func:`record_schema`, kept in
+:mod:`fairltr.tracking.models.decision_log_schema` for every store and re-exported here; the
+columns of :func:`read_decision_log` in this order, then one column per group attribute expanded
+from ``groups``):
 
 ==============  ====================  ===============================================================
 request_id      string                one per served request (uuid4 hex); the response's column too
@@ -54,14 +56,12 @@ import numpy as np
 import pandas as pd
 
 from fairltr.errors import ConfigError, DataError
+from fairltr.tracking.models.decision_log_schema import COLUMNS, record_schema  # noqa: F401 (re-exported)
 
 __all__ = ["COLUMNS", "ENV_VAR", "DecisionLog", "DecisionContext", "decision_records", "record_schema", "open_decision_log",
            "read_decision_log", "check_recordable_uri", "resolve_decision_log", "is_postgres_uri"]
 
 ENV_VAR = "FAIRLTR_DECISION_LOG"
-COLUMNS = ("request_id", "time", "model_name", "model_version", "model_digest", "policy", "policy_method",
-           "policy_p", "policy_alpha", "policy_adjust", "policy_k", "policy_target", "query_id", "item_id", "row",
-           "score", "rank", "fair_feasible", "groups")
 
 
 class DecisionLog(Protocol):
@@ -88,30 +88,6 @@ class DecisionContext:
 
 def is_postgres_uri(uri: str) -> bool:
     return str(uri).startswith(("postgresql://", "postgresql+psycopg2://", "postgres://"))
-
-
-def _schema():
-    import pyarrow as pa
-
-    return pa.schema([
-        ("request_id", pa.string()), ("time", pa.timestamp("us", tz="UTC")), ("model_name", pa.string()),
-        ("model_version", pa.string()), ("model_digest", pa.string()), ("policy", pa.string()),
-        ("policy_method", pa.string()), ("policy_p", pa.float64()), ("policy_alpha", pa.float64()),
-        ("policy_adjust", pa.bool_()), ("policy_k", pa.int64()), ("policy_target", pa.string()),
-        ("query_id", pa.string()), ("item_id", pa.string()), ("row", pa.int64()), ("score", pa.float64()),
-        ("rank", pa.int64()), ("fair_feasible", pa.bool_()), ("groups", pa.string()),
-    ])
-
-
-def record_schema():
-    """The Arrow schema of the records (:data:`COLUMNS` with their types, module docstring)."""
-    global _SCHEMA
-    if _SCHEMA is None:
-        _SCHEMA = _schema()
-    return _SCHEMA
-
-
-_SCHEMA = None
 
 
 def _text(values: pd.Series):

@@ -105,7 +105,7 @@ def read_parquet_log(root: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     it), never silently left out."""
     import pyarrow.dataset as ds
 
-    from fairltr.tracking.models.decision_log import record_schema
+    from fairltr.tracking.models.decision_log_schema import record_schema
 
     schema = record_schema()
     base = Path(root)

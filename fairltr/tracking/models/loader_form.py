@@ -1,5 +1,5 @@
 """Logging a fairltr model in the loader-module form (:mod:`fairltr.tracking.models.verified_loader`),
-and the staged fairltr wheel such a model carries.
+and the staged fairltr package (:func:`stage_package`) and wheel such a model carries.
 
 A model folder in this form::
 
@@ -31,9 +31,19 @@ import zipfile
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["build_wheel", "log_loader_model", "wheel_requirement"]
+__all__ = ["build_wheel", "log_loader_model", "stage_package", "wheel_requirement"]
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def stage_package(dest: Path) -> Path:
+    """Copy the importable ``fairltr`` package (no bytecode) to ``dest/fairltr`` (a model's ``code/``)."""
+    import fairltr
+
+    src = Path(fairltr.__file__).resolve().parent
+    out = dest / "fairltr"
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.db"))
+    return out
 
 
 def _tree_hash(package: Path) -> str:

@@ -42,13 +42,14 @@ never a sampled ranking, so that a registered version's outputs are reproducible
 * served (loaded by the verifying loader): every output also carries :data:`PROVENANCE_COLUMNS`
   (the applied policy, model name, version and digest, a request id), and each request's records
   are appended to the decision log, when one is in use, before the output is returned.
+* layout: the model class (what the loaders build) lives in :mod:`fairltr.tracking.models.ranker_model`
+  and the staging of the package in :mod:`~fairltr.tracking.models.loader_form`; this module logs
+  models and re-exports those names, so every path a logged model or a caller names still imports.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as md
-import shutil
-import sys
 import tempfile
 import uuid
 import warnings
@@ -58,18 +59,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import mlflow.pyfunc
-
-from fairltr.columns import RankingColumns
-from fairltr.deltr import DELTR
-from fairltr.errors import ConfigError, DataError
-from fairltr.fair.policy import (NO_POLICY, OVERRIDE_FIELDS, ServingPolicy, apply_policy, overrides_text, parse_overrides,
-                                 parse_policy, policy_from_params)
+from fairltr.fair.policy import ServingPolicy, overrides_text, parse_overrides, parse_policy
 from fairltr.gbdt import LambdaMART
-from fairltr.rankers import load_ranker
 from fairltr.tracking.runs.config import registry_prints_follow_log_level
-from fairltr.tracking.models.ranks import aligned_ranks
-from fairltr.tracking.models.signature_types import any_typed_signature, check_identifier_columns, training_types
+from fairltr.tracking.models.loader_form import stage_package
+from fairltr.tracking.models.ranker_model import (  # noqa: F401 (re-exported: the paths logged models and callers name)
+    PROVENANCE_COLUMNS, SAMPLE_COLUMNS, FairltrRanker, Ranker, _check_sampling, load_ranker_artifacts, predict_frame,
+    ranker_from_config,
+)
+from fairltr.tracking.models.signature_types import any_typed_signature, training_types
 
 __all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "predict_frame", "stage_package",
            "load_ranker_artifacts", "ranker_from_config", "MODEL_CODE", "PROVENANCE_COLUMNS", "SAMPLE_COLUMNS"]
@@ -78,207 +76,6 @@ MODEL_CODE = Path(__file__).with_name("ranker_code.py")
 WEIGHTS_FILE = "deltr.safetensors"
 LAMBDAMART_FILE = "lambdamart.json"  # + LightGBM's lambdamart.txt beside it
 _REQUIREMENTS = ("torch", "numpy", "pandas", "scipy", "safetensors", "mlflow")
-PROVENANCE_COLUMNS = ("policy", "model_name", "model_version", "model_digest", "request_id")
-"""The columns a served ranker adds to every output (the response's ``predictions`` records)."""
-SAMPLE_COLUMNS = ("sampled", "sample_seed", "sample_request_id")
-"""The columns a sampling PLRank pyfunc adds: the ranking was sampled, with which seed, for which request id."""
-
-Ranker = DELTR | LambdaMART
-
-
-def load_ranker_artifacts(weights: str | Path, booster: str | Path | None = None) -> Ranker:
-    """The ranker of a logged model's artifacts with fairltr's validating loaders: a LambdaMART
-    model (``weights`` = its JSON, ``booster`` = LightGBM's text file), else the class the
-    weights file's format marker names (:func:`fairltr.rankers.load_ranker`)."""
-    if booster is not None:
-        return LambdaMART.load(weights, booster_path=booster)
-    return load_ranker(weights)
-
-
-def predict_frame(model: Ranker, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:
-    """``score`` and per-query ``rank`` of every row of ``df``, aligned with its rows."""
-    q = query or model.query_
-    if q not in df.columns:
-        raise DataError(f"query column {q!r} not in the input; columns: {list(df.columns)}")
-    scores = model.predict(df)
-    return pd.DataFrame({"score": scores.astype(np.float64), "rank": aligned_ranks(df, scores, q)}, index=df.index)
-
-
-def _bad_request(exc: Exception):
-    """A one-line MLflow error the scoring server answers with HTTP 400 (no traceback)."""
-    from mlflow.exceptions import MlflowException
-    from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
-
-    return MlflowException(" ".join(str(exc).split()), error_code=INVALID_PARAMETER_VALUE)
-
-
-def _given(params: dict[str, Any] | None) -> dict[str, Any]:
-    """The request params that carry a value (MLflow fills absent ones with the schema default)."""
-    return {k: v for k, v in (params or {}).items() if v is not None}
-
-
-class FairltrRanker(mlflow.pyfunc.PythonModel):
-    """Scores and per-query ranks of a ranker (DELTR or PLRank from its safetensors artifact, a
-    LambdaMART model from its JSON + LightGBM text artifacts), with an optional serving-time
-    re-ranking policy (module docstring).
-
-    ``model_config``: ``query`` (overrides the query-id column name seen at training), ``group``
-    (the group column a re-ranker reads), ``serve_rerank`` (the recorded policy's spec),
-    ``serve_overrides`` (the request params allowed, :func:`~fairltr.fair.policy.parse_overrides`),
-    ``input_types`` (each input column's type in the training file: an integer query id or group
-    column must arrive as integers, :func:`~fairltr.tracking.models.signature_types.check_identifier_columns`).
-    """
-
-    provenance = None  # DecisionContext once served (attach); None in-process: no provenance columns
-    decision_log = None
-
-    @classmethod
-    def from_model(cls, model: Ranker, query: str | None = None, policy: ServingPolicy | str | None = None,
-                   group: str | None = None, input_types: dict[str, str] | None = None,
-                   overrides: str | None = None, sample: bool = False, salt: str = "") -> "FairltrRanker":
-        """The pyfunc of an already loaded model (in-process use; no MLflow context); ``sample``:
-        serve Plackett-Luce draws seeded per request id (module docstring; a PLRank model only)."""
-        self = cls()
-        self.model = model
-        self.query = query or model.query_
-        self.group = group or model.columns_.group
-        self.policy = policy if isinstance(policy, ServingPolicy) else parse_policy(policy)
-        self.overrides = parse_overrides(overrides, self.policy)
-        self.input_types = dict(input_types or {})
-        self.sample, self.salt = _check_sampling(model, bool(sample), self.policy), str(salt or "")
-        return self
-
-    def load_context(self, context) -> None:
-        """The models-from-code form (models logged before the verifying loader): not verified here."""
-        self.model = load_ranker_artifacts(context.artifacts["weights"], context.artifacts.get("booster"))
-        config = getattr(context, "model_config", None) or {}
-        self.query = config.get("query") or self.model.query_
-        self.group = config.get("group") or self.model.columns_.group
-        self.policy = parse_policy(config.get("serve_rerank"))
-        self.overrides = parse_overrides(config.get("serve_overrides"), self.policy)
-        self.input_types = dict(config.get("input_types") or {})
-        self.sample = _check_sampling(self.model, bool(config.get("serve_sample")), self.policy)
-        self.salt = str(config.get("serve_sample_salt") or "")
-        sys.stderr.write("fairltr: this model was logged before load-time verification (models from code): "
-                         "its digest was not checked when it loaded\n")
-
-    @property
-    def overrides_text(self) -> str:
-        """The allowed request params as ``--serve-overrides`` reads them (``none``, ``all``, ``p,k``)."""
-        return overrides_text(getattr(self, "overrides", frozenset(OVERRIDE_FIELDS)))
-
-    def attach(self, provenance, decision_log=None) -> None:
-        """Serve with provenance columns (a :class:`~fairltr.tracking.models.decision_log.DecisionContext`)
-        and, when given, append every request's records to ``decision_log`` before returning."""
-        self.provenance = provenance
-        self.decision_log = decision_log
-
-    def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
-        if not isinstance(model_input, pd.DataFrame):
-            model_input = pd.DataFrame(model_input)
-        recorded = getattr(self, "policy", NO_POLICY)
-        try:
-            check_identifier_columns(model_input, getattr(self, "input_types", {}), (self.query, getattr(self, "group", None)))
-            requested = _given(params)
-            request_id = requested.pop("request_id", None)
-            policy = policy_from_params(recorded, requested, getattr(self, "overrides", frozenset(OVERRIDE_FIELDS)))
-            if getattr(self, "sample", False):
-                out = self._sampled(model_input, policy, request_id)
-                return out if self.provenance is None else self._served(model_input, out, policy)
-            if request_id is not None:
-                raise ConfigError("request_id seeds a sampled ranking; this model serves its deterministic ranking")
-            plain = not recorded.active and requested.get("rerank", "none") == "none" and set(requested) <= {"rerank"}
-            if plain:  # no policy anywhere: today's output (score, rank)
-                out = predict_frame(self.model, model_input, self.query)
-            else:
-                if self.query not in model_input.columns:
-                    raise DataError(f"query column {self.query!r} not in the input; columns: {list(model_input.columns)}")
-                scores = self.model.predict(model_input)
-                out = apply_policy(model_input, scores, policy,
-                                   RankingColumns(query=self.query, group=getattr(self, "group", None), judgment=None))
-        except (ConfigError, DataError) as exc:
-            raise _bad_request(exc) from None
-        return out if self.provenance is None else self._served(model_input, out, policy)
-
-    def _sampled(self, model_input: pd.DataFrame, policy: ServingPolicy, request_id: Any) -> pd.DataFrame:
-        """``score``, the sampled 1-based ``rank`` per query and :data:`SAMPLE_COLUMNS` (seed of each
-        row's query = :func:`~fairltr.losses.pl_serving.request_seed` of (salt, request id, query id))."""
-        from fairltr.losses.pl_serving import request_seed, sampled_ranks
-
-        if policy.active:
-            raise ConfigError(f"this model serves sampled Plackett-Luce rankings; re-ranking ({policy.describe()}) "
-                              "is not applied to them: drop the rerank params")
-        if self.query not in model_input.columns:
-            raise DataError(f"query column {self.query!r} not in the input; columns: {list(model_input.columns)}")
-        rid = uuid.uuid4().hex if request_id is None else str(request_id)
-        scores = np.asarray(self.model.predict(model_input), dtype=np.float64)
-        qids = model_input[self.query]
-        ranks = sampled_ranks(scores, qids, rid, salt=self.salt)
-        seeds = {q: str(request_seed(rid, q, self.salt)) for q in pd.unique(qids)}
-        return pd.DataFrame({"score": scores, "rank": np.asarray(ranks, dtype=np.int64), "sampled": True,
-                             "sample_seed": qids.map(seeds).astype(object).to_numpy(),
-                             "sample_request_id": np.full(len(scores), rid, dtype=object)}, index=model_input.index)
-
-    def _served(self, model_input: pd.DataFrame, out: pd.DataFrame, policy: ServingPolicy) -> pd.DataFrame:
-        """``out`` with :data:`PROVENANCE_COLUMNS`, after the request's records are durable in the
-        decision log (a failed append fails the request: nothing is served unlogged)."""
-        ctx = self.provenance
-        request_id = str(out["sample_request_id"].iat[0]) if "sample_request_id" in out and len(out) else uuid.uuid4().hex
-        if self.decision_log is not None:
-            from fairltr.tracking.models.decision_log import decision_records
-
-            records = decision_records(model_input, out, policy, ctx, request_id, pd.Timestamp.now(tz="UTC"))
-            try:
-                self.decision_log.append(records)
-            except Exception as exc:
-                raise _server_error(f"decision log {self.decision_log.uri} refused the request's records "
-                                    f"({type(exc).__name__}: {exc}); the ranking was not served") from None
-        values = (policy.describe(), ctx.model_name, ctx.model_version, ctx.model_digest, request_id)
-        extra = pd.DataFrame({c: np.full(len(out), v, dtype=object) for c, v in zip(PROVENANCE_COLUMNS, values)},
-                             index=out.index)
-        return pd.concat([out, extra], axis=1)  # a third of the time of DataFrame.assign with text scalars
-
-
-def _check_sampling(model: Ranker, sample: bool, policy: ServingPolicy) -> bool:
-    """``sample``, refused (ConfigError) for a model that is no Plackett-Luce policy or with a re-ranking policy."""
-    if sample and getattr(model, "_FILE_KIND", None) != "PLRank":
-        raise ConfigError(f"--serve-sample serves draws of a Plackett-Luce policy: a PLRank model, not "
-                          f"{type(model).__name__}")
-    if sample and policy.active:
-        raise ConfigError(f"--serve-sample and --serve-rerank {policy.describe()!r} exclude each other: a sampled "
-                          "ranking is served as drawn")
-    return sample
-
-
-def _server_error(text: str):
-    """A one-line MLflow error the scoring server answers with HTTP 500."""
-    from mlflow.exceptions import MlflowException
-    from mlflow.protos.databricks_pb2 import INTERNAL_ERROR
-
-    return MlflowException(" ".join(text.split())[:500], error_code=INTERNAL_ERROR)
-
-
-def _inside(root: Path, rel: str | None) -> Path | None:
-    """``root / rel``, refused when it leaves the model folder."""
-    if not rel:
-        return None
-    path = (root / rel).resolve()
-    if root.resolve() not in path.parents:
-        raise DataError(f"model file {rel!r} lies outside the model folder")
-    return path
-
-
-def ranker_from_config(root: Path, config: dict[str, Any]) -> FairltrRanker:
-    """The ranker of a loader-form model folder ``root`` (its MLmodel ``config``: the weight file
-    names and the serving settings), read with fairltr's validating loaders."""
-    weights = _inside(root, config.get("weights"))
-    if weights is None:
-        raise DataError(f"{root}: the model config names no weights file")
-    model = load_ranker_artifacts(weights, _inside(root, config.get("booster")))
-    return FairltrRanker.from_model(model, config.get("query"), policy=config.get("serve_rerank"),
-                                    group=config.get("group"), input_types=config.get("input_types"),
-                                    overrides=config.get("serve_overrides"), sample=bool(config.get("serve_sample")),
-                                    salt=config.get("serve_sample_salt") or "")
 
 
 def ranker_pip_requirements(extra: tuple[str, ...] = ()) -> list[str]:
@@ -287,14 +84,6 @@ def ranker_pip_requirements(extra: tuple[str, ...] = ()) -> list[str]:
     return [f"{name}=={md.version(name).split('+')[0]}" for name in (*_REQUIREMENTS, *extra)]
 
 
-def stage_package(dest: Path) -> Path:
-    """Copy the importable ``fairltr`` package (no bytecode) to ``dest/fairltr`` (a model's ``code/``)."""
-    import fairltr
-
-    src = Path(fairltr.__file__).resolve().parent
-    out = dest / "fairltr"
-    shutil.copytree(src, out, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.db"))
-    return out
 
 
 def _default_example(model: Ranker, n: int = 3) -> pd.DataFrame:

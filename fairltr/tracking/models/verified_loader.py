@@ -196,13 +196,13 @@ def _load(root: Path, given: dict, served: bool):
         _say(f"fairltr: {check.note}")
     kind = config.get("kind", "ranker")
     if kind == "ranker":
-        from fairltr.tracking.models.pyfunc import ranker_from_config
+        from fairltr.tracking.models.ranker_model import ranker_from_config
 
         python_model = ranker_from_config(root, config)
         known = ("rerank", "p", "alpha", "adjust", "k", "target")
         allowed = python_model.overrides_text
     elif kind == "retriever":
-        from fairltr.tracking.models.retriever_pyfunc import retriever_from_config
+        from fairltr.tracking.models.retriever_model import retriever_from_config
 
         python_model = retriever_from_config(root, config)
         known, allowed = ("k",), "k"

@@ -241,11 +241,11 @@ def load_verified(vm: VerifiedModel):
     config = dict(pyfunc.get("config") or {})
     try:
         if vm.kind == "ranker" and config.get("weights"):  # the loader-module form: files named in the config
-            from fairltr.tracking.models.pyfunc import ranker_from_config
+            from fairltr.tracking.models.ranker_model import ranker_from_config
 
             python_model = ranker_from_config(vm.path, config)
         elif vm.kind == "ranker":  # models from code: MLflow's artifacts map
-            from fairltr.tracking.models.pyfunc import FairltrRanker, load_ranker_artifacts
+            from fairltr.tracking.models.ranker_model import FairltrRanker, load_ranker_artifacts
 
             artifacts = (pyfunc.get("artifacts") or {})
             booster = _artifact(vm, "booster") if "booster" in artifacts else None
@@ -254,11 +254,11 @@ def load_verified(vm: VerifiedModel):
                                                     group=config.get("group"), input_types=config.get("input_types"),
                                                     overrides=config.get("serve_overrides"))
         elif config.get("package"):  # a loader-form retriever: the package folder named in the config
-            from fairltr.tracking.models.retriever_pyfunc import retriever_from_config
+            from fairltr.tracking.models.retriever_model import retriever_from_config
 
             python_model = retriever_from_config(vm.path, config)
         else:
-            from fairltr.tracking.models.retriever import FairltrRetriever
+            from fairltr.tracking.models.retriever_model import FairltrRetriever
 
             python_model = FairltrRetriever(_artifact(vm, "package"), device=config.get("device"),
                                             batch_size=config.get("batch_size", 128))
