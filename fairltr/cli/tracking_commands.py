@@ -146,6 +146,7 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
     Exit status:
       0  promoted (the alias now points to the version)
       1  rejected: a gate failed, or the model does not load / verify (alias untouched)
+      2  usage error before any work: e.g. a gate whose metric is never computed here (one line)
       3  lost to contention: the promotion lock stayed held or the alias kept moving; retry
     The decision (gates, values, intervals, verdict, reason, UTC time) is recorded on the model
     version (a few fairltr.promotion.* tags, the verdict appended to its description) and the
