@@ -317,3 +317,32 @@ def test_monitor_without_group_reads_the_model_groups(cases, kind, ftype):
     assert "using the model's own group attributes" in res.output
     want5 = independent_impact_ratios(c["test"], c["scores"], c["groups"], k=5)
     _same(pd.read_csv(out / "windows.csv").iloc[0].to_dict(), want5, f"monitor without --group {kind}/{ftype}")
+
+
+@pytest.mark.parametrize("kind, ftype", [("binary", "float"), ("two", "int")])
+def test_promote_computes_the_cutoff_its_gate_names(cases, kind, ftype):
+    """Item 5: a gate at ``@7`` (no default cut-off) makes ``promote --data`` compute k = 7: the
+    decision records the independent figure at 7, never a missing value."""
+    import mlflow
+
+    from fairltr.tracking.registry.decision import decision_record
+
+    c = cases[(kind, ftype)]
+    res = CliRunner().invoke(cli, ["promote", "--model", c["name"], "--version", "1", "--data",
+                                   str(c["dir"] / "test.csv"), *c["gopts"], "--gate", "four_fifths@7"])
+    want7 = independent_impact_ratios(c["test"], c["scores"], c["groups"], k=7)["impact_ratio_at_7"]
+    assert res.exit_code == (0 if want7 >= 0.8 - TOL else 1) and "Traceback" not in res.output, res.output
+    record = decision_record(mlflow.MlflowClient().get_model_version(c["name"], "1").tags)
+    assert record["values"]["impact_ratio_at_7"] == pytest.approx(want7, rel=TOL)
+
+
+def test_a_schema_refusal_is_one_line_with_its_reason(cases, tmp_path):
+    """Item 2: a file the model's input signature refuses (a feature column missing) is one
+    ``Error:`` line that keeps MLflow's reason, not a cut-off schema dump."""
+    c = cases[("two", "int")]
+    data = tmp_path / "no-x2.csv"
+    c["test"].drop(columns="x2").to_csv(data, index=False)
+    res = CliRunner().invoke(cli, ["evaluate-model", "--model-uri", f"models:/{c['name']}/1", "--data", str(data),
+                                   *c["gopts"]])
+    _one_line_refusal(res, "evaluate-model without x2", "the model's input signature refuses the data")
+    assert "x2" in next(line for line in res.output.splitlines() if line.startswith("Error:")), res.output
