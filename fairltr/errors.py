@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["FairltrError", "DataError", "ConfigError", "NotFittedError", "ClusterError", "FairltrWarning", "one_line"]
+__all__ = ["FairltrError", "DataError", "ConfigError", "OptionError", "NotFittedError", "ClusterError", "FairltrWarning", "one_line"]
 
 
 class FairltrError(Exception):
@@ -15,6 +15,14 @@ class DataError(FairltrError, ValueError):
 
 class ConfigError(FairltrError, ValueError):
     """A parameter outside its domain; the message states the allowed range."""
+
+
+class OptionError(ConfigError):
+    """An option the command refuses before any work because it cannot be acted on (a gate,
+    objective or constraint on a metric the job never computes): a usage error, so the
+    ``fairltr`` command exits 2 as for click's own usage errors (1 is a verdict: FAIL, REJECTED)."""
+
+    exit_code = 2
 
 
 class ClusterError(FairltrError, RuntimeError):

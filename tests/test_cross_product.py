@@ -275,3 +275,74 @@ def test_served_model(cases, kind, ftype):
     bad["query_id"] = [7.2, 7.2, 7.7, 7.7]
     resp = client.post("/invocations", json={"dataframe_split": json.loads(bad.to_json(orient="split", index=False))})
     assert resp.status_code == 400 and "not an integer" in resp.text, resp.text
+
+
+RECORDED = [v for v in VARIANTS if v[0] in ("text", "two")]  # group columns other than the default 'protected'
+
+
+@pytest.mark.parametrize("kind, ftype", RECORDED)
+def test_promote_without_group_reads_the_model_groups(cases, kind, ftype):
+    """``promote --data`` without ``--group`` audits the attributes the version was trained with
+    (as ``evaluate-model`` does): the decision record's values equal those with the groups given."""
+    import mlflow
+
+    from fairltr.tracking.registry.decision import decision_record
+
+    c = cases[(kind, ftype)]
+    per_attribute = f"impact_ratio_at_10.{':'.join(c['groups'])}>=0"
+    gates = ["--gate", "four_fifths@10", "--gate", per_attribute]
+    values = []
+    for gopts in (c["gopts"], ["--item", "candidate_id"]):
+        res = CliRunner().invoke(cli, ["promote", "--model", c["name"], "--version", "1", "--data",
+                                       str(c["dir"] / "test.csv"), *gopts, *gates])
+        assert res.exit_code in (0, 1) and "Traceback" not in res.output, res.output
+        record = decision_record(mlflow.MlflowClient().get_model_version(c["name"], "1").tags)
+        values.append(record["values"])
+    assert "using the model's own group attributes" in res.output
+    assert set(values[1]) == set(values[0]) and per_attribute.split(">=")[0] in values[1]
+    for key, value in values[0].items():
+        assert values[1][key] == pytest.approx(value, rel=TOL, abs=TOL), key
+    assert values[1]["impact_ratio_at_10"] == pytest.approx(c["want"]["impact_ratio_at_10"], rel=TOL)
+
+
+@pytest.mark.parametrize("kind, ftype", RECORDED)
+def test_monitor_without_group_reads_the_model_groups(cases, kind, ftype):
+    c = cases[(kind, ftype)]
+    out = c["dir"] / "monitor-recorded"
+    res = CliRunner().invoke(cli, ["monitor", "--data", str(c["dir"] / "test.csv"), "--model-uri",
+                                   f"models:/{c['name']}/1", "--time-column", "when", "--window", "1y", "--item",
+                                   "candidate_id", "--judgment", "judgment", "--gate", "four_fifths@5", "--ci", "0",
+                                   "--out", str(out), "--no-track"])
+    assert res.exit_code in (0, 1) and "Traceback" not in res.output, res.output
+    assert "using the model's own group attributes" in res.output
+    want5 = independent_impact_ratios(c["test"], c["scores"], c["groups"], k=5)
+    _same(pd.read_csv(out / "windows.csv").iloc[0].to_dict(), want5, f"monitor without --group {kind}/{ftype}")
+
+
+@pytest.mark.parametrize("kind, ftype", [("binary", "float"), ("two", "int")])
+def test_promote_computes_the_cutoff_its_gate_names(cases, kind, ftype):
+    """Item 5: a gate at ``@7`` (no default cut-off) makes ``promote --data`` compute k = 7: the
+    decision records the independent figure at 7, never a missing value."""
+    import mlflow
+
+    from fairltr.tracking.registry.decision import decision_record
+
+    c = cases[(kind, ftype)]
+    res = CliRunner().invoke(cli, ["promote", "--model", c["name"], "--version", "1", "--data",
+                                   str(c["dir"] / "test.csv"), *c["gopts"], "--gate", "four_fifths@7"])
+    want7 = independent_impact_ratios(c["test"], c["scores"], c["groups"], k=7)["impact_ratio_at_7"]
+    assert res.exit_code == (0 if want7 >= 0.8 - TOL else 1) and "Traceback" not in res.output, res.output
+    record = decision_record(mlflow.MlflowClient().get_model_version(c["name"], "1").tags)
+    assert record["values"]["impact_ratio_at_7"] == pytest.approx(want7, rel=TOL)
+
+
+def test_a_schema_refusal_is_one_line_with_its_reason(cases, tmp_path):
+    """Item 2: a file the model's input signature refuses (a feature column missing) is one
+    ``Error:`` line that keeps MLflow's reason, not a cut-off schema dump."""
+    c = cases[("two", "int")]
+    data = tmp_path / "no-x2.csv"
+    c["test"].drop(columns="x2").to_csv(data, index=False)
+    res = CliRunner().invoke(cli, ["evaluate-model", "--model-uri", f"models:/{c['name']}/1", "--data", str(data),
+                                   *c["gopts"]])
+    _one_line_refusal(res, "evaluate-model without x2", "the model's input signature refuses the data")
+    assert "x2" in next(line for line in res.output.splitlines() if line.startswith("Error:")), res.output

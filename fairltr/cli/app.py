@@ -75,7 +75,7 @@ def user_error_message(exc: BaseException) -> str | None:
 
 class FairltrGroup(click.Group):
     """A click group whose user errors print one line (``Error: ...``) and exit 1 (usage
-    mistakes: 2); Ctrl-C exits 130."""
+    mistakes, click's and :class:`fairltr.errors.OptionError`: 2); Ctrl-C exits 130."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -111,7 +111,9 @@ class FairltrGroup(click.Group):
             message = user_error_message(exc)
             if message is None:
                 raise
-            raise click.ClickException(message) from None
+            error = click.ClickException(message)
+            error.exit_code = getattr(exc, "exit_code", 1)  # an OptionError is a usage error: 2
+            raise error from None
 
 
 @click.group(cls=FairltrGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

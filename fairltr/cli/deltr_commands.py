@@ -8,7 +8,7 @@ import sys
 import click
 
 from fairltr.cli.app import cli, reproduce, train
-from fairltr.cli.formatting import metrics_table
+from fairltr.cli.formatting import metrics_table, warn_constant_model
 from fairltr.cli.option_rules import (
     audit_rules, fair_preprocess_rules, given, option_rules, reading_rules, tracking_rules, used_when,
 )
@@ -160,6 +160,7 @@ def train_deltr(train_path, test_path, gamma, colorblind, features, fairness_los
         return
     if res.metrics is not None:
         click.echo(metrics_table({"test": res.metrics}, audit_columns(res.metrics, audit_k), wide=wide))
+        warn_constant_model(res.metrics)
     model = res.model
     click.echo(f"model: {res.model_path}  ({model.n_iter_} iterations, objective {model.history[-1]['total']:.6g})")
     _tracked_line(res.run_id, res.tracking_uri, register, res.registered_version)
@@ -202,10 +203,7 @@ def evaluate_cmd(model_path, data_path, out_path, predictions, ks, audit_path, c
     cols = audit_columns(res.metrics, audit.k, KEY_METRICS + [f"ndcg_at_{x}" for x in k if x != 10] + linear)
     click.echo(metrics_table({Path(data_path).name: res.metrics}, cols, wide=wide))
     click.echo(conventions.describe())
-    from fairltr.workflows.audit import constant_model_warning
-
-    if (warning := constant_model_warning(res.metrics)) is not None:
-        click.echo(warning, err=True)
+    warn_constant_model(res.metrics)
     if res.audit is not None and res.audit.interval:
         iv = res.audit.interval
         click.echo(f"intervals: {iv['level']:.0%} {iv.get('method', 'percentile')} bootstrap, {iv['n_boot']} resamples "

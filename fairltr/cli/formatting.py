@@ -1,4 +1,4 @@
-"""Plain-text tables for the terminal.
+"""Plain-text tables for the terminal, and the warning printed beside a table of test metrics.
 
 A metric with a bootstrap interval (``<metric>_ci_low`` / ``<metric>_ci_high`` beside it in the
 row) is shown as ``value [low, high]``. Tables fit in :data:`TABLE_WIDTH` characters: the columns
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-__all__ = ["metrics_table", "cell", "TABLE_WIDTH", "CI_LOW", "CI_HIGH"]
+__all__ = ["metrics_table", "cell", "warn_constant_model", "TABLE_WIDTH", "CI_LOW", "CI_HIGH"]
 
 TABLE_WIDTH = 120
 CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
@@ -65,3 +65,15 @@ def metrics_table(rows: Mapping[str, Mapping[str, float]], columns: Sequence[str
 
         lines += textwrap.wrap(f"(+{len(left)} more: {', '.join(left)}; --wide prints them)", width)
     return "\n".join(lines)
+
+
+def warn_constant_model(metrics: Mapping[str, float] | None) -> None:
+    """Print :func:`fairltr.workflows.audit.constant_model_warning`'s line on stderr when the model's scores
+    are all tied within every query (the one call of ``evaluate``, ``evaluate-model`` and every
+    ``train`` command that prints test metrics); nothing otherwise."""
+    import click
+
+    from fairltr.workflows.audit import constant_model_warning
+
+    if metrics and (warning := constant_model_warning(metrics)) is not None:
+        click.echo(warning, err=True)

@@ -7,7 +7,7 @@ import click
 
 from fairltr.cli.app import train
 from fairltr.cli.deltr_commands import KEY_METRICS, _echo_err, _tracked_line
-from fairltr.cli.formatting import metrics_table
+from fairltr.cli.formatting import metrics_table, warn_constant_model
 from fairltr.cli.option_rules import fair_preprocess_rules, option_rules, reading_rules, tracking_rules
 from fairltr.cli.options import (
     data_options, fair_preprocess_from, fair_preprocess_options, feature_options, parse_features,
@@ -59,6 +59,7 @@ def train_lambdamart(train_path, test_path, colorblind, features, num_leaves, le
     res = train_ranker(cfg, echo=_echo_err)
     if res.metrics is not None:
         click.echo(metrics_table({"test": res.metrics}, KEY_METRICS))
+        warn_constant_model(res.metrics)
     model = res.model
     last = model.history[-1]["ndcg_at_10"] if model.history else float("nan")
     click.echo(f"model: {res.model_path} + {Path(res.model_path).with_suffix('.txt').name}  "

@@ -8,7 +8,7 @@ import click
 
 from fairltr.cli.app import train
 from fairltr.cli.deltr_commands import KEY_METRICS, _echo_err, _tracked_line
-from fairltr.cli.formatting import metrics_table
+from fairltr.cli.formatting import metrics_table, warn_constant_model
 from fairltr.cli.option_rules import option_rules, reading_rules, tracking_rules, used_when
 from fairltr.cli.options import (
     data_options, feature_options, parse_features, ranker_output_options, tracking_from, tracking_options,
@@ -85,6 +85,7 @@ def train_plrank_cmd(train_path, test_path, lam, samples, cutoff, estimator, dis
         click.echo(metrics_table({"test": res.metrics}, KEY_METRICS))
         click.echo(f"the policy ({eval_samples} sampled rankings per query):")
         click.echo(metrics_table({"policy": res.metrics}, POLICY_METRIC_KEYS))
+        warn_constant_model(res.metrics)
     model = res.model
     last = model.history[-1]
     click.echo(f"model: {res.model_path}  ({model.n_iter_} iterations, sampled objective {last['total']:.6g}: "

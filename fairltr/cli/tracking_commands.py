@@ -146,6 +146,7 @@ def promote_cmd(model_name, version, gates, gate_list, data_path, alias, no_cham
     Exit status:
       0  promoted (the alias now points to the version)
       1  rejected: a gate failed, or the model does not load / verify (alias untouched)
+      2  usage error before any work: e.g. a gate whose metric is never computed here (one line)
       3  lost to contention: the promotion lock stayed held or the alias kept moving; retry
     The decision (gates, values, intervals, verdict, reason, UTC time) is recorded on the model
     version (a few fairltr.promotion.* tags, the verdict appended to its description) and the
@@ -224,7 +225,7 @@ def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, ex
     logged to a new run. The model is verified against the digest recorded when it was logged and
     built by fairltr's own loaders: code stored with the model never runs."""
     from fairltr.cli.deltr_commands import audit_columns
-    from fairltr.cli.formatting import metrics_table
+    from fairltr.cli.formatting import metrics_table, warn_constant_model
     from fairltr.workflows import EvaluateModelConfig, evaluate_model
     from fairltr.workflows.audit import audit_cutoff
 
@@ -250,10 +251,7 @@ def evaluate_model_cmd(model_uri, data_path, ks, languages, split, max_items, ex
     click.echo(metrics_table({label: res.metrics}, [c for c in cols if not c.endswith("_n_queries")], wide=wide))
     if conventions is not None:
         click.echo(conventions.describe())
-    from fairltr.workflows.audit import constant_model_warning
-
-    if (warning := constant_model_warning(res.metrics)) is not None:
-        click.echo(warning, err=True)
+    warn_constant_model(res.metrics)
     if res.differences:
         click.echo(f"\npaired difference {model_uri} - {compare_with} on the same resampled queries:")
         click.echo(differences_table(res.differences))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from fairltr.errors import ConfigError
+from fairltr.errors import ConfigError, OptionError
 from fairltr.metrics.labels import attribute_key, intersection_name
 from fairltr.metrics.registry import AUDIT_METRICS, metric_info
 
@@ -81,9 +81,10 @@ def uncomputed_reason(key: str, *, evaluator: str, groups: Sequence[str] = (), j
 
 def check_computed(named: Iterable[tuple[str, str]], *, evaluator: str, groups: Sequence[str] = (),
                    judgments: bool = True) -> None:
-    """:class:`ConfigError` naming the first ``(text, metric)`` (a gate, objective or constraint as
-    written, and the metric it reads) whose metric ``evaluator`` never computes."""
+    """:class:`~fairltr.errors.OptionError` (a usage error: the command exits 2) naming the first
+    ``(text, metric)`` (a gate, objective or constraint as written, and the metric it reads) whose
+    metric ``evaluator`` never computes."""
     for text, key in named:
         reason = uncomputed_reason(key, evaluator=evaluator, groups=groups, judgments=judgments)
         if reason:
-            raise ConfigError(f"{text!r} cannot be checked here: {reason}")
+            raise OptionError(f"{text!r} cannot be checked here: {reason}")

@@ -35,7 +35,7 @@ import pandas as pd
 
 from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError, DataError
-from fairltr.workflows.options import TrackingOptions
+from fairltr.workflows.options import RankingSource, TrackingOptions
 from fairltr.workflows.outputs import OutputSet
 
 __all__ = ["MonitorConfig", "MonitorResult", "monitor", "MONITOR_FILES"]
@@ -334,6 +334,7 @@ def monitor(cfg: MonitorConfig, echo: Echo = lambda _: None) -> MonitorResult:
 
     spec = parse_window(cfg.window)
     gates = _parse_gates(cfg.gates)
+    cfg = _with_model_groups(cfg)
     from fairltr.metrics.audit_jobs import names_scoring_rate
     from fairltr.metrics.availability import check_computed
 
@@ -431,6 +432,20 @@ def _parse_gates(texts: Sequence[str]) -> list:
     from fairltr.gates import parse_gate
 
     return [parse_gate(t) for t in texts]
+
+
+def _with_model_groups(cfg: MonitorConfig) -> MonitorConfig:
+    """Without ``--group``, ``--model-uri``'s recorded group attributes when the table has them and
+    no ``protected`` column (as ``evaluate-model`` and ``promote``:
+    :func:`fairltr.workflows.registry.with_recorded_groups`); ``cfg`` otherwise."""
+    if not cfg.model_uri or cfg.data is None:
+        return cfg
+    from dataclasses import replace
+
+    from fairltr.workflows.registry import model_meta_of, with_recorded_groups
+
+    source = with_recorded_groups(RankingSource(cfg.data, columns=cfg.columns), lambda: model_meta_of(cfg.model_uri))
+    return cfg if source.columns == cfg.columns else replace(cfg, columns=source.columns)
 
 
 def _open_model(cfg: MonitorConfig, dst: Path):

@@ -118,14 +118,18 @@ def with_recorded_groups(source: RankingSource, meta: Any) -> RankingSource:
     """``source`` reading the model's own group attributes when none was given: the default group
     column (``protected``) is absent from the file, and every attribute the model was trained with
     is present (its own training file, evaluated without repeating ``--group``). A note on stderr
-    says so; otherwise ``source`` is unchanged (a missing column stays a one-line error)."""
+    says so; otherwise ``source`` is unchanged (a missing column stays a one-line error).
+    ``meta``: the model's MLmodel metadata, or a function returning it (called only when no
+    group was given)."""
     from dataclasses import replace
 
     import click
 
     c = source.columns
-    groups = recorded_groups(meta)
-    if c.groups != DEFAULT_COLUMNS.groups or not groups or tuple(groups) == c.groups:
+    if c.groups != DEFAULT_COLUMNS.groups:
+        return source
+    groups = recorded_groups(meta() if callable(meta) else meta)
+    if not groups or tuple(groups) == c.groups:
         return source
     header = _column_names(source)
     if header is None or c.group in header or not set(groups) <= set(header):
@@ -133,6 +137,16 @@ def with_recorded_groups(source: RankingSource, meta: Any) -> RankingSource:
     click.echo(f"{source.path}: no --group given and no {c.group!r} column: using the model's own group "
                f"attributes ({', '.join(groups)})", err=True)
     return replace(source, columns=c.replace(group=groups))
+
+
+def model_meta_of(model_uri: str) -> Any:
+    """The MLmodel metadata of ``model_uri``, read before the model is opened (its recorded group
+    attributes; :func:`fairltr.tracking.models.verify.model_meta`, None when unreadable)."""
+    from fairltr.tracking.models.verify import model_meta
+    from fairltr.tracking.runs.config import configure
+
+    configure()
+    return model_meta(model_uri)
 
 
 def evaluate_model(cfg: EvaluateModelConfig) -> EvaluateModelResult:
@@ -257,7 +271,8 @@ class PromoteConfig:
 
 
 def promote_model(cfg: PromoteConfig):
-    """Parse the gates (before any evaluation), then :func:`fairltr.tracking.promote`
+    """Parse the gates (before any evaluation), read ``--data`` (with the version's recorded group
+    attributes when no ``--group`` is given: :func:`with_recorded_groups`), then :func:`fairltr.tracking.promote`
     (the registered model's kind — read from the verified model — picks the evaluator).
     Returns the :class:`~fairltr.tracking.PromotionDecision` (``exit_code`` 0
     promoted, 1 rejected, 3 lost to contention)."""
@@ -269,10 +284,11 @@ def promote_model(cfg: PromoteConfig):
     check_tracking_uri()
     data: Any = None
     kw: dict[str, Any] = {}
-    if isinstance(cfg.data, RankingSource):
-        data = cfg.data.read()
-        c = cfg.data.columns
-        kw = dict(columns=c, extra_config={"data": str(cfg.data.path)}, audit=cfg.audit, confidence=cfg.confidence)
+    if isinstance(cfg.data, RankingSource):  # without --group: the version's own attributes, as evaluate-model
+        source = with_recorded_groups(cfg.data, lambda: model_meta_of(f"models:/{cfg.model}/{cfg.version}"))
+        data = source.read()
+        kw = dict(columns=source.columns, extra_config={"data": str(source.path)}, audit=cfg.audit,
+                  confidence=cfg.confidence)
     elif isinstance(cfg.data, RetrievalEvalData):
         d = cfg.data
         data = {"data_dir": d.folder, "split": d.split, "languages": list(d.languages) if d.languages else None,

@@ -220,6 +220,21 @@ def test_cli_errors_are_one_line(ranking_files, tmp_path):
     assert res.exit_code != 0 and "not a directory" in res.output and "corpus.jsonl" in res.output
 
 
+def test_an_objective_or_constraint_never_computed_is_a_usage_error_before_any_study(ranking_files, tmp_path):
+    """Issue 29 item 5: an attribute key naming no given group attribute, or a metric the method's
+    evaluation never computes, is one ``Error:`` line and exit 2 (a usage error), before any study,
+    run or file is made."""
+    for extra, words in ((["--objectives", "impact_ratio_at_10.gender:max,ndcg_at_10:max"], "names attribute 'gender'"),
+                         (["--constraint", "mrr_at_10>=0.1"], "mrr_at_10 is a retrieval metric")):
+        out = tmp_path / "never"
+        res = sweep(ranking_files, out, "--method", "deltr", "--study", "never", "--trials", "1", *extra)
+        lines = [line for line in res.output.splitlines() if line.strip()]
+        assert res.exit_code == 2, res.output
+        assert len(lines) == 1 and lines[0].startswith("Error: ") and "cannot be checked here" in lines[0], res.output
+        assert words in lines[0], res.output
+        assert not out.exists()
+
+
 def test_awrf_and_iaa_as_sweep_objectives(ranking_files, tmp_path):
     """The TREC Fair 2022 score (maximised) and IAA (minimised) as a sweep's two objectives."""
     out = tmp_path / "out"

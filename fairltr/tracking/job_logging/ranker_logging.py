@@ -148,7 +148,8 @@ def log_metrics_finite(metrics: Mapping[str, float], run_id: str, step: int = 0)
 def metrics_description(metrics: Mapping[str, float], *, split: str | None = None, lead: str | None = None,
                         report: str | None = "fairness_report.html", binary: Any = None, audit: Any = None,
                         threshold: float = 0.8, confidence: bool = False) -> str:
-    """A run description (Markdown, shown at the top of the MLflow run page) naming the fairness
+    """A run description (Markdown, shown at the top of the MLflow run page): the constant-model
+    warning when the scores all tie (:func:`fairltr.gates.constant_model_warning`), the fairness
     metrics with their values, intervals and directions, then the headline relevance metrics, the
     four-fifths verdict of the audit (``audit``: an AuditResult; the worst category named) and the
     exposure headline (``binary``: which categories it compares, a BinaryView)."""
@@ -167,6 +168,10 @@ def metrics_description(metrics: Mapping[str, float], *, split: str | None = Non
     rel = [k for k in keys if kind(k) == "relevance" and k in HEADLINE_METRICS]
     where = f" ({split} split)" if split else ""
     lines = [lead] if lead else []
+    from fairltr.gates import constant_model_warning
+
+    if (warning := constant_model_warning(metrics)) is not None:  # the line the commands print
+        lines.append(warning.replace("Warning:", "**Warning:**", 1))
 
     def shown(k: str) -> str:
         lo, hi = metrics.get(f"{k}_ci_low"), metrics.get(f"{k}_ci_high")

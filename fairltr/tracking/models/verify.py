@@ -51,7 +51,8 @@ from fairltr.tracking.models.digests import (
 )
 
 __all__ = ["DIGEST_TAG", "ModelRejected", "VerifiedModel", "folder_digest", "record_digest", "expected_digests",
-           "fetch_verified", "load_verified", "open_verified", "open_verified_ranker", "in_process_pyfunc", "resolve_registry_uri"]
+           "fetch_verified", "load_verified", "open_verified", "open_verified_ranker", "in_process_pyfunc", "resolve_registry_uri",
+           "model_meta"]
 
 _download = download_artifacts  # the name before digests.py
 
@@ -151,6 +152,19 @@ def _kind_of(meta: Any, label: str) -> str:
     if kind not in ("ranker", "retriever"):
         raise ModelRejected(f"{label} is not a fairltr ranker or retriever (MLmodel kind {kind!r})")
     return kind
+
+
+def model_meta(model_uri: str) -> Any:
+    """The MLmodel metadata of ``model_uri`` (``models:/NAME/3``, ``models:/NAME@champion``,
+    ``runs:/...``), for what a command reads before it opens the model (its recorded group
+    attributes): only that file is downloaded, nothing is verified, loaded or run. None when it
+    cannot be read (opening the model later names the problem)."""
+    from mlflow.models import get_model_info
+
+    try:
+        return get_model_info(model_uri)
+    except Exception:  # an unknown version, a folder without MLmodel: reported when the model is opened
+        return None
 
 
 def fetch_verified(model_uri: str, dst: str | os.PathLike, *, allow_unverified: bool = False,

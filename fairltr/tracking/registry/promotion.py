@@ -114,7 +114,7 @@ def promote(
     configure()
     client = mlflow.MlflowClient()
     mv = client.get_model_version(model, version)  # raises a clear MLflow error when absent
-    _check_before_work(model, version, mv, parsed, data, c)
+    _check_before_work(client, model, version, mv, parsed, data, c)
     configure(experiment)
     config, audit = _evaluation_config(parsed, c, data, extra_config, audit, confidence)
     audit, interval = _interval(confidence, audit, data, c)
@@ -138,10 +138,14 @@ def promote(
     return decision
 
 
-def _check_before_work(model: str, version: str, mv: Any, parsed: list[Gate], data: Any, c: RankingColumns) -> None:
+def _check_before_work(client: Any, model: str, version: str, mv: Any, parsed: list[Gate], data: Any,
+                       c: RankingColumns) -> None:
     """Refused before any run or download: ``--data`` of the other kind than the version (a
-    retriever's tag says which), and a gate on a metric that kind's evaluation never computes."""
+    retriever's tag says which), a gate on a metric that kind's evaluation never computes with
+    the group attributes ``c`` names (:class:`~fairltr.errors.OptionError`, exit 2), and without
+    ``data`` a gate on a metric the version's training run did not log."""
     if data is None:
+        _check_logged(client, model, version, mv, parsed)
         return
     from fairltr.metrics.availability import check_computed
 
@@ -151,6 +155,25 @@ def _check_before_work(model: str, version: str, mv: Any, parsed: list[Gate], da
         raise ConfigError(f"{model} v{version} is a {kind}: --data must be "
                           + ("a parallel-query folder" if kind == "retriever" else "a ranking file"))
     check_computed([(g.text, g.metric) for g in parsed], evaluator=kind, groups=c.groups)
+
+
+def _check_logged(client: Any, model: str, version: str, mv: Any, parsed: list[Gate]) -> None:
+    """Without ``--data`` the candidate's gates read its training run's metrics: a gate on a
+    metric that run has no finite value of could only FAIL with no value, so it is refused now
+    (:class:`~fairltr.errors.OptionError`), naming the run's metrics of the same family."""
+    from fairltr.errors import OptionError
+    from fairltr.gates import is_finite_number
+
+    logged = client.get_run(mv.run_id).data.metrics if mv.run_id else {}
+    for g in parsed:
+        if is_finite_number(logged.get(g.metric)):
+            continue
+        family = g.metric.split(".")[0].split("_at_")[0]
+        near = sorted(k for k in logged if k.split(".")[0].split("_at_")[0] == family and is_finite_number(logged[k]))
+        shown = f"; it logged {', '.join(near[:8])}" if near else ""
+        raise OptionError(f"{g.text!r} cannot be checked here: the training run of {model} v{version} logged no "
+                          f"finite {g.metric!r}{shown} (without --data the gates read the metrics logged at "
+                          "training; --data evaluates the version on a file)")
 
 
 def _checked_gates(gates: Sequence[str | Gate], data: Any, no_champion: str, unloadable_champion: str,

@@ -136,3 +136,23 @@ def test_broken_monitor_inputs_give_one_line(traffic, tmp_path, extra, needle, m
     assert len(lines) == 1 and lines[0].startswith("Error:") and needle in lines[0], result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("gate, needle", [
+    ("impact_ratio_at_5.gender>=0.8", "names attribute 'gender', which is not audited here; audited: ['race']"),
+    ("ndcg_at_10>=0.5", "ndcg_at_10 is not an audit figure"),
+])
+def test_a_gate_never_computed_is_a_usage_error_before_any_work(traffic, tmp_path, gate, needle):
+    """Issue 29 item 5: one ``Error:`` line naming the gate and the audited attributes, exit 2 (a usage
+    error; 1 is a FAIL verdict), before any window is audited or any file written."""
+    from click.testing import CliRunner
+
+    from fairltr.cli import cli
+
+    result = CliRunner().invoke(cli, ["monitor", "--data", str(traffic["biased"]), "--time-column", "served_at",
+                                      "--window", "7d", "--group", "race", "--gate", gate, "--out",
+                                      str(tmp_path / "o"), "--no-track"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {gate!r} cannot be checked here: "), result.output
+    assert needle in lines[0] and not (tmp_path / "o").exists()

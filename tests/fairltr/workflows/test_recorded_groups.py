@@ -62,3 +62,18 @@ def test_models_without_recorded_groups():
     assert recorded_groups(SimpleNamespace(flavors={"python_function": {"config": {}}})) == ()
     assert recorded_groups(None) == ()
     assert recorded_groups(_meta(("race",))) == ("race",)
+
+
+def test_the_metadata_is_fetched_only_when_no_group_is_given(table):
+    """``promote`` and ``monitor`` pass a function that reads the MLmodel file: it is not called
+    when ``--group`` is given."""
+    csv, _ = table
+    calls = []
+
+    def meta():
+        calls.append(1)
+        return _meta(("race", "sex"))
+
+    given = RankingSource(csv, columns=RankingColumns(group="sex"))
+    assert with_recorded_groups(given, meta) is given and not calls
+    assert with_recorded_groups(RankingSource(csv), meta).columns.groups == ("race", "sex") and calls == [1]

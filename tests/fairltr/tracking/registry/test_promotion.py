@@ -168,11 +168,14 @@ def test_awrf_and_iaa_gates_on_data(registered):
 
 
 def test_missing_metric_fails_closed(registered):
+    """A gate on a metric the training run never logged (a retriever's, on a ranker) cannot pass:
+    since issue 29 item 5 it is refused before any work (exit 2, one line), not a FAIL with no value."""
     name, data, _ = registered
     result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "2",
                                       "--gate", "exposure_ratio>=0", "--gate", "mrr_at_10>=0.0"])
-    assert result.exit_code == 1
-    assert "fail closed" in result.output
+    assert result.exit_code == 2
+    assert "'mrr_at_10>=0.0' cannot be checked here: the training run" in result.output
+    assert "fairltr.promotion.verdict" not in _tags(name, "2")
     assert _alias(name) is None
 
 

@@ -106,3 +106,47 @@ def test_a_candidate_that_cannot_be_evaluated_is_rejected_with_its_reason(versio
     res = _promote("--model", name, "--version", "2", "--data", str(data), "--gate", "exposure_ratio>=0")
     assert res.exit_code == 1 and "Traceback" not in res.output, res.output
     assert "x2" in res.output
+
+
+def _run_count() -> int:
+    """Every run of the tracking store, in every experiment."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    ids = [e.experiment_id for e in client.search_experiments()]
+    return len(client.search_runs(ids, max_results=50000)) if ids else 0
+
+
+UNCOMPUTED = [  # (--data given, gate, the reason's words): item 5, a gate whose metric is never computed
+    (True, "impact_ratio_at_5.gender>=0.8", "names attribute 'gender', which is not audited here; audited: ['protected']"),
+    (True, "impact_ratio_at_5.protected:gender>=0.8", "attribute 'protected:gender', which is not audited here"),
+    (True, "expected_ndcg_at_10>=0.1", "expected_ndcg_at_10 is a stochastic policy's figure"),
+    (True, "mrr_at_10>=0", "mrr_at_10 is a retrieval metric"),
+    (False, "impact_ratio_at_5.gender>=0.8", "the training run of {name} v2 logged no finite 'impact_ratio_at_5.gender'"),
+    (False, "ndcg_at_7>=0", "logged no finite 'ndcg_at_7'; it logged ndcg_at_1, ndcg_at_10"),
+]
+
+
+@pytest.mark.parametrize("with_data, gate, reason", UNCOMPUTED, ids=[f"{d}-{g}" for d, g, _ in UNCOMPUTED])
+def test_a_gate_whose_metric_is_never_computed_is_refused_before_any_work(versions, monkeypatch, with_data, gate,
+                                                                           reason):
+    """One ``Error:`` line naming the gate and what is available, exit 2 (a usage error; 1 is REJECTED),
+    before the model is opened or any run is made; the version's tags, aliases and description stay."""
+    from fairltr.tracking.models import verify
+
+    name, data = versions
+
+    def never(*_a, **_k):
+        raise AssertionError("the model was opened")
+
+    monkeypatch.setattr(verify, "open_verified", never)
+    runs, before = _run_count(), _version(name, "2")
+    where = ["--data", str(data), "--group", "protected"] if with_data else []
+    res = _promote("--model", name, "--version", "2", *where, "--gate", gate)
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2, res.output
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {gate!r} cannot be checked here: "), res.output
+    assert reason.format(name=name) in lines[0], res.output
+    assert _run_count() == runs
+    after = _version(name, "2")
+    assert (after.tags, after.aliases, after.description) == (before.tags, before.aliases, before.description)
