@@ -64,7 +64,7 @@ from fairltr.columns import RankingColumns
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError, DataError
 from fairltr.fair.policy import (NO_POLICY, OVERRIDE_FIELDS, ServingPolicy, apply_policy, overrides_text, parse_overrides,
-                                 parse_policy, policy_from_params)
+                                 parse_policy, policy_from_params, request_param_types)
 from fairltr.gbdt import LambdaMART
 from fairltr.rankers import load_ranker
 from fairltr.tracking.runs.config import registry_prints_follow_log_level
@@ -337,9 +337,8 @@ def _serving_signature(signature, optional: tuple[str, ...], columns: list[str],
     from mlflow.types.schema import ParamSchema, ParamSpec
 
     inputs = any_typed_signature(columns, optional=tuple(c for c in optional if c is not None))
-    params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
-        ("rerank", "string"), ("p", "string" if shares else "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
-        ("target", "string"), *((("request_id", "string"),) if sample else ()))])
+    params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (  # the declared re-rankers' settings
+        *request_param_types(shares), *((("request_id", "string"),) if sample else ()))])
     return ModelSignature(inputs=inputs, outputs=signature.outputs, params=params)
 
 
