@@ -14,7 +14,14 @@ recorded with the model) or as the serving request's ``params``:
   with a numeric ``p`` (or none) takes a number only;
 * ``detgreedy`` / ``detcons`` / ``detrelaxed`` / ``detconstsort`` ``[:k=10][,target=A:0.3,B:0.7]``:
   Geyik et al.'s multi-group re-rankers (``target`` absent: the pool's mix). ``target`` takes the
-  rest of the string, so it comes last.
+  rest of the string, so it comes last;
+* ``<plugin>:name=value,...[,k=10]``: any other declared re-ranker with its declared settings.
+
+The method names, the setting names and which method takes which setting are read from the
+re-ranker declarations (:data:`fairltr.fair.rerankers.RERANKERS`, built-ins and the
+``fairltr.rerankers`` entry points); the lists :data:`POLICY_METHODS` and :data:`OVERRIDE_FIELDS`
+are computed from them when read (:func:`policy_methods`, :func:`override_fields`). A policy
+applies the declaration's ``serve`` (or ``apply``) function.
 
 Request ``params`` override the recorded policy field by field (``{"rerank": "fair", "p": 0.4}``),
 but only the fields the model allows (``--serve-overrides``, :func:`parse_overrides`): by default

@@ -8,22 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fairltr.errors import ConfigError
+from fairltr.fair.builtin_rerankers import is_share_list  # one reading of FA*IR's p
 
 if TYPE_CHECKING:
     from fairltr.workflows.rerank_tables import RerankConfig, RerankResult
 
 __all__ = ["is_share_list", "rerank_multinomial_file"]
-
-
-def is_share_list(p: object) -> bool:
-    """Whether ``--p`` was given as ``category=share[,...]`` (multinomial) rather than a number."""
-    if not isinstance(p, str):
-        return False
-    try:
-        float(p)
-    except ValueError:
-        return True
-    return False
 
 
 def _check_two(categories: list, shares: dict, group: str) -> None:
