@@ -64,7 +64,7 @@ from fairltr.columns import RankingColumns
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError, DataError
 from fairltr.fair.policy import (NO_POLICY, OVERRIDE_FIELDS, ServingPolicy, apply_policy, overrides_text, parse_overrides,
-                                 parse_policy, policy_from_params, request_param_types)
+                                 parse_policy, policy_from_params)
 from fairltr.gbdt import LambdaMART
 from fairltr.rankers import load_ranker
 from fairltr.tracking.runs.config import registry_prints_follow_log_level
@@ -335,6 +335,8 @@ def _serving_signature(signature, optional: tuple[str, ...], columns: list[str],
     model samples a Plackett-Luce ranking per request, seeded by the ``request_id`` param."""
     from mlflow.models import ModelSignature
     from mlflow.types.schema import ParamSchema, ParamSpec
+
+    from fairltr.fair.policy import request_param_types
 
     inputs = any_typed_signature(columns, optional=tuple(c for c in optional if c is not None))
     params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (  # the declared re-rankers' settings
