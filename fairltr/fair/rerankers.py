@@ -63,6 +63,8 @@ def owners_text(name: str) -> str:
     """Who takes setting ``name``, in words: ``method 'fair'``, or the shared label and the names
     (``the Geyik methods (detgreedy, detcons, ...)``), or the names."""
     decls = declarers(name)
+    if not decls:
+        return f"no re-ranker (the declared settings: {', '.join(setting_names())})"
     if len(decls) == 1:
         return f"method {decls[0].name!r}"
     labels = {d.label for d in decls}

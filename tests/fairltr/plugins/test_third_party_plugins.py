@@ -121,7 +121,9 @@ def test_plugin_reranker_is_a_rerank_method_and_runs(toy_plugins):
     assert (top["protected"] == 1).all() and len(top) == 4  # the boost put both protected candidates first
     for extra, needle in [(["--setting", "strength=-1"], "strength must be >= 0"),
                           (["--setting", "strength=11"], "strength must be in [0, 10]"),
-                          (["--setting", "pull=1"], "pull applies to"),
+                          (["--setting", "pull=1"], "pull applies to no re-ranker (the declared settings: p, alpha, adjust, k, "
+                                                            "target, strength)"),
+                          (["--setting", "strength"], "--setting takes NAME=VALUE"),
                           (["--p", "0.3"], "--p applies to --method fair; toy-boost takes --setting strength=VALUE"),
                           (["--target", "A:1"], "--target applies to the Geyik methods; toy-boost takes")]:
         bad = CliRunner().invoke(cli, base + extra)
