@@ -26,41 +26,120 @@ def _fmt(x: float) -> str:
     return "n/a" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}"
 
 
-def _fair(values) -> bool:
-    return values["method"] == "fair"
+class RerankerChoice(click.Choice):
+    """``--method``'s choices: the re-rankers declared when the command line is parsed
+    (:data:`fairltr.fair.rerankers.RERANKERS`, read through the workflow), so a plugin's re-ranker
+    is a choice without an edit here."""
+
+    def __init__(self) -> None:
+        super().__init__([], case_sensitive=True)
+
+    @property
+    def choices(self):  # type: ignore[override]
+        from fairltr.workflows.fair import rerank_method_names
+
+        return tuple(rerank_method_names())
+
+    @choices.setter
+    def choices(self, value) -> None:  # click's __init__ assigns it; the declarations are the source
+        pass
+
+
+_CLI_SETTINGS = {"p": "--p", "alpha": "--alpha", "adjust": "--no-adjust", "target": "--target", "k": "--k"}
+
+
+def _decl(values):
+    from fairltr.workflows.fair import rerank_declaration
+
+    return rerank_declaration(values["method"])
+
+
+def _takes(name: str):
+    return lambda values: _decl(values).takes_setting(name)
+
+
+def _taking(name: str) -> list:
+    from fairltr.workflows.fair import rerank_declaration, rerank_method_names
+
+    return [d for d in map(rerank_declaration, rerank_method_names()) if d.takes_setting(name)]
+
+
+def _names(name: str) -> str:
+    return ", ".join(d.name for d in _taking(name))
+
+
+def _labels(name: str) -> str:
+    """Who takes setting ``name`` in words: the shared label (``the Geyik methods``) or the names."""
+    decls = _taking(name)
+    labels = {d.label for d in decls}
+    return labels.pop() if len(labels) == 1 and decls[0].label else "--method " + _names(name)
+
+
+def _who(values) -> str:
+    decl = _decl(values)
+    return decl.label_text if sum(d.label == decl.label for d in _taking("k")) == 1 else decl.name
+
+
+def _main(values) -> str:
+    """What the method takes instead, as its option (``--target``, ``--setting NAME=VALUE``)."""
+    main = _decl(values).main
+    return _CLI_SETTINGS.get(main, f"--setting {main}=VALUE" if main != "no setting" else main)
 
 
 def _one_group(values) -> str | None:
     groups = values["group"] or ()
-    if len(groups) <= 1:
+    if len(groups) <= 1 or _decl(values).several_attributes:
         return None
     return (f"--group: --method {values['method']} re-ranks on one group attribute, got {len(groups)} "
             f"({', '.join(groups)}); give one --group (for their intersection, add a column that combines them)")
 
 
 RERANK_RULES = {
-    "p": used_when(_fair, lambda v: f"--p applies to --method fair; {v['method']} takes --target"),
-    "alpha": used_when(_fair, lambda v: f"--alpha applies to --method fair (FA*IR's significance); {v['method']} "
-                                        "takes --target"),
-    "no_adjust": used_when(_fair, lambda v: f"--no-adjust applies to --method fair (FA*IR's multiple-testing "
-                                            f"adjustment); {v['method']} runs no test"),
-    "target": used_when(lambda v: not _fair(v), "--target applies to the Geyik methods; FA*IR takes --p"),
-    "judgment": used_when(_fair, lambda v: f"--judgment feeds FA*IR's before/after exposure metrics; {v['method']} "
-                                           "reports category shares only"),
+    "p": used_when(_takes("p"), lambda v: f"--p applies to --method {_names('p')}; {v['method']} takes {_main(v)}"),
+    "alpha": used_when(_takes("alpha"), lambda v: f"--alpha applies to --method {_names('alpha')} (FA*IR's "
+                                                  f"significance); {v['method']} takes {_main(v)}"),
+    "no_adjust": used_when(_takes("adjust"), lambda v: f"--no-adjust applies to --method {_names('adjust')} (FA*IR's "
+                                                       f"multiple-testing adjustment); {v['method']} runs no test"),
+    "target": used_when(_takes("target"), lambda v: f"--target applies to {_labels('target')}; {_who(v)} takes "
+                                                    f"{_main(v)}"),
+    "judgment": used_when(lambda v: not _decl(v).categories,
+                          lambda v: f"--judgment feeds FA*IR's before/after exposure metrics; {v['method']} "
+                                    "reports category shares only"),
     "group": _one_group,
     **reading_rules(lambda v: (v["input_path"],)),
 }
-"""When each option of ``rerank`` applies (:mod:`fairltr.cli.option_rules`)."""
+"""When each option of ``rerank`` applies (:mod:`fairltr.cli.option_rules`), read from the
+re-rankers' declarations (which settings each takes)."""
+
+
+def _settings(values: tuple[str, ...], method: str) -> tuple[tuple[str, str], ...]:
+    """``--setting NAME=VALUE`` pairs (a plugin re-ranker's declared settings; checked by the workflow)."""
+    out = []
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise click.UsageError(f"--setting takes NAME=VALUE (a setting --method {method} declares), got {item!r}")
+        out.append((name.strip(), value.strip()))
+    return tuple(out)
+
+
+def _check_required(method: str, p, settings) -> None:
+    from fairltr.workflows.fair import rerank_declaration
+
+    given = {"p": p, **dict(settings)}
+    for name in rerank_declaration(method).required:
+        if given.get(name) is None:
+            raise click.UsageError(f"{_CLI_SETTINGS.get(name, '--setting ' + name + '=VALUE')} is required with "
+                                   f"--method {method}")
 
 
 @cli.command("rerank")
 @click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False),
               help="scored ranking table (CSV with header, Parquet, DELTR CSV or LETOR)")
 @click.option("--scores-col", default="score", show_default=True, help="column with the model's scores")
-@click.option("--method", type=click.Choice(["fair", "detgreedy", "detcons", "detrelaxed", "detconstsort"]),
-              default="fair", show_default=True,
-              help="fair: FA*IR on a binary group (>= 1 protected); the others: Geyik et al. (KDD 2019) on any "
-                   "number of categories")
+@click.option("--method", type=RerankerChoice(), default="fair", show_default=True,
+              help="fair: FA*IR on a binary group (>= 1 protected); detgreedy, detcons, detrelaxed, detconstsort: "
+                   "Geyik et al. (KDD 2019) on any number of categories; any other: a plugin's declared re-ranker")
 @click.option("--p", "p", default=None,
               help="FA*IR: target proportion of protected candidates, in (0, 1), on a binary group (required with "
                    "--method fair); or, for a group with several protected categories, their minimum shares: "
@@ -70,6 +149,8 @@ RERANK_RULES = {
               help="Geyik methods: target shares, e.g. 'race=Black:0.3,White:0.5,Asian:0.2' (default: each "
                    "query's own category mix)")
 @click.option("--k", type=int, default=None, help="re-rank each query's top k (default: the whole list)")
+@click.option("--setting", "setting", multiple=True, metavar="NAME=VALUE",
+              help="a plugin re-ranker's declared setting (repeatable)")
 @data_options("input format", group_help="group column: FA*IR reads >= 1 as protected (binary, one --group); the "
                                          "Geyik methods take any category values",
               judgment_help="judgment column (only for the summary's metrics; optional)",
@@ -77,27 +158,32 @@ RERANK_RULES = {
 @click.option("--no-adjust", is_flag=True, help="use alpha as is (no multiple-testing adjustment)")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="output table (.csv or .parquet): every row, re-ranked, with score, rank, fair_feasible")
-@option_rules(RERANK_RULES, always=("input_path", "scores_col", "method", "k", "query", "item", "fmt", "out_path"))
-def rerank_command(input_path, scores_col, method, p, alpha, target, k, query, group, judgment, item, fmt, no_adjust,
-                   out_path) -> None:
-    """Re-rank every query of a scored table: FA*IR (default) or DetGreedy / DetCons / DetRelaxed /
-    DetConstSort."""
+@option_rules(RERANK_RULES, always=("input_path", "scores_col", "method", "k", "setting", "query", "item", "fmt",
+                                    "out_path"))
+def rerank_command(input_path, scores_col, method, p, alpha, target, k, setting, query, group, judgment, item, fmt,
+                   no_adjust, out_path) -> None:
+    """Re-rank every query of a scored table: FA*IR (default), DetGreedy / DetCons / DetRelaxed /
+    DetConstSort, or a plugin's re-ranker."""
     from fairltr.workflows import RerankConfig, rerank_file
 
-    if method == "fair" and p is None:
-        raise click.UsageError("--p is required with --method fair")
+    settings = _settings(setting, method)
+    _check_required(method, p, settings)
     res = rerank_file(RerankConfig(Path(input_path), Path(out_path), p, alpha, k, scores_col, fmt,
                                    ranking_columns(query, group, judgment, item), adjust=not no_adjust,
-                                   method=method, target=target, **read_settings()))
-    if method == "fair" and res.target is not None:  # multinomial FA*IR: category shares, minimums beside
-        click.echo(f"method: fair (multinomial)  queries: {res.n_queries}  infeasible (a protected category ran "
-                   f"out): {res.n_infeasible}")
-        _echo_shares(res, "minimum")
-    elif method == "fair":
+                                   method=method, target=target, settings=settings, **read_settings()))
+    _echo_result(res, method)
+
+
+def _echo_result(res, method: str) -> None:
+    if res.target is None:  # a binary re-ranker (FA*IR): the exposure metrics
         click.echo(f"queries: {res.n_queries}  infeasible (protected ran out): {res.n_infeasible}")
         click.echo(f"{'':24s}{'before':>10s}{'after':>10s}")
         for key in res.before:
             click.echo(f"{key:24s}{_fmt(res.before[key]):>10s}{_fmt(res.after[key]):>10s}")
+    elif method == "fair":  # multinomial FA*IR: category shares, minimums beside
+        click.echo(f"method: fair (multinomial)  queries: {res.n_queries}  infeasible (a protected category ran "
+                   f"out): {res.n_infeasible}")
+        _echo_shares(res, "minimum")
     else:
         click.echo(f"method: {method}  queries: {res.n_queries}  infeasible (target not met at some prefix): "
                    f"{res.n_infeasible}")

@@ -10,6 +10,8 @@
 * :func:`multinomial_mtable`, :func:`multinomial_fail_probability`, :func:`multinomial_adjust_alpha`,
   :func:`multinomial_is_fair`, :func:`rerank_multinomial`: FA*IR for several protected groups
   (minimum shares ``A=0.2,B=0.1``), exact, reducing to the binomial test at one group.
+* :class:`Reranker`, :data:`RERANKERS`: the re-ranker declarations (built-ins and the
+  ``fairltr.rerankers`` entry points) every CLI choice, policy and dispatch reads.
 * :class:`ServingPolicy`, :func:`parse_policy`, :func:`apply_policy`: the post-processing a served
   model applies (``--serve-rerank fair:p=0.3,alpha=0.1``).
 
@@ -26,7 +28,7 @@ __all__ = [
     "OVERRIDE_FIELDS", "parse_overrides", "overrides_text",
     "check_multinomial_params", "multinomial_mtable", "multinomial_fail_probability", "multinomial_adjust_alpha",
     "multinomial_is_fair", "first_violation", "clear_multinomial_caches", "rerank_multinomial", "parse_min_shares",
-    "protected_codes",
+    "protected_codes", "Reranker", "RERANKERS", "reranker_names", "get_reranker",
 ]
 
 lazy_exports(__name__, {
@@ -43,4 +45,5 @@ lazy_exports(__name__, {
                      "multinomial_adjust_alpha", "multinomial_is_fair", "first_violation", "clear_multinomial_caches"],
                     "fairltr.fair.multinomial"),
     **dict.fromkeys(["rerank_multinomial", "parse_min_shares", "protected_codes"], "fairltr.fair.multinomial_rerank"),
+    **dict.fromkeys(["Reranker", "RERANKERS", "reranker_names", "get_reranker"], "fairltr.fair.rerankers"),
 })

@@ -8,22 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fairltr.errors import ConfigError
+from fairltr.fair.builtin_rerankers import is_share_list  # one reading of FA*IR's p
 
 if TYPE_CHECKING:
     from fairltr.workflows.rerank_tables import RerankConfig, RerankResult
 
 __all__ = ["is_share_list", "rerank_multinomial_file"]
-
-
-def is_share_list(p: object) -> bool:
-    """Whether ``--p`` was given as ``category=share[,...]`` (multinomial) rather than a number."""
-    if not isinstance(p, str):
-        return False
-    try:
-        float(p)
-    except ValueError:
-        return True
-    return False
 
 
 def _check_two(categories: list, shares: dict, group: str) -> None:
@@ -42,7 +32,8 @@ def rerank_multinomial_file(cfg: RerankConfig) -> RerankResult:
     query with multinomial FA*IR and write atomically. ``before`` / ``after``: each category's
     share of the top k (k = --k, or 10), ``target``: the protected categories' minimum shares."""
     from fairltr.data import numeric_column, query_codes, rank_within_query
-    from fairltr.fair import check_multinomial_params, parse_min_shares, rerank_multinomial
+    from fairltr.fair import check_multinomial_params, parse_min_shares
+    from fairltr.fair.rerankers import get_reranker
     from fairltr.fair.target import category_codes
     from fairltr.io import write_table
     from fairltr.workflows.rerank_tables import RerankResult, read_category_table, top_k_shares
@@ -63,8 +54,8 @@ def rerank_multinomial_file(cfg: RerankConfig) -> RerankResult:
     codes, _ = query_codes(df, c.query)
     before = top_k_shares(df[c.group], rank_within_query(codes, df[cfg.scores_col].to_numpy(dtype=float)),
                            k_show, label)
-    out = rerank_multinomial(df, cfg.scores_col, p=shares, k=cfg.k, alpha=cfg.alpha, adjust=cfg.adjust,
-                             columns=c.replace(judgment=None, item=None))
+    out = get_reranker(cfg.method).run(df, cfg.scores_col, p=shares, k=cfg.k, alpha=cfg.alpha, adjust=cfg.adjust,
+                                       columns=c.replace(judgment=None, item=None))  # the declared FA*IR
     after = top_k_shares(out[c.group], out["rank"].to_numpy(), k_show, label)
     write_table(out, cfg.out_path)
     feasible = out.groupby(c.query, sort=False)["fair_feasible"].first()

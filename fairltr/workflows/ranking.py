@@ -323,33 +323,34 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
 
 def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
     """``test`` sorted by the model's score within each query (``score``, 1-based ``rank``),
-    FA*IR / Geyik post-processed when the spec says so (then the order is the re-ranked one)."""
+    FA*IR / multinomial FA*IR / Geyik post-processed when the spec says so, each through its
+    declared re-ranker (:data:`fairltr.fair.rerankers.RERANKERS`); then the order is the re-ranked
+    one and ``score`` encodes it."""
     ranked = model.rank(test, query=columns.query)
     if spec.fair_post is not None:
-        from fairltr.fair import fair_postprocess
-
         fp = spec.fair_post
-        ranked = fair_postprocess(ranked, fp.p, fp.alpha, adjust=fp.adjust, columns=columns)
+        ranked = _post(ranked, "fair", columns, keep_after="score_before_fair", p=fp.p, alpha=fp.alpha,
+                       adjust=fp.adjust)
     if spec.multinomial_post is not None:
-        ranked = _multinomial_post(ranked, spec.multinomial_post, columns)
+        mp = spec.multinomial_post
+        ranked = _post(ranked, "fair", columns.replace(judgment=None, item=None), k=mp.k,
+                       p={str(c): v for c, v in mp.shares}, alpha=mp.alpha, adjust=mp.adjust)
     if spec.geyik_post is not None:
-        from fairltr.fair import rerank_geyik
-
         gp = spec.geyik_post
-        before = ranked["score"].to_numpy()
-        ranked = rerank_geyik(ranked.assign(score_before_geyik=before), "score", method=gp.method,
-                              target=dict(gp.target) if gp.target else None, k=gp.k, columns=columns)
-        n_q = ranked.groupby(columns.query, sort=False)["rank"].transform("size").to_numpy()
-        ranked["score"] = (n_q - ranked["rank"].to_numpy() + 1).astype("float64")  # the score encodes the order
+        ranked = _post(ranked.assign(score_before_geyik=ranked["score"].to_numpy()), gp.method, columns, k=gp.k,
+                       target=dict(gp.target) if gp.target else None)
     return ranked
 
 
-def _multinomial_post(ranked: pd.DataFrame, mp: MultinomialParams, columns: RankingColumns) -> pd.DataFrame:
-    """Multinomial FA*IR of every ranked list; the score then encodes the re-ranked order."""
-    from fairltr.fair import rerank_multinomial
+def _post(ranked: pd.DataFrame, method: str, columns: RankingColumns, *, keep_after: str | None = None,
+          k: int | None = None, **settings: Any) -> pd.DataFrame:
+    """Every ranked list re-ranked by the declared re-ranker ``method``; ``score`` then encodes the
+    re-ranked order (``n_q - rank + 1``), the model's score kept as ``keep_after`` when named."""
+    from fairltr.fair.rerankers import get_reranker
 
-    out = rerank_multinomial(ranked, "score", p={str(c): v for c, v in mp.shares}, k=mp.k, alpha=mp.alpha,
-                             adjust=mp.adjust, columns=columns.replace(judgment=None, item=None))
+    out = get_reranker(method).run(ranked, "score", columns=columns, k=k, **settings)
+    if keep_after is not None:
+        out[keep_after] = out["score"].to_numpy()
     n_q = out.groupby(columns.query, sort=False)["rank"].transform("size").to_numpy()
     out["score"] = (n_q - out["rank"].to_numpy() + 1).astype("float64")
     return out

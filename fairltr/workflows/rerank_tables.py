@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fairltr.columns import RankingColumns
 
@@ -26,7 +26,8 @@ class RerankConfig:
     ``score``, ``rank``, ``fair_feasible`` to ``out_path``. ``method="fair"`` (default): FA*IR with
     ``p``, ``alpha``, ``adjust`` on the binary group (>= 1 protected); a Geyik method
     (``detgreedy``, ``detcons``, ``detrelaxed``, ``detconstsort``): the group column's categories
-    (any values) with ``target`` (``"race=Black:0.3,..."``; None: each query's own mix)."""
+    (any values) with ``target`` (``"race=Black:0.3,..."``; None: each query's own mix); any other
+    declared re-ranker (:data:`fairltr.fair.rerankers.RERANKERS`) with its ``settings``."""
 
     input_path: Path
     out_path: Path
@@ -41,6 +42,7 @@ class RerankConfig:
     target: str | None = None
     na_values: tuple[str, ...] | None = None  # CSV cells read as missing (None: pandas' defaults)
     duplicates: str = "refuse"  # repeated rows without an item column: fairltr.data.DUPLICATE_POLICIES
+    settings: tuple[tuple[str, Any], ...] = ()  # a plugin re-ranker's other declared settings (name, value)
 
 
 @dataclass

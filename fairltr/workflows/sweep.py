@@ -103,20 +103,20 @@ def _check_sweep_metrics(cfg, method, columns: RankingColumns) -> None:
 
 def serving_policy_of(spec: RankerSpec) -> str | None:
     """The serving policy (:mod:`fairltr.fair.policy`) that applies ``spec``'s post-processing
-    (FA*IR or a Geyik re-ranker of every predicted list) at serving time; None without one."""
+    (FA*IR or a Geyik re-ranker of every predicted list) at serving time, written by the policy's
+    own :meth:`~fairltr.fair.policy.ServingPolicy.describe`; None without one."""
+    from fairltr.fair.policy import ServingPolicy
+
     if spec.fair_post is not None:
         fp = spec.fair_post
-        return f"fair:p={fp.p:.6g},alpha={fp.alpha:.6g},adjust={str(fp.adjust).lower()}"
+        return ServingPolicy("fair", p=fp.p, alpha=fp.alpha, adjust=fp.adjust).describe()
     if spec.multinomial_post is not None:
         mp = spec.multinomial_post
-        k = f",k={mp.k}" if mp.k else ""
-        return f"fair:alpha={mp.alpha:.6g},adjust={str(mp.adjust).lower()}{k},p={mp.spec()}"
+        return ServingPolicy("fair", p=mp.spec(), alpha=mp.alpha, adjust=mp.adjust, k=mp.k or None).describe()
     if spec.geyik_post is not None:
         gp = spec.geyik_post
-        parts = [f"k={gp.k}"] if gp.k else []
-        if gp.target:
-            parts.append("target=" + ",".join(f"{c}:{v:.6g}" for c, v in gp.target))
-        return gp.method + (":" + ",".join(parts) if parts else "")
+        target = ",".join(f"{c}:{v:.6g}" for c, v in gp.target) if gp.target else None
+        return ServingPolicy(gp.method, k=gp.k or None, target=target).describe()
     return None
 
 

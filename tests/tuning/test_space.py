@@ -3,7 +3,6 @@ loss registered through the ``fairltr.losses`` entry point."""
 
 from __future__ import annotations
 
-import sys
 import textwrap
 
 import numpy as np
@@ -14,6 +13,7 @@ from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
 from fairltr.losses import GAMMA, HyperParam, get_loss, registry
 from fairltr.workflows import RankingTrial, ranking_trial
+from tests.plugin_dist import plugin_distribution
 from tuning.space import SearchSpace, fair_space, loss_space, method_space, protected_share
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -125,18 +125,13 @@ PLUGIN = textwrap.dedent('''
 @pytest.fixture
 def third_party_loss(tmp_path, monkeypatch):
     """A plugin distribution on sys.path whose entry point registers ``toy_mean_gap``."""
-    (tmp_path / "toy_fair_plugin.py").write_text(PLUGIN)
-    dist = tmp_path / "toy_fair_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-fair-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[fairltr.losses]\ntoy_mean_gap = toy_fair_plugin:LOSS\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    saved = dict(registry._REGISTRY)
-    registry.reload_entry_points()
-    yield "toy_mean_gap"
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(saved)
-    sys.modules.pop("toy_fair_plugin", None)
+    points = {"fairltr.losses": {"toy_mean_gap": "toy_fair_plugin:LOSS"}}
+    with plugin_distribution(tmp_path, monkeypatch, "toy_fair_plugin", PLUGIN, points):
+        saved = dict(registry._REGISTRY)
+        registry.reload_entry_points()
+        yield "toy_mean_gap"
+        registry._REGISTRY.clear()
+        registry._REGISTRY.update(saved)
 
 
 def test_space_from_entry_point_loss(third_party_loss, small_rankings):

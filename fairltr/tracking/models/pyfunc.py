@@ -125,10 +125,11 @@ def _serving_signature(signature, optional: tuple[str, ...], columns: list[str],
     from mlflow.models import ModelSignature
     from mlflow.types.schema import ParamSchema, ParamSpec
 
+    from fairltr.fair.policy import request_param_types
+
     inputs = any_typed_signature(columns, optional=tuple(c for c in optional if c is not None))
-    params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (
-        ("rerank", "string"), ("p", "string" if shares else "double"), ("alpha", "double"), ("adjust", "boolean"), ("k", "long"),
-        ("target", "string"), *((("request_id", "string"),) if sample else ()))])
+    params = ParamSchema([ParamSpec(name, dtype, None) for name, dtype in (  # the declared re-rankers' settings
+        *request_param_types(shares), *((("request_id", "string"),) if sample else ()))])
     return ModelSignature(inputs=inputs, outputs=signature.outputs, params=params)
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
-import sys
-import textwrap
 
 import pytest
 import torch
 
 from fairltr.errors import ConfigError
+from tests.plugin_dist import plugin_distribution
 from fairltr.losses import (
     ENTRY_POINT_GROUP,
     GAMMA,
@@ -162,8 +160,7 @@ def test_every_gamma_check_is_the_registry_declaration(value, message):
 @pytest.fixture
 def plugin_dir(tmp_path, monkeypatch):
     """A fake installed distribution with a ``fairltr.losses`` entry point on sys.path."""
-    mod = tmp_path / "fairltr_test_plugin.py"
-    mod.write_text(textwrap.dedent("""
+    source = """
         from fairltr.losses import FairnessLoss, HyperParam, exposure_hinge
 
         def scaled_hinge(scores, groups, mask, *, reduce="max", n_groups=None):
@@ -174,21 +171,11 @@ def plugin_dir(tmp_path, monkeypatch):
 
         def make():
             return FairnessLoss("test_plugin_factory", "ranking", None)
-    """))
-    dist = tmp_path / "fairltr_test_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fairltr-test-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\n"
-        "scaled = fairltr_test_plugin:LOSS\n"
-        "factory = fairltr_test_plugin:make\n"
-        "broken = fairltr_test_plugin_missing:LOSS\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    importlib.invalidate_caches()
-    with registry_snapshot():
+    """
+    points = {ENTRY_POINT_GROUP: {"scaled": "fairltr_test_plugin:LOSS", "factory": "fairltr_test_plugin:make",
+                                  "broken": "fairltr_test_plugin_missing:LOSS"}}
+    with plugin_distribution(tmp_path, monkeypatch, "fairltr_test_plugin", source, points), registry_snapshot():
         yield tmp_path
-    sys.modules.pop("fairltr_test_plugin", None)
 
 
 def test_entry_point_plugins_load(plugin_dir, caplog):
