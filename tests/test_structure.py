@@ -28,7 +28,6 @@ ALLOWED_LONG_FUNCTIONS = {
     "fairltr/gates/checks.py::_check_confident",
     "fairltr/losses/linear.py::__init__",
     "fairltr/losses/pl_objective.py::pl_policy_gradient",
-    "fairltr/tracking/evaluation/report.py::fairness_report_html",
     "fairltr/tracking/job_logging/ranker_logging.py::log_ranker_into_run",
     "fairltr/tracking/models/pyfunc.py::log_ranker_model",
     "fairltr/tracking/registry/promotion.py::promote",
