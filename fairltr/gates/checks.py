@@ -132,6 +132,9 @@ def _interval(metrics: Mapping[str, float] | None, metric: str) -> tuple[float, 
     return (float(lo), float(hi)) if is_finite_number(lo) and is_finite_number(hi) else None
 
 
+_Check = tuple[Bound, float, float, str]  # a bound, the end compared, its threshold, the words saying so
+
+
 def _check_confident(g: Gate, candidate: Mapping[str, float], champion: Mapping[str, float] | None,
                      no_champion: str, absent_reason: str, level: float,
                      differences: Mapping[str, Mapping[str, float]]) -> GateResult:
@@ -147,17 +150,15 @@ def _check_confident(g: Gate, candidate: Mapping[str, float], champion: Mapping[
     constant = constant_model_reason(g, candidate)
     if constant:
         return GateResult(**base, threshold=None, passed=False, margin=None, note=constant)
-    checks: list[tuple[Bound, float, float, str]] = []  # bound, end compared, threshold, words
+    checks: list[_Check] = []
     notes: list[str] = []
     diff_point = diff_iv = None
     for b in g.bounds:
-        up = b.op in (">=", ">")
         if not b.relative:
             if iv is None:
                 return GateResult(**base, threshold=b.value, passed=False, margin=None,
                                   note=f"no {level:.0%} interval of {g.metric!r} (fail closed)")
-            end = iv[0] if up else iv[1]
-            checks.append((b, end, float(b.value), f"{'low' if up else 'high'} {end:.6g} {b.op} {b.value:.6g}"))
+            checks.append(_absolute_check(b, iv))
             continue
         if champion is None:
             if no_champion == "fail":
@@ -170,10 +171,7 @@ def _check_confident(g: Gate, candidate: Mapping[str, float], champion: Mapping[
             if iv is None or civ is None:
                 return GateResult(**base, threshold=None, passed=False, margin=None,
                                   note=f"no {level:.0%} interval of {g.metric!r} for both models (fail closed)")
-            end, champ_end = (iv[0], civ[1]) if up else (iv[1], civ[0])
-            t = champ_end * b.amount
-            checks.append((b, end, t, f"{'low' if up else 'high'} {end:.6g} {b.op} {b.amount:g} x champion "
-                                      f"{'high' if up else 'low'} {champ_end:.6g}"))
+            checks.append(_ratio_check(b, iv, civ))
             continue
         d = differences.get(g.metric)
         if d is None or not (is_finite_number(d.get("ci_low")) and is_finite_number(d.get("ci_high"))):
@@ -181,10 +179,39 @@ def _check_confident(g: Gate, candidate: Mapping[str, float], champion: Mapping[
                               note=f"no paired interval of (candidate - champion) for {g.metric!r} (fail closed)")
         diff_point = float(d.get("difference", value - float(champion.get(g.metric, math.nan))))
         diff_iv = (float(d["ci_low"]), float(d["ci_high"]))
-        t = b.amount if b.rel_op == "+" else -b.amount
-        end = diff_iv[0] if up else diff_iv[1]
-        checks.append((b, end, t, f"difference {'low' if up else 'high'} {end:.6g} {b.op} {t:+.6g}"))
+        checks.append(_difference_check(b, diff_iv))
     base.update(difference=diff_point, difference_interval=diff_iv)
+    return _confident_result(base, checks, notes)
+
+
+def _absolute_check(b: Bound, iv: tuple[float, float]) -> _Check:
+    """An absolute bound: the candidate's low end against a lower bound, its high end against an upper one."""
+    up = b.op in (">=", ">")
+    end = iv[0] if up else iv[1]
+    return (b, end, float(b.value), f"{'low' if up else 'high'} {end:.6g} {b.op} {b.value:.6g}")
+
+
+def _ratio_check(b: Bound, iv: tuple[float, float], civ: tuple[float, float]) -> _Check:
+    """A ``champion*x`` bound: the candidate's conservative end against x times the champion's
+    opposite end (``civ``)."""
+    up = b.op in (">=", ">")
+    end, champ_end = (iv[0], civ[1]) if up else (iv[1], civ[0])
+    return (b, end, champ_end * b.amount, f"{'low' if up else 'high'} {end:.6g} {b.op} {b.amount:g} x champion "
+                                          f"{'high' if up else 'low'} {champ_end:.6g}")
+
+
+def _difference_check(b: Bound, diff_iv: tuple[float, float]) -> _Check:
+    """A ``champion+x`` / ``champion-x`` bound: the paired interval of (candidate - champion),
+    its conservative end, against +x / -x."""
+    up = b.op in (">=", ">")
+    t = b.amount if b.rel_op == "+" else -b.amount
+    end = diff_iv[0] if up else diff_iv[1]
+    return (b, end, t, f"difference {'low' if up else 'high'} {end:.6g} {b.op} {t:+.6g}")
+
+
+def _confident_result(base: Mapping[str, object], checks: Sequence[_Check], notes: Sequence[str]) -> GateResult:
+    """The gate's result from its checked bounds: skipped when none was checked, else passed when
+    every bound holds, with the binding (smallest-margin) bound's threshold and margin."""
     if not checks:
         return GateResult(**base, threshold=None, passed=True, margin=None, note="; ".join(notes), skipped=True)
     passed = all(OPS[b.op](end, t) for b, end, t, _ in checks)

@@ -104,6 +104,28 @@ class _Fused(torch.autograd.Function):
         return obj._backward(grad_listnet, grad_exposure), None
 
 
+def _shifted_rows(features: torch.Tensor, mask: torch.Tensor, standardize: tuple[torch.Tensor, torch.Tensor] | None,
+                  consume: bool) -> torch.Tensor:
+    """The features as (Q*N, F) rows, standardized when asked and shifted per query by its first
+    real row, 0 on padding; the only full-size tensor made (none with ``consume``)."""
+    # Shifted per query by the query's first real row: softmax, ListNet and exposure are
+    # invariant to adding a constant to a query's scores, and the shifted scores are 0 at that
+    # row, so exp() never underflows to an all-zero list and needs no per-query max in the
+    # common case (the max is used when exp overflows). ``standardize`` = (mean, std):
+    # x = (features - mean) / std, 0 on padding, computed here in place (element by element
+    # exactly as out of place); ``consume``: ``features`` may be overwritten (else one copy is made).
+    q, n, f = features.shape
+    x = features if consume and features.is_contiguous() else features.clone(memory_format=torch.contiguous_format)
+    pad_mask = ~mask.unsqueeze(-1)
+    if standardize is not None:
+        x.sub_(standardize[0]).div_(standardize[1]).masked_fill_(pad_mask, 0.0)
+    first = mask.to(features.dtype).argmax(dim=1)  # first real slot (argmax returns the first maximum)
+    x0 = x[torch.arange(q, device=x.device), first]  # (Q, F), a copy
+    x.sub_(x0.unsqueeze(1)).masked_fill_(pad_mask, 0.0)
+    del pad_mask
+    return x.view(q * n, f)
+
+
 class LinearDELTRObjective:
     """sum_q L_q and sum_q U_q of s = X w with an analytic gradient (see the module docstring).
 
@@ -142,7 +164,7 @@ class LinearDELTRObjective:
         if not bool(keep.all()):  # empty queries contribute nothing; drop them
             features, judgments, groups, mask = features[keep], judgments[keep], groups[keep], mask[keep]
             consume = True  # ``features`` is now a copy of our own
-        q, n, f = features.shape
+        q, n, _ = features.shape
         dtype = features.dtype
         self.gamma = float(gamma)
         self.variant = variant
@@ -150,31 +172,28 @@ class LinearDELTRObjective:
         self.shape = (q, n)
         self.mask = mask
         self.padded = not bool(mask.all())
-        # Features as (Q*N, F) rows, shifted per query by the query's first real row: softmax,
-        # ListNet and exposure are invariant to adding a constant to a query's scores, and the
-        # shifted scores are 0 at that row, so exp() never underflows to an all-zero list and
-        # needs no per-query max in the common case (the max is used when exp overflows).
-        # ``standardize`` = (mean, std): x = (features - mean) / std, 0 on padding, computed here in
-        # place (element by element exactly as out of place); ``consume``: ``features`` may be
-        # overwritten (else one copy is made). Either way the only full-size tensor is self.x.
-        x = features if consume and features.is_contiguous() else features.clone(memory_format=torch.contiguous_format)
-        pad_mask = ~mask.unsqueeze(-1)
-        if standardize is not None:
-            x.sub_(standardize[0]).div_(standardize[1]).masked_fill_(pad_mask, 0.0)
-        first = mask.to(dtype).argmax(dim=1)  # first real slot (argmax returns the first maximum)
-        x0 = x[torch.arange(q, device=x.device), first]  # (Q, F), a copy
-        x.sub_(x0.unsqueeze(1)).masked_fill_(pad_mask, 0.0)
-        del pad_mask
-        self.x = x.view(q * n, f)
+        self.x = _shifted_rows(features, mask, standardize, consume)
         target = top_one_probability(judgments.to(dtype), mask)
         self.c = self.x.T @ target.reshape(-1)  # sum_{q,i} T_qi x_qi
+        self._set_groups(groups, mask, n_groups, dtype, features.device)
+        self._s = torch.empty(q * n, dtype=dtype, device=features.device)
+        self._buf = torch.empty(q, n, dtype=dtype, device=features.device)
+        self._calls = 0
+        self._state: dict[str, torch.Tensor] = {}
+
+    def _set_groups(self, groups: torch.Tensor, mask: torch.Tensor, n_groups: int | None, dtype: torch.dtype,
+                    device: torch.device) -> None:
+        """The group buffers: ``n_groups`` (at least 2), the codes (0 on padding), the per-query
+        counts, which queries hold G_0 and G_p, and the exposure weights (``a`` for two groups,
+        ``slot_inv`` = v1 / |G_{g_i}| per slot otherwise)."""
+        q = mask.shape[0]
         if n_groups is None:
             n_groups = int(groups[mask].max().item()) + 1 if mask.any() else 1
         self.n_groups = max(2, int(n_groups))
         g = groups.masked_fill(~mask, 0).long()
         check_group_ids(g, self.n_groups)
         self.groups = g
-        onehot_counts = torch.zeros(q, self.n_groups, dtype=dtype, device=features.device)
+        onehot_counts = torch.zeros(q, self.n_groups, dtype=dtype, device=device)
         onehot_counts.scatter_add_(1, g, mask.to(dtype))
         self.counts = onehot_counts
         present = onehot_counts > 0
@@ -186,10 +205,6 @@ class LinearDELTRObjective:
         else:
             self.a = None
             self.slot_inv = inv.gather(1, g).masked_fill(~mask, 0.0)  # v1 / |G_{g_i}| per slot
-        self._s = torch.empty(q * n, dtype=dtype, device=features.device)
-        self._buf = torch.empty(q, n, dtype=dtype, device=features.device)
-        self._calls = 0
-        self._state: dict[str, torch.Tensor] = {}
 
     # ---------------------------------------------------------------- forward
     def _forward(self, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

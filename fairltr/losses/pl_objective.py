@@ -151,10 +151,7 @@ def pl_policy_gradient(
     baseline, and its carried part when a ``carry`` is given: pass the same one every iteration of
     a batch), ``"plrank_plain"`` (PL-Rank as published) or ``"reinforce"``."""
     _check_choice("estimator", estimator, ESTIMATORS)
-    if not math.isfinite(lam) or lam < 0:
-        raise ConfigError(f"lambda must be a finite number >= 0, got {lam!r}")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
-        raise ConfigError(f"samples must be an integer >= 1, got {n_samples!r}")
+    _check_lam_and_samples(lam, n_samples)
     cutoff = check_cutoff(cutoff)
     scores = scores.detach()
     y = judgments.to(scores.dtype)
@@ -177,18 +174,40 @@ def pl_policy_gradient(
     d = d.sum().to(scores.dtype)
     dcg = dcg.to(scores.dtype)
     if grads is None:  # REINFORCE on the combined rewards
-        codes = groups.masked_fill(~mask, 0).long()
-        rewards = dcg_gains(y, mask) - lam * V1 * kappa.gather(1, codes).masked_fill(~mask, 0.0).to(y.dtype)
-        leaf = scores.clone().requires_grad_(True)
-        with torch.enable_grad():
-            grad = torch.autograd.grad(reinforce_surrogate(leaf, rankings, rewards, mask, cutoff=cutoff).sum(), leaf)[0]
+        grad = _reinforce_gradient(scores, rankings, y, groups, mask, kappa, lam, cutoff)
         return PLGradientTerms(grad, dcg - lam * d, dcg, d)
+    grad = _combined_gradient(grads, kappa, lam, baseline)
+    return PLGradientTerms(grad.masked_fill(~mask, 0.0).to(scores.dtype), dcg - lam * d, dcg, d)
+
+
+def _check_lam_and_samples(lam: float, n_samples: int) -> None:
+    """A one-line :class:`ConfigError` unless ``lam`` is finite and >= 0 and ``n_samples`` an integer >= 1."""
+    if not math.isfinite(lam) or lam < 0:
+        raise ConfigError(f"lambda must be a finite number >= 0, got {lam!r}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise ConfigError(f"samples must be an integer >= 1, got {n_samples!r}")
+
+
+def _reinforce_gradient(scores: torch.Tensor, rankings: torch.Tensor, y: torch.Tensor, groups: torch.Tensor,
+                        mask: torch.Tensor, kappa: torch.Tensor, lam: float, cutoff: int | None) -> torch.Tensor:
+    """REINFORCE's gradient of E[DCG] - lam * D over ``rankings``: one reward per item, its gain
+    minus lam V1 kappa of its group."""
+    codes = groups.masked_fill(~mask, 0).long()
+    rewards = dcg_gains(y, mask) - lam * V1 * kappa.gather(1, codes).masked_fill(~mask, 0.0).to(y.dtype)
+    leaf = scores.clone().requires_grad_(True)
+    with torch.enable_grad():
+        return torch.autograd.grad(reinforce_surrogate(leaf, rankings, rewards, mask, cutoff=cutoff).sum(), leaf)[0]
+
+
+def _combined_gradient(grads: torch.Tensor, kappa: torch.Tensor, lam: float, baseline: bool) -> torch.Tensor:
+    """PL-Rank's gradient of E[DCG] - lam * D from its channels (``grads[0]`` the gains', then one
+    per group indicator; group 0's left out with the ``baseline``) and kappa (dD/dExp per group)."""
     grad = grads[0]
     if lam > 0:  # dD/dExp is constant within a group: kappa_p of group p
         if baseline:  # group 0's channel is left out: 1[group 0] = 1 - the others, and 1 adds nothing
             kappa = kappa[:, 1:] - kappa[:, :1]
         grad = grad - lam * V1 * (grads[1:] * kappa.T.to(grads.dtype).unsqueeze(-1)).sum(0)
-    return PLGradientTerms(grad.masked_fill(~mask, 0.0).to(scores.dtype), dcg - lam * d, dcg, d)
+    return grad
 
 
 def _compiled_gradient(kernels, scores, mask, consts, carry, lam, n_samples, generator, cutoff, baseline, squared,

@@ -183,12 +183,7 @@ def fairness_report_html(
     the default): how a query without a relevant item counts."""
     values, companion = split_counts(metrics)
     counts = {**companion, **(counts or {})}
-    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
-             f"<style>{_CSS}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>"]
-    if subtitle:
-        parts.append(f"<p class=subtitle>{html.escape(subtitle)}</p>")
-    parts.append(f"<p class=muted>fairltr fairness report · {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>")
+    parts = _page_start(title, subtitle)
     if values:
         parts.append(_headline_html(values, binary))
     if notes:
@@ -200,16 +195,38 @@ def fairness_report_html(
                                       k=_audit_cutoff(values, audit_k), interval=interval))
     if values:
         parts.extend(_metrics_section(values, counts, interval, conventions))
-    for caption, frame in (tables or {}).items():
-        parts.append(f"<h2>{html.escape(caption)}</h2>"
-                     + frame.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}", border=0))
+    parts.extend(_tables_section(tables or {}))
     if figures:
         parts.extend(_figures_section(figures))
     if params:
-        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{_fmt(v)}</td></tr>" for k, v in sorted(params.items()))
-        parts.append(f"<h2>Parameters</h2><table>{rows}</table>")
+        parts.append(_params_section(params))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _page_start(title: str, subtitle: str | None) -> list[str]:
+    """The page's head (title and style), its heading, the ``subtitle`` line if any and the
+    line saying when the report was made (UTC)."""
+    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1>"]
+    if subtitle:
+        parts.append(f"<p class=subtitle>{html.escape(subtitle)}</p>")
+    parts.append(f"<p class=muted>fairltr fairness report · {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>")
+    return parts
+
+
+def _tables_section(tables: Mapping[str, Any]) -> list[str]:
+    """Each extra table (a pandas DataFrame) under its caption, values to 4 significant digits."""
+    return [f"<h2>{html.escape(caption)}</h2>"
+            + frame.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}", border=0)
+            for caption, frame in tables.items()]
+
+
+def _params_section(params: Mapping[str, Any]) -> str:
+    """The parameters as a two-column table, sorted by name."""
+    rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{_fmt(v)}</td></tr>" for k, v in sorted(params.items()))
+    return f"<h2>Parameters</h2><table>{rows}</table>"
 
 
 def _conclusions_section(values: Mapping[str, float], audit: Any = None, audit_k: int | None = None) -> list[str]:

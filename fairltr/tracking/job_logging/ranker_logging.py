@@ -338,10 +338,6 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
     Returns MLflow's ``ModelInfo``."""
     import mlflow
 
-    from fairltr.interrupts import caused_by_interrupt
-    from fairltr.tracking.models.digests import withdraw_registration
-    from fairltr.tracking.models.pyfunc import log_ranker_model
-
     client = mlflow.MlflowClient()
     paths = dict(data_paths or {})
     all_params = _log_inputs(run_id, model, train_df, test_df, paths, params=params, title=title, tags=tags,
@@ -349,30 +345,70 @@ def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.
                              serving={"serve_overrides": serve_overrides, "decision_log": decision_log,
                                       "serve_sample": "true" if serve_sample else None})
     split = "test" if test_df is not None else "train"
-    heading = title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
-                        f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
+    heading = _heading(model, title)
     logged = _log_results(run_id, model, test_df if test_df is not None else train_df, train_df, split,
                           heading=heading, data_name=Path(paths[split]).name if split in paths else f"{split} table",
                           test_metrics=test_metrics, all_params=all_params, audits=test_audits or {},
                           audit_k=audit_k)
-    keep = [c for c in dict.fromkeys([model.query_, *model.feature_names_, model.columns_.group])
-            if c is not None and c in train_df.columns]  # the group column types the signature's optional input
     try:
-        info = log_ranker_model(model, name="model", input_example=train_df[keep].head(5), register=register,
-                                serve_rerank=serve_rerank, serve_overrides=serve_overrides, decision_log=decision_log,
-                                serve_sample=serve_sample)
-        log_history(model.history, run_id, model_id=info.model_id)
-        mlflow.set_tag("fairltr.model_uri", info.model_uri)
+        info = _log_model(run_id, model, _input_example(model, train_df), register=register,
+                          serving={"serve_rerank": serve_rerank, "serve_overrides": serve_overrides,
+                                   "decision_log": decision_log, "serve_sample": serve_sample})
         if register:
-            version = str(info.registered_model_version)
-            mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
-            client.update_model_version(register, version, description=version_description(
+            _record_version(client, register, info, version_description(
                 heading, model, logged, split, serve_rerank=serve_rerank, serve_overrides=serve_overrides))
     except BaseException as exc:
-        if register and caused_by_interrupt(exc):  # Ctrl-C: the KILLED run leaves no version behind
-            withdraw_registration(register, run_id)
+        _withdraw_if_interrupted(exc, register, run_id)
         raise
     return info
+
+
+def _withdraw_if_interrupted(exc: BaseException, register: str | None, run_id: str) -> None:
+    """After Ctrl-C (``exc`` caused by an interrupt) the KILLED run ``run_id`` leaves no version of
+    ``register`` behind: delete the one it registered; nothing otherwise."""
+    from fairltr.interrupts import caused_by_interrupt
+    from fairltr.tracking.models.digests import withdraw_registration
+
+    if register and caused_by_interrupt(exc):
+        withdraw_registration(register, run_id)
+
+
+def _heading(model: DELTR | LambdaMART, title: str | None) -> str:
+    """The report's and the version description's heading: ``title``, else the ranker and its weight."""
+    return title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
+                     f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
+
+
+def _input_example(model: DELTR | LambdaMART, train_df: pd.DataFrame) -> pd.DataFrame:
+    """The model's input example: the first 5 rows of the query, feature and group columns it reads
+    (the group column types the signature's optional input)."""
+    keep = [c for c in dict.fromkeys([model.query_, *model.feature_names_, model.columns_.group])
+            if c is not None and c in train_df.columns]
+    return train_df[keep].head(5)
+
+
+def _log_model(run_id: str, model: DELTR | LambdaMART, example: pd.DataFrame, *, register: str | None,
+               serving: Mapping[str, Any]) -> Any:
+    """Log the pyfunc model (registered as ``register`` when given; ``serving``: the
+    :func:`log_ranker_model` serving options), then the training history linked to it, and tag
+    the run with its URI; returns MLflow's ``ModelInfo``."""
+    import mlflow
+
+    from fairltr.tracking.models.pyfunc import log_ranker_model
+
+    info = log_ranker_model(model, name="model", input_example=example, register=register, **serving)
+    log_history(model.history, run_id, model_id=info.model_id)
+    mlflow.set_tag("fairltr.model_uri", info.model_uri)
+    return info
+
+
+def _record_version(client: Any, register: str, info: Any, description: str) -> None:
+    """Tag the run with the registered model and version ``info`` made, and describe that version."""
+    import mlflow
+
+    version = str(info.registered_model_version)
+    mlflow.set_tags({"fairltr.registered_model": register, "fairltr.registered_version": version})
+    client.update_model_version(register, version, description=description)
 
 
 def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, test_df: pd.DataFrame | None,

@@ -102,19 +102,13 @@ def promote(
     :class:`fairltr.metrics.AuditConfig`): rankers are audited on ``data`` (SPEC 3b; its cut-off
     is the one the gates' impact ratios name); ``confidence``: confidence mode (module docstring;
     needs a ranking DataFrame). Returns the recorded :class:`PromotionDecision`; its
-    ``exit_code`` is 0, 1 or 3. (Over 60 lines only by its signature, the CLI's options: the
-    body is the steps, each a function.)"""
-    import mlflow
-
+    ``exit_code`` is 0, 1 or 3. The body is the steps, each a function."""
     from fairltr.tracking.runs.config import configure
 
     parsed = _checked_gates(gates, data, no_champion, unloadable_champion, confidence)
     c = resolve_columns(columns, query=query, group=group, judgment=judgment)
     version = str(version)
-    configure()
-    client = mlflow.MlflowClient()
-    mv = client.get_model_version(model, version)  # raises a clear MLflow error when absent
-    _check_before_work(client, model, version, mv, parsed, data, c)
+    client = _checked_version(model, version, parsed, data, c)
     configure(experiment)
     config, audit = _evaluation_config(parsed, c, data, extra_config, audit, confidence)
     audit, interval = _interval(confidence, audit, data, c)
@@ -136,6 +130,20 @@ def promote(
         if eval_run_id is not None:
             log_decision_run(decision, eval_run_id)
     return decision
+
+
+def _checked_version(model: str, version: str, parsed: list[Gate], data: Any, c: RankingColumns) -> Any:
+    """The tracking store's client, once version ``version`` of ``model`` is known to exist and
+    passed the refusals that come before any run or download (:func:`_check_before_work`)."""
+    import mlflow
+
+    from fairltr.tracking.runs.config import configure
+
+    configure()
+    client = mlflow.MlflowClient()
+    mv = client.get_model_version(model, version)  # raises a clear MLflow error when absent
+    _check_before_work(client, model, version, mv, parsed, data, c)
+    return client
 
 
 def _check_before_work(client: Any, model: str, version: str, mv: Any, parsed: list[Gate], data: Any,
