@@ -20,86 +20,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from cross_tables import (TOL, cross_table, groups_of, independent_impact_ratios, one_line_refusal, ran_ok,
+                          same_figures)
 from fairltr.cli import cli
 
 GROUP_KINDS = ("binary", "multi_int", "text", "two")
 FEATURE_TYPES = ("float", "int")
 VARIANTS = [(g, f) for g in GROUP_KINDS for f in FEATURE_TYPES]
-K = 10
-TOL = 1e-9
-
-
-def _groups(kind: str) -> list[str]:
-    return {"binary": ["protected"], "multi_int": ["race"], "text": ["race"], "two": ["race", "sex"]}[kind]
-
-
-def _table(kind: str, ftype: str, n_queries: int, seed: int, first_query: int) -> pd.DataFrame:
-    """Queries of 12 candidates; group columns of ``kind`` (attribute values depend on nothing);
-    features that track a merit, lowered for one category (a ranking a four-fifths rule can fail)."""
-    rng = np.random.default_rng(seed)
-    n = n_queries * 12
-    qid = np.repeat(np.arange(first_query, first_query + n_queries), 12)
-    df = pd.DataFrame({"query_id": qid, "candidate_id": np.arange(n) + 100 * first_query})
-    if kind == "binary":
-        df["protected"] = (rng.random(n) < 0.35).astype(np.int64)
-        low = df["protected"].to_numpy() == 1
-    elif kind == "multi_int":
-        df["race"] = rng.choice([0, 1, 2, 3], n, p=[0.4, 0.3, 0.2, 0.1]).astype(np.int64)
-        low = df["race"].to_numpy() == 2
-    else:
-        df["race"] = rng.choice(["White", "Black", "Hispanic", "Asian American"], n, p=[0.4, 0.3, 0.2, 0.1])
-        low = df["race"].to_numpy() == "Black"
-        if kind == "two":
-            df["sex"] = rng.choice(["Female", "Male"], n)
-    merit = rng.normal(size=n)
-    x1 = merit - 0.8 * low + 0.4 * rng.normal(size=n)
-    x2 = merit + 0.6 * rng.normal(size=n)
-    if ftype == "int":
-        x1, x2 = np.round(4 * x1 + 20).astype(np.int64), np.round(4 * x2 + 20).astype(np.int64)
-    df["x1"], df["x2"] = x1, x2
-    df["judgment"] = np.clip(np.round(merit + 1.5), 0, 3).astype(np.int64)
-    # one served week per query (monitor's time column); a few weeks per 28-day window
-    df["when"] = (pd.Timestamp("2026-01-05") + pd.to_timedelta(7 * (qid - first_query), unit="D")).strftime("%Y-%m-%d")
-    return df
-
-
-def independent_impact_ratios(df: pd.DataFrame, scores: np.ndarray, attributes: list[str], k: int = K,
-                              min_share: float = 0.02) -> dict[str, float]:
-    """The four-fifths figures by pandas, from the definition (docs/spec.md 3b): each row's chance
-    of the top k of its query with tied scores unordered, pooled selection rate per category,
-    over the most-selected non-excluded category; the worst over every attribute and their
-    intersection."""
-    d = df.assign(_s=np.asarray(scores, dtype=np.float64))
-    first = d.groupby("query_id")["_s"].rank(method="min", ascending=False).to_numpy()
-    size = d.groupby(["query_id", "_s"])["_s"].transform("size").to_numpy()
-    d["_sel"] = np.clip(k - first + 1, 0, size) / size
-    out: dict[str, float] = {}
-    blocks = [(a, [a]) for a in attributes] + ([(":".join(attributes), attributes)] if len(attributes) > 1 else [])
-    for name, cols in blocks:
-        key = d[cols].astype(str).agg("\x1f".join, axis=1)
-        rate = d.groupby(key)["_sel"].mean()
-        share = d.groupby(key).size() / len(d)
-        kept = rate[share >= min_share]
-        out[f"impact_ratio_at_{k}.{name}"] = float((kept / kept.max()).min())
-    out[f"impact_ratio_at_{k}"] = min(out.values())
-    return out
-
-
-def _same(got: dict, want: dict, where: str) -> None:
-    for key, value in want.items():
-        assert key in got, f"{where}: {key} missing; has {sorted(k for k in got if k.startswith('impact'))}"
-        assert got[key] == pytest.approx(value, rel=TOL, abs=TOL), f"{where}: {key}"
-
-
-def _ok(res, where: str) -> None:
-    assert res.exit_code == 0, f"{where}: exit {res.exit_code}\n{res.output}"
-    assert "Traceback" not in res.output, f"{where}:\n{res.output}"
-
-
-def _one_line_refusal(res, where: str, needle: str) -> None:
-    assert res.exit_code != 0 and "Traceback" not in res.output, f"{where}:\n{res.output}"
-    errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and needle in errors[0], f"{where}:\n{res.output}"
 
 
 @pytest.fixture(scope="module")
@@ -117,26 +44,26 @@ def cases(tmp_path_factory, mlflow_tracking_module):
     for i, (kind, ftype) in enumerate(VARIANTS):
         d = root / f"{kind}-{ftype}"
         d.mkdir()
-        train, test = _table(kind, ftype, 30, 10 + i, 1), _table(kind, ftype, 32, 50 + i, 1001)
+        train, test = cross_table(kind, ftype, 30, 10 + i, 1), cross_table(kind, ftype, 32, 50 + i, 1001)
         train.drop(columns="when").to_csv(d / "train.csv", index=False)
         test.to_csv(d / "test.csv", index=False)
         test.to_parquet(d / "test.parquet", index=False)
-        groups = _groups(kind)
+        groups = groups_of(kind)
         gopts = [x for g in groups for x in ("--group", g)] + ["--item", "candidate_id"]
         common = ["train", "deltr", "--train", str(d / "train.csv"), "--test", str(d / "test.csv"), *gopts,
                   "--colorblind", "--gamma", "0", "--max-iter", "25", "--features", "x1,x2"]
         untracked = runner.invoke(cli, [*common, "--out", str(d / "untracked"), "--no-track"])
-        _ok(untracked, f"train untracked {kind}/{ftype}")
+        ran_ok(untracked, f"train untracked {kind}/{ftype}")
         anonymous = train.drop(columns=["when", "candidate_id"])
         if anonymous.duplicated().any():  # integer features repeat rows: without ids fairltr cannot count them
             anonymous.to_csv(d / "anonymous.csv", index=False)
             args = [x for x in common if x not in ("--item", "candidate_id")]
             args[args.index("--train") + 1] = args[args.index("--test") + 1] = str(d / "anonymous.csv")
             refused = runner.invoke(cli, [*args, "--out", str(d / "anon"), "--no-track"])
-            _one_line_refusal(refused, f"train without --item {kind}/{ftype}", "--duplicate-rows")
+            one_line_refusal(refused, f"train without --item {kind}/{ftype}", "--duplicate-rows")
         name = f"cross-{kind}-{ftype}-{tag}"
         tracked = runner.invoke(cli, [*common, "--out", str(d / "tracked"), "--register", name])
-        _ok(tracked, f"train tracked {kind}/{ftype}")
+        ran_ok(tracked, f"train tracked {kind}/{ftype}")
         model = DELTR.load(d / "tracked" / "model.json")
         scores = model.predict(test)
         out[(kind, ftype)] = dict(dir=d, groups=groups, gopts=gopts, name=name, test=test, scores=scores,
@@ -148,7 +75,7 @@ def cases(tmp_path_factory, mlflow_tracking_module):
 def test_train_untracked(cases, kind, ftype):
     c = cases[(kind, ftype)]
     metrics = json.loads((c["dir"] / "untracked" / "metrics.json").read_text())
-    _same(metrics, c["want"], f"train untracked {kind}/{ftype}")
+    same_figures(metrics, c["want"], f"train untracked {kind}/{ftype}")
 
 
 @pytest.mark.parametrize("kind, ftype", VARIANTS)
@@ -159,7 +86,7 @@ def test_train_tracked(cases, kind, ftype):
     client = mlflow.MlflowClient()
     mv = client.get_model_version(c["name"], "1")
     run = client.get_run(mv.run_id)
-    _same(run.data.metrics, c["want"], f"train tracked {kind}/{ftype}")
+    same_figures(run.data.metrics, c["want"], f"train tracked {kind}/{ftype}")
     assert run.data.params["group_columns"] == ",".join(c["groups"])
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"audit_table.csv", "impact_ratios.png", "fairness_report.html"} <= names, names
@@ -173,8 +100,8 @@ def test_evaluate(cases, kind, ftype):
     res = CliRunner().invoke(cli, ["evaluate", "--model", str(c["dir"] / "tracked" / "model.json"), "--data",
                                    str(c["dir"] / "test.csv"), *c["gopts"], "--out", str(c["dir"] / "eval.json"),
                                    "--audit", str(c["dir"] / "audit.csv")])
-    _ok(res, f"evaluate {kind}/{ftype}")
-    _same(json.loads((c["dir"] / "eval.json").read_text()), c["want"], f"evaluate {kind}/{ftype}")
+    ran_ok(res, f"evaluate {kind}/{ftype}")
+    same_figures(json.loads((c["dir"] / "eval.json").read_text()), c["want"], f"evaluate {kind}/{ftype}")
 
 
 @pytest.mark.parametrize("kind, ftype", VARIANTS)
@@ -184,9 +111,9 @@ def test_evaluate_model(cases, kind, ftype):
     c = cases[(kind, ftype)]
     res = CliRunner().invoke(cli, ["evaluate-model", "--model-uri", f"models:/{c['name']}/1", "--data",
                                    str(c["dir"] / "test.parquet"), *c["gopts"]])
-    _ok(res, f"evaluate-model {kind}/{ftype}")
+    ran_ok(res, f"evaluate-model {kind}/{ftype}")
     run_id = next(line.split()[-1] for line in res.output.splitlines() if line.startswith("MLflow run "))
-    _same(mlflow.MlflowClient().get_run(run_id).data.metrics, c["want"], f"evaluate-model {kind}/{ftype}")
+    same_figures(mlflow.MlflowClient().get_run(run_id).data.metrics, c["want"], f"evaluate-model {kind}/{ftype}")
 
 
 @pytest.mark.parametrize("kind, ftype", VARIANTS)
@@ -219,7 +146,7 @@ def test_monitor(cases, kind, ftype):
     windows = pd.read_csv(out / "windows.csv")
     assert len(windows) == 1
     want5 = independent_impact_ratios(c["test"], c["scores"], c["groups"], k=5)
-    _same(windows.iloc[0].to_dict(), want5, f"monitor {kind}/{ftype}")  # the gate's k, not --k's
+    same_figures(windows.iloc[0].to_dict(), want5, f"monitor {kind}/{ftype}")  # the gate's k, not --k's
     assert res.exit_code == (0 if want5["impact_ratio_at_5"] >= 0.8 - TOL else 1), res.output
 
 
@@ -248,7 +175,7 @@ def test_sweep(cases, kind, ftype, tmp_path):
     if kind in ("binary",):
         assert "Traceback" not in refused.output
     else:  # FA*IR takes two categories of one attribute: refused while the options are read
-        _one_line_refusal(refused, f"sweep fair-post {kind}", "FA*IR")
+        one_line_refusal(refused, f"sweep fair-post {kind}", "FA*IR")
         assert not (tmp_path / "fair").exists()
 
 
@@ -270,7 +197,7 @@ def test_served_model(cases, kind, ftype):
     assert resp.status_code == 200, resp.text
     served = np.array([p["score"] for p in resp.json()["predictions"]])
     np.testing.assert_allclose(served, c["scores"], rtol=1e-9)
-    _same(independent_impact_ratios(c["test"], served, c["groups"]), c["want"], f"served {kind}/{ftype}")
+    same_figures(independent_impact_ratios(c["test"], served, c["groups"]), c["want"], f"served {kind}/{ftype}")
     bad = c["test"][cols].head(4).astype({"query_id": float})
     bad["query_id"] = [7.2, 7.2, 7.7, 7.7]
     resp = client.post("/invocations", json={"dataframe_split": json.loads(bad.to_json(orient="split", index=False))})
@@ -316,7 +243,7 @@ def test_monitor_without_group_reads_the_model_groups(cases, kind, ftype):
     assert res.exit_code in (0, 1) and "Traceback" not in res.output, res.output
     assert "using the model's own group attributes" in res.output
     want5 = independent_impact_ratios(c["test"], c["scores"], c["groups"], k=5)
-    _same(pd.read_csv(out / "windows.csv").iloc[0].to_dict(), want5, f"monitor without --group {kind}/{ftype}")
+    same_figures(pd.read_csv(out / "windows.csv").iloc[0].to_dict(), want5, f"monitor without --group {kind}/{ftype}")
 
 
 @pytest.mark.parametrize("kind, ftype", [("binary", "float"), ("two", "int")])
@@ -344,5 +271,5 @@ def test_a_schema_refusal_is_one_line_with_its_reason(cases, tmp_path):
     c["test"].drop(columns="x2").to_csv(data, index=False)
     res = CliRunner().invoke(cli, ["evaluate-model", "--model-uri", f"models:/{c['name']}/1", "--data", str(data),
                                    *c["gopts"]])
-    _one_line_refusal(res, "evaluate-model without x2", "the model's input signature refuses the data")
+    one_line_refusal(res, "evaluate-model without x2", "the model's input signature refuses the data")
     assert "x2" in next(line for line in res.output.splitlines() if line.startswith("Error:")), res.output

@@ -154,6 +154,8 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
 
     out = OutputSet(out_dir, managed=[f"model.{f}" for f in MODEL_FORMATS]
                     + ["model.txt", "predictions.csv", "metrics.json"])  # model.txt: LambdaMART's LightGBM file
+    if tracking.enabled and train_frame is not None:
+        check_serving_policy(tracking.serve_rerank, train_frame, train_source.columns)
     uri = check_tracking_uri() if tracking.enabled else None
 
     outcome = train_fn()
@@ -188,6 +190,26 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
     if tracking.register:
         result.registered_version = str(info.registered_model_version)
     return result
+
+
+def check_serving_policy(serve_rerank: str | None, train: pd.DataFrame, columns) -> None:
+    """A binary FA*IR serving policy (``--serve-rerank 'fair:p=...'``) on a group attribute of
+    more than two categories in the training table is a one-line :class:`ConfigError` now, before
+    any training, file or run: the model could never serve its own file. The served policy reads
+    the primary group attribute (:func:`fairltr.fair.policy.apply_policy`)."""
+    if not serve_rerank or columns.group is None or columns.group not in train.columns:
+        return
+    from fairltr.fair.policy import parse_policy
+
+    policy = parse_policy(serve_rerank)
+    if policy.method == "fair" and not policy.multinomial:
+        from fairltr.fair.rerank import binary_group_codes
+
+        try:
+            binary_group_codes(train, columns.replace(group=columns.group))
+        except ConfigError as exc:
+            raise ConfigError(f"--serve-rerank {serve_rerank!r}: {exc} (as a served policy: "
+                              f"'fair:alpha=0.1,p=A=0.2,B=0.1')") from None
 
 
 def _node_rank(cfg: TrainRankerConfig) -> int:
