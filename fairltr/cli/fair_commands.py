@@ -10,7 +10,7 @@ import click
 
 from fairltr.cli.app import FairltrGroup, cli
 from fairltr.cli.option_rules import option_rules, reading_rules, used_when
-from fairltr.cli.options import data_options, ranking_columns, read_settings
+from fairltr.cli.options import DeclaredChoice, data_options, ranking_columns, read_settings
 
 
 def _echo_shares(res, label: str) -> None:
@@ -26,23 +26,11 @@ def _fmt(x: float) -> str:
     return "n/a" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}"
 
 
-class RerankerChoice(click.Choice):
-    """``--method``'s choices: the re-rankers declared when the command line is parsed
-    (:data:`fairltr.fair.rerankers.RERANKERS`, read through the workflow), so a plugin's re-ranker
-    is a choice without an edit here."""
+def _reranker_names() -> list[str]:
+    """The declared re-rankers (:data:`fairltr.fair.rerankers.RERANKERS`, read through the workflow)."""
+    from fairltr.workflows.fair import rerank_method_names
 
-    def __init__(self) -> None:
-        super().__init__([], case_sensitive=True)
-
-    @property
-    def choices(self):  # type: ignore[override]
-        from fairltr.workflows.fair import rerank_method_names
-
-        return tuple(rerank_method_names())
-
-    @choices.setter
-    def choices(self, value) -> None:  # click's __init__ assigns it; the declarations are the source
-        pass
+    return rerank_method_names()
 
 
 _CLI_SETTINGS = {"p": "--p", "alpha": "--alpha", "adjust": "--no-adjust", "target": "--target", "k": "--k"}
@@ -137,7 +125,7 @@ def _check_required(method: str, p, settings) -> None:
 @click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False),
               help="scored ranking table (CSV with header, Parquet, DELTR CSV or LETOR)")
 @click.option("--scores-col", default="score", show_default=True, help="column with the model's scores")
-@click.option("--method", type=RerankerChoice(), default="fair", show_default=True,
+@click.option("--method", type=DeclaredChoice(_reranker_names), default="fair", show_default=True,
               help="fair: FA*IR on a binary group (>= 1 protected); detgreedy, detcons, detrelaxed, detconstsort: "
                    "Geyik et al. (KDD 2019) on any number of categories; any other: a plugin's declared re-ranker")
 @click.option("--p", "p", default=None,

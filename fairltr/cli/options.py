@@ -3,16 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import click
 
 from fairltr.columns import DEFAULT_COLUMNS
 
-__all__ = ["data_options", "ranking_source", "ranking_columns", "group_option", "parse_ks", "tracking_options",
+__all__ = ["DeclaredChoice", "data_options", "ranking_source", "ranking_columns", "group_option", "parse_ks", "tracking_options",
            "tracking_from", "audit_options", "audit_config", "conventions_options", "conventions_of", "wide_option", "ci_option", "train_test_options",
            "train_test_sources", "feature_options", "parse_features", "fair_preprocess_options", "fair_preprocess_from",
            "ranker_output_options", "reading_options", "read_settings", "stack"]
+
+
+class DeclaredChoice(click.Choice):
+    """A ``click.Choice`` whose choices are read from the declarations each time the command line
+    is parsed (``names()``, e.g. the registered re-rankers or sweep methods), so that a plugin's
+    name is a choice without an edit to the CLI."""
+
+    def __init__(self, names: Callable[[], Iterable[str]]) -> None:
+        self._names = names
+        super().__init__([], case_sensitive=True)
+
+    @property
+    def choices(self):  # type: ignore[override]
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, value) -> None:  # click's __init__ assigns it; the declarations are the source
+        pass
 
 INPUT_FORMATS = ["auto", "deltr", "letor", "csv", "parquet"]
 GROUP_HELP = ("group attribute column, repeatable: --group race --group sex (integer or string categories; the first "

@@ -8,28 +8,16 @@ import click
 
 from fairltr.cli.app import cli
 from fairltr.cli.option_rules import Rule, option_rules, reading_rules, tracking_rules, used_when
-from fairltr.cli.options import stack, group_option, ranking_columns, read_settings, reading_options
+from fairltr.cli.options import DeclaredChoice, stack, group_option, ranking_columns, read_settings, reading_options
 from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
 
 
-class MethodChoice(click.Choice):
-    """``--method``'s choices: the methods registered at the time the command line is parsed
-    (:mod:`fairltr.workflows.sweep_registry`), so a method registered by a plugin or a test is
-    a choice without touching this module."""
+def _sweep_method_names() -> list[str]:
+    """The registered sweep methods (:mod:`fairltr.workflows.sweep_registry`), a plugin's too."""
+    from fairltr.workflows.sweep_registry import sweep_method_names
 
-    def __init__(self) -> None:
-        super().__init__([], case_sensitive=True)
-
-    @property
-    def choices(self):  # type: ignore[override]
-        from fairltr.workflows.sweep_registry import sweep_method_names
-
-        return tuple(sweep_method_names())
-
-    @choices.setter
-    def choices(self, value) -> None:  # click's __init__ assigns it; the registry is the source
-        pass
+    return sweep_method_names()
 
 
 def _pair(text: str | None, name: str) -> tuple[float, float] | None:
@@ -134,7 +122,7 @@ SWEEP_RULES = {
 
 
 @cli.command("sweep")
-@click.option("--method", required=True, type=MethodChoice(),
+@click.option("--method", required=True, type=DeclaredChoice(_sweep_method_names),
               help="a registered sweep method (docs/sweeps.md lists what each searches; dpr: --train/--test are a "
                    "parallel-query folder)")
 @click.option("--train", "train", required=True, type=click.Path(), help="training ranking file (dpr: data folder)")
