@@ -197,25 +197,12 @@ def log_ranker_model(
     apart). All are recorded in the model config, inside the
     digest. The signature declares the serving params and, when they are not features, the
     group attributes and the item column as optional inputs."""
-    from mlflow.models import infer_signature
-
     from fairltr.tracking.models.decision_log import check_recordable_uri
     from fairltr.tracking.models.digests import record_digest
     from fairltr.tracking.models.loader_form import build_wheel, log_loader_model, wheel_requirement
 
     model.check_fitted()
-    group = model.columns_.group
-    group_type = _group_type(input_example, group)
-    if input_example is None:
-        input_example = _default_example(model)
-    else:
-        keep = [c for c in [model.query_, *model.feature_names_] if c in input_example.columns]
-        input_example = input_example[keep].head(5).reset_index(drop=True)
-    # the training file's own types go to the model config (input_types) and the signature declares
-    # the inputs Any: MLflow then neither refuses the very file the model was trained on (int64 for a
-    # double column) nor truncates a served 37.5 to 37 (a long column over REST); the model checks
-    # its ids itself (an integer-trained query id must arrive as an integer)
-    types = {**training_types(input_example), **({group: group_type} if group is not None else {})}
+    input_example, group_type, types = _example_and_types(model, input_example)
     policy = serve_rerank if isinstance(serve_rerank, ServingPolicy) else parse_policy(serve_rerank)
     sample = _check_sampling(model, bool(serve_sample), policy)
     allowed = overrides_text(parse_overrides(serve_overrides, policy))
@@ -224,12 +211,7 @@ def log_ranker_model(
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
         files = _save_artifacts(model, tmp_path / "artifacts")
-        with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
-            warnings.simplefilter("ignore", UserWarning)
-            signature = _serving_signature(
-                infer_signature(input_example, _example_output(model, input_example, policy, group, group_type, sample)),
-                (*model.columns_.groups, model.columns_.item), list(input_example.columns),
-                shares=isinstance(policy.p, str), sample=sample)
+        signature = _signature_of(model, input_example, policy, group_type, sample)
         code = stage_package(tmp_path / "code")
         wheel = build_wheel(code, tmp_path / "wheel", md.version("fairltr"))
         files.update({"ranker_code.py": MODEL_CODE, "code/fairltr": code, f"code/{wheel.name}": wheel})
@@ -243,3 +225,35 @@ def log_ranker_model(
                 signature=signature, input_example=input_example, **log_kwargs)
         record_digest(info, files, register=register or None, version_tags={"fairltr.kind": "ranker"})
     return info
+
+
+def _example_and_types(model: Ranker, input_example: pd.DataFrame | None) -> tuple[pd.DataFrame, Any, dict]:
+    """(the input example: 5 rows of the query and feature columns, or a made-up one; the group
+    column's type; the training file's own column types). The types go to the model config
+    (``input_types``) and the signature declares the inputs Any: MLflow then neither refuses the very
+    file the model was trained on (int64 for a double column) nor truncates a served 37.5 to 37 (a
+    long column over REST); the model checks its ids itself (an integer-trained query id must
+    arrive as an integer)."""
+    group = model.columns_.group
+    group_type = _group_type(input_example, group)
+    if input_example is None:
+        input_example = _default_example(model)
+    else:
+        keep = [c for c in [model.query_, *model.feature_names_] if c in input_example.columns]
+        input_example = input_example[keep].head(5).reset_index(drop=True)
+    types = {**training_types(input_example), **({group: group_type} if group is not None else {})}
+    return input_example, group_type, types
+
+
+def _signature_of(model: Ranker, input_example: pd.DataFrame, policy: ServingPolicy, group_type: Any,
+                  sample: bool):
+    """The serving signature: inferred from the example and its served output, with the serving
+    params and the optional group / item inputs (:func:`_serving_signature`)."""
+    from mlflow.models import infer_signature
+
+    with warnings.catch_warnings():  # the int query id / rank columns trigger a "missing values" hint
+        warnings.simplefilter("ignore", UserWarning)
+        output = _example_output(model, input_example, policy, model.columns_.group, group_type, sample)
+        return _serving_signature(infer_signature(input_example, output),
+                                  (*model.columns_.groups, model.columns_.item), list(input_example.columns),
+                                  shares=isinstance(policy.p, str), sample=sample)
