@@ -8,6 +8,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Mapping
 
+from fairltr.fair.geyik_methods import GEYIK_METHODS
 from fairltr.fair.reranker_decl import Reranker
 from fairltr.plugins.params import HyperParam
 
@@ -104,7 +105,7 @@ FAIR = Reranker(
     example="fair:p=0.3,alpha=0.1",
     summary="FA*IR on a binary group (>= 1 protected); a share list p: several protected categories")
 
-GEYIK_NAMES = ("detgreedy", "detcons", "detrelaxed", "detconstsort")  # fairltr.fair.geyik.GEYIK_METHODS
+GEYIK_NAMES = GEYIK_METHODS  # the Geyik re-rankers declared below
 
 GEYIK = tuple(Reranker(
     name, partial(_geyik, method=name), serve=partial(_geyik_served, method=name), options={"target": None},

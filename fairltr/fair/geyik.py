@@ -50,12 +50,12 @@ from fairltr.compiled import pays
 from fairltr.data import ORIGIN_KEY, check_table, positions_in_query, query_codes
 from fairltr.errors import ConfigError
 from fairltr.fair.det_walk_one import det_walk_one as _det_walk_one
+from fairltr.fair.geyik_methods import GEYIK_METHODS
 from fairltr.fair.rerank import resolve_scores
 from fairltr.fair.target import category_codes, target_shares
 
 __all__ = ["GEYIK_METHODS", "rerank_geyik", "prefix_feasible"]
 
-GEYIK_METHODS = ("detgreedy", "detcons", "detrelaxed", "detconstsort")
 KERNELS = "fairltr.fair.geyik_kernels"
 _BIG = np.iinfo(np.int64).max
 
