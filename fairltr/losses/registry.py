@@ -10,26 +10,13 @@ Lightning modules, Optuna search spaces, the CLI and MLflow params all read the 
 from __future__ import annotations
 
 import fairltr.losses.builtin  # noqa: F401 (registers the built-in losses)
+import fairltr.losses.declaration as _declaration
 from fairltr.losses.declaration import (  # noqa: F401 (re-exported)
     _REGISTRY, ENTRY_POINT_GROUP, FUSED_VARIANTS, LOSSES, RETRIEVAL_INPUTS, FairnessLoss, HyperParam, _option_value,
     register_loss, registry_snapshot, reload_entry_points, temporary_loss, unregister_loss,
 )
 
-__all__ = [
-    "HyperParam",
-    "FairnessLoss",
-    "register_loss",
-    "unregister_loss",
-    "get_loss",
-    "available_losses",
-    "reload_entry_points",
-    "temporary_loss",
-    "registry_snapshot",
-    "ENTRY_POINT_GROUP",
-    "FUSED_VARIANTS",
-    "RETRIEVAL_INPUTS",
-    "LOSSES",
-]
+__all__ = [*_declaration.__all__, "get_loss", "available_losses"]
 
 
 def get_loss(name: str) -> FairnessLoss:
