@@ -12,10 +12,15 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE_CORE = {"tracking", "workflows", "cli", "__init__", "__main__"}
 
 
-def _core_contract() -> dict:
+def _contract(name_start: str) -> dict:
+    """The one import-linter contract of pyproject whose name starts with ``name_start``."""
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (core,) = [c for c in contracts if c["name"].startswith("core imports no adapter")]
-    return core
+    (found,) = [c for c in contracts if c["name"].startswith(name_start)]
+    return found
+
+
+def _core_contract() -> dict:
+    return _contract("core imports no adapter")
 
 
 def test_the_core_contract_lists_every_core_module():
@@ -41,9 +46,7 @@ CLI_DECLARATIONS = {"fairltr.losses.builtin", "fairltr.losses.registry"}  # a re
 
 
 def _cli_contract() -> dict:
-    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (cli,) = [c for c in contracts if c["name"].startswith("CLI imports only workflows")]
-    return cli
+    return _contract("CLI imports only workflows")
 
 
 def test_the_cli_contract_forbids_every_other_core_module_adapter_and_engine():
