@@ -93,12 +93,14 @@ def log_datasets(cfg: "TrainRetrieverConfig", data) -> None:
     data folder; digest: of the rows), so the run page lists what the retriever saw."""
     import mlflow
 
+    from fairltr.tracking.runs.racing_writes import log_input
+
     def log(split: str, context: str) -> None:
         rows = data.queries[data.queries["split"] == split].reset_index(drop=True)
         if len(rows):
             dataset = mlflow.data.from_pandas(rows, source=str(Path(cfg.data).resolve()),
                                               name=f"{Path(cfg.data).name} {split} queries")
-            mlflow.log_input(dataset, context=context)
+            log_input(dataset, context=context)
 
     log(cfg.train_split, "training")
     if cfg.evaluation is not None and cfg.evaluation.split != cfg.train_split:

@@ -410,6 +410,7 @@ def evaluate_retriever(
     import mlflow.data
 
     from fairltr.retrieval import read_parallel_data
+    from fairltr.tracking.runs.racing_writes import log_input
 
     data = read_parallel_data(data_dir)
     if split is not None:
@@ -428,6 +429,7 @@ def evaluate_retriever(
                            "languages": ",".join(languages) if languages is not None else "all"})
         dataset = mlflow.data.from_pandas(queries, source=str(Path(data_dir).resolve()),
                                           name=f"{Path(data_dir).name} {split or 'all'} queries")
+        log_input(dataset, context="evaluation")  # first, racing-safe: evaluate's own log then finds it
         result = mlflow.models.evaluate(model_uri, dataset, model_type=MODEL_TYPE, evaluators=[MODEL_TYPE],
                                         evaluator_config={MODEL_TYPE: config})
     return dict(result.metrics), run.info.run_id

@@ -103,8 +103,9 @@ def log_dataset(frame: pd.DataFrame, *, role: str, context: str, path: str | Pat
     """Log ``frame`` as an input of the active run (``mlflow.log_input``, context ``context``:
     training, testing, evaluation) with input tags ``fairltr.sha256`` (:func:`frame_fingerprint`,
     in full) and ``fairltr.file_sha256`` (the file's bytes) when ``path`` is a file. Returns the
-    dataset."""
-    import mlflow
+    dataset. A racing process that created the same dataset first is tolerated
+    (:func:`fairltr.tracking.runs.racing_writes.log_input`)."""
+    from fairltr.tracking.runs.racing_writes import log_input
 
     dataset = dataset_of(frame, role=role, path=path, sample=sample)
     tags = {"fairltr.sha256": frame_fingerprint(frame), "fairltr.role": role}
@@ -112,7 +113,7 @@ def log_dataset(frame: pd.DataFrame, *, role: str, context: str, path: str | Pat
         tags["fairltr.file_sha256"] = file_fingerprint(path)
     if sample:
         tags["fairltr.sample"] = f"first {len(frame)} rows of the file"
-    mlflow.log_input(dataset, context=context, tags=tags)
+    log_input(dataset, context=context, tags=tags)
     return dataset
 
 

@@ -227,13 +227,9 @@ class SweepTracker:
         front trials and the parent, and the SQL stores insert a new tag row, so the slower insert
         fails on the unique key ("UNIQUE constraint failed" on SQLite, "duplicate key" on
         PostgreSQL). The row exists then: the same call again updates it."""
-        try:
-            self.client.set_tag(run_id, key, value)
-        except Exception as exc:  # MlflowException or the SQL store's IntegrityError, by the store
-            text = str(exc)
-            if "UNIQUE constraint" not in text and "duplicate key" not in text:
-                raise
-            self.client.set_tag(run_id, key, value)
+        from fairltr.tracking.runs.racing_writes import repeat_on_unique_violation
+
+        repeat_on_unique_violation(lambda: self.client.set_tag(run_id, key, value))
 
     def log_summary(self, metrics: Mapping[str, float], artifacts: list[Path], finished: bool, *,
                     front_trials: Sequence[int] = (), best_trial: int | None = None,

@@ -265,6 +265,8 @@ def _start_promotion_run(stack: ExitStack, experiment: str, model: str, version:
                         "gates": " ; ".join(g.text for g in parsed), "data": config.get("data")})
     if isinstance(data, pd.DataFrame):  # the data both sides are measured on, named by its file
         from fairltr.tracking.job_logging.ranker_logging import dataset_of
+        from fairltr.tracking.runs.racing_writes import log_input
 
-        mlflow.log_input(dataset_of(data, role="promotion data", path=config.get("data")), context="evaluation")
+        # two promoters of one model log the same file at once: the slower insert is repeated
+        log_input(dataset_of(data, role="promotion data", path=config.get("data")), context="evaluation")
     return run_id

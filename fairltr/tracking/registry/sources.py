@@ -44,6 +44,7 @@ def evaluate_model_uri(
     from fairltr.tracking.evaluation.evaluator import metrics_with_counts
     from fairltr.tracking.job_logging.ranker_logging import dataset_of, metrics_description
     from fairltr.tracking.runs.life_cycle import log_params
+    from fairltr.tracking.runs.racing_writes import log_input
 
     label = label or (model if isinstance(model, str) else "in-process model")
     source = config.get("data")
@@ -66,6 +67,9 @@ def evaluate_model_uri(
             "rows": len(data), **{key: config[key] for key in ("query", "judgment") if key in config},
             "group": ",".join(groups) if isinstance(groups, (list, tuple)) else groups,
             "k": ",".join(str(k) for k in config.get("k", ())) or None})
+        # evaluate logs the dataset itself, unguarded: log it first (a racing process's insert
+        # tolerated), so evaluate's own log finds the dataset and the run's input and writes nothing
+        log_input(dataset, context="evaluation")
         result = mlflow.models.evaluate(
             model, dataset, model_type="fair_ranking", evaluators=["fair_ranking"],
             evaluator_config={"fair_ranking": dict(config)},
