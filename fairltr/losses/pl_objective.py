@@ -1,6 +1,6 @@
 """The Plackett-Luce policy objective E[DCG] - lambda * D(pi) and its PL-Rank surrogate (the
-disparity D of expected group exposure, :mod:`fairltr.losses.plackett_luce` for the sampling and
-the gradient estimators; both names are also importable from there).
+disparity D of expected group exposure, :mod:`fairltr.losses.pl_sampling` for the sampling and
+the gradient estimators; :mod:`fairltr.losses.plackett_luce` names both).
 
 * a_p = Exp(G_p), the mean expected exposure of group p's items in the query (``merit=False``),
   or Exp(G_p) / U(G_p) with U the group's mean judgment (``merit=True``: exposure per merit);
@@ -34,7 +34,7 @@ import torch
 
 from fairltr.errors import ConfigError
 from fairltr.losses.exposure import V1, check_group_ids
-from fairltr.losses.plackett_luce import (
+from fairltr.losses.pl_sampling import (
     ESTIMATORS, BaselineCarry, Estimator, _kernel_seed, _kernels, _numpy64, check_cutoff, dcg_gains, expected_dcg,
     plrank_gradient, reinforce_surrogate, sample_rankings, sampled_exposure,
 )
