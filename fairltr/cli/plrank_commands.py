@@ -14,11 +14,12 @@ from fairltr.cli.options import (
     data_options, feature_options, parse_features, ranker_output_options, tracking_from, tracking_options,
     train_test_options, train_test_sources,
 )
+from fairltr.losses.builtin import LAMBDA
 
 
 @train.command("plrank")
 @train_test_options()
-@click.option("--lambda", "lam", type=float, default=10.0, show_default=True,
+@click.option("--lambda", "lam", type=float, default=LAMBDA.default, show_default=True,  # the declaration's
               help="fairness weight: E[DCG] - lambda x disparity (0 = plain E[DCG])")
 @click.option("--samples", type=int, default=16, show_default=True, help="rankings sampled per query and iteration")
 @click.option("--cutoff", type=int, default=None,
