@@ -31,14 +31,14 @@ def is_unique_violation(exc: BaseException) -> bool:
 def repeat_on_unique_violation(write: Callable[[], T], *, attempts: int = 3, pause_s: float = 0.05) -> T:
     """``write()``, called again (at most ``attempts`` times in all, ``pause_s`` apart) while it
     fails on a unique-key violation; the last such failure, or any other error, propagates."""
-    for attempt in range(1, attempts + 1):
+    for attempt in range(1, attempts):
         try:
             return write()
         except Exception as exc:  # MlflowException or sqlalchemy's IntegrityError, by the store
-            if attempt == attempts or not is_unique_violation(exc):
+            if not is_unique_violation(exc):
                 raise
             time.sleep(pause_s * attempt)
-    raise AssertionError("unreachable")  # pragma: no cover
+    return write()  # the last attempt: whatever it raises propagates
 
 
 def log_input(dataset: Any, *, context: str | None = None, tags: Mapping[str, str] | None = None) -> None:
@@ -46,7 +46,4 @@ def log_input(dataset: Any, *, context: str | None = None, tags: Mapping[str, st
     dataset (name and digest) in the experiment first."""
     import mlflow
 
-    kwargs: dict[str, Any] = {"context": context}
-    if tags:
-        kwargs["tags"] = dict(tags)
-    repeat_on_unique_violation(lambda: mlflow.log_input(dataset, **kwargs))
+    repeat_on_unique_violation(lambda: mlflow.log_input(dataset, context=context, tags=dict(tags) if tags else None))

@@ -112,7 +112,7 @@ def test_mlproject_default_is_the_commands(entry, param, option, default, guarde
     ctx = click.Context(_command_of(PROJECT["entry_points"][entry]["command"]))
     expected = option.get_default(ctx)
     if (entry, param) in CHOSEN:
-        assert option.required or expected in (None, "", ()) or _is_unset(expected), (
+        assert option.required or expected in (None, "", ()), (
             f"{entry}.{param} is listed as chosen, but {flag} has a default now ({expected!r}): "
             "drop the exception or the MLproject default")
         return
@@ -125,14 +125,7 @@ def test_mlproject_default_is_the_commands(entry, param, option, default, guarde
         tuple(option.type.convert(v, option, ctx) for v in str(default).split(","))
     if expected is None and (entry, param) in RESOLVED:
         expected = RESOLVED[(entry, param)]()
-    if isinstance(expected, float) or isinstance(given, float):
-        assert float(given) == float(expected), f"{entry}.{param}: MLproject {default!r}, {flag} {expected!r}"
-    else:
-        assert given == expected, f"{entry}.{param}: MLproject {default!r} -> {given!r}, {flag} {expected!r}"
-
-
-def _is_unset(value) -> bool:
-    return type(value).__name__ in ("Sentinel", "_Unset") or repr(value).endswith("UNSET")
+    assert given == expected, f"{entry}.{param}: MLproject {default!r} -> {given!r}, {flag} {expected!r}"
 
 
 def test_the_exceptions_are_still_needed():
