@@ -4,42 +4,31 @@ Full-batch over queries padded in length buckets (no per-query loop; memory prop
 deterministic for a seed, on CPU or CUDA.
 Weights are saved as JSON or safetensors (never pickle).
 
-:class:`DELTR` follows scikit-learn's estimator contract (without depending on scikit-learn):
-``__init__`` stores its arguments verbatim; :meth:`~DELTR.get_params` / :meth:`~DELTR.set_params`
-are read from the signature, so ``sklearn.base.clone`` works; validation and derived defaults
-(``max_iter_``, ``lr_``) happen in ``fit``; fitted attributes end in ``_`` and exist only after
-``fit`` or :meth:`~DELTR.load`; an unfitted model raises :class:`~fairltr.errors.NotFittedError`.
+:class:`DELTR` is a :class:`~fairltr.linear_ranker.LinearRanker` (scikit-learn's estimator
+contract, prediction, ranking and the model file are there); this module holds its parameters,
+their validation and its training loop (the steps: :mod:`fairltr.deltr_fit`).
 """
 
 from __future__ import annotations
 
-import inspect
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
 import torch
 
-from fairltr.buckets import BucketedBatch, split_batch, to_buckets
-from fairltr.columns import DEFAULT_COLUMNS, UNSET, RankingColumns, resolve_columns
-from fairltr.data import (NAMES_ONLY, ORIGIN_KEY, RankingBatch, category_codes, check_group_column, frame_source,
-                          numeric_matrix, positions_in_query, query_codes, score_order, select_features)
-from fairltr.errors import ConfigError, DataError
-from fairltr.files import check_writable
-from fairltr.fitted import FittedRanker
+from fairltr.buckets import BucketedBatch
+from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
+from fairltr.errors import ConfigError
+from fairltr.linear_ranker import REFERENCE_CODES, LinearRanker, rank_frame  # noqa: F401  (re-exported)
 from fairltr.losses.builtin import GAMMA
 from fairltr.losses.registry import get_loss
 from fairltr.model_file import (ARRAY_KEYS, DTYPES, FORMAT_VERSION, HISTORY_KEYS, MODEL_SUFFIXES,  # noqa: F401
-                                PARAM_KINDS as _PARAM_KINDS, STATE_KEYS, read_model_file, write_model_file)
-from fairltr.ranker_params import LinearRankerParams, OptimiserChoices
+                                PARAM_KINDS as _PARAM_KINDS, STATE_KEYS)
+from fairltr.ranker_params import OptimiserChoices
 from fairltr.training_loop import LoopLabels, run_training_loop
-from fairltr.deltr_fit import DELTRSettings, DELTRTraining, TrainingInputs, resolve_device  # noqa: F401  (re-exported)
+from fairltr.deltr_fit import DELTRSettings, TrainingInputs, resolve_device  # noqa: F401  (re-exported)
 
 __all__ = ["DELTR", "DELTRSettings", "resolve_device", "rank_frame"]
-
-REFERENCE_CODES = "__fairltr_reference_codes__"
-"""Hidden column holding the group codes when ``reference_group`` is declared (never a feature)."""
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "adam": 3000}
 """``max_iter=None``: iterations of each optimizer."""
@@ -47,25 +36,7 @@ DEFAULT_LR = {"lbfgs": 1.0, "adam": 0.01}
 """``lr=None``: step size of each optimizer."""
 
 
-def rank_frame(
-    df: pd.DataFrame, scores: np.ndarray, query: str = UNSET, score_col: str = "score", *,
-    columns: RankingColumns | None = None,
-) -> pd.DataFrame:
-    """``df`` with ``score`` and 1-based ``rank`` columns, sorted by decreasing score within each
-    query (the contract's query column; ``query`` overrides it); queries stay in order of first
-    appearance and are never mixed; ties keep input order."""
-    c = resolve_columns(columns, query=query, defaults=NAMES_ONLY)
-    codes, _ = query_codes(df, c.query)
-    s = np.asarray(scores, dtype=np.float64)
-    order = score_order(codes, s)
-    out = df.iloc[order].copy()
-    out[score_col] = s[order]
-    out["rank"] = positions_in_query(codes[order])[0] + 1
-    out.attrs.pop(ORIGIN_KEY, None)  # rows are re-ordered and re-indexed: the reader's line map no longer applies
-    return out.reset_index(drop=True)
-
-
-class DELTR(DELTRTraining, LinearRankerParams, FittedRanker):
+class DELTR(LinearRanker):
     """Disparate Exposure Learning to Rank (Zehlike et al.) with a linear scoring function.
 
     Objective: sum_q ListNet_q + gamma * U_q + l2 * ||w||^2, where U_q is the registered ranking
@@ -136,42 +107,6 @@ class DELTR(DELTRTraining, LinearRankerParams, FittedRanker):
         self.fairness_loss = fairness_loss
         self.reference_group = reference_group
 
-    # ------------------------------------------------------------------ parameters
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        """The constructor's parameter names, in signature order (scikit-learn's rule: no
-        ``*args``; every parameter is stored under its own name)."""
-        names = []
-        for p in inspect.signature(cls.__init__).parameters.values():
-            if p.name == "self" or p.kind == p.VAR_KEYWORD:
-                continue
-            if p.kind == p.VAR_POSITIONAL:
-                raise TypeError(f"{cls.__name__}.__init__ may not take *{p.name} (scikit-learn estimator contract)")
-            names.append(p.name)
-        return names
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments exactly as given (scikit-learn's contract; see
-        :meth:`effective_params` for the validated, JSON-serialisable form). ``deep=True`` also
-        lists ``<name>__<key>`` for a parameter that has ``get_params`` itself."""
-        out: dict[str, Any] = {}
-        for name in self._param_names():
-            value = getattr(self, name)
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
-            out[name] = value
-        return out
-
-    def set_params(self, **params: Any) -> "DELTR":
-        """Set constructor parameters by name, stored as given (checked at ``fit``); returns self.
-        An unknown name is a :class:`ConfigError`."""
-        valid = set(self._param_names())
-        for name, value in params.items():
-            if name not in valid:
-                raise ConfigError(f"invalid parameter {name!r} for DELTR; valid parameters: {sorted(valid)}")
-            setattr(self, name, value)
-        return self
-
     def settings(self) -> DELTRSettings:
         """Validate the parameters and fill in the derived defaults (what ``fit`` uses). Every
         problem is a :class:`ConfigError` stating the allowed values; gamma is checked by the
@@ -207,128 +142,17 @@ class DELTR(DELTRTraining, LinearRankerParams, FittedRanker):
             return ref if not isinstance(ref, np.integer) else int(ref)
         raise ConfigError(f"reference_group must be a category (a string or an integer) or None, got {ref!r}")
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
-        return f"DELTR({args})"
-
-    # ------------------------------------------------------------------ fitted state
-    # check_fitted, history, query_, judgment_: fairltr.fitted.FittedRanker
-    def __sklearn_is_fitted__(self) -> bool:
-        return hasattr(self, "weights_")
-
-    def set_fitted_state(
-        self,
-        *,
-        columns: RankingColumns,
-        feature_names: Sequence[str],
-        weights: np.ndarray,
-        mean: np.ndarray,
-        scale: np.ndarray,
-        n_iter: int,
-        history: Sequence[dict[str, float]],
-    ) -> "DELTR":
-        """Make this model the fitted model given by its parts (weights in standardised units:
-        score = ((x - mean) / scale) @ weights), as ``fit`` would leave it; for trainers outside
-        this class (the Lightning engine) and :meth:`load`. The parameters are validated first
-        (``max_iter_`` / ``lr_`` come from them). Returns self."""
-        s = self.settings()
-        names = list(feature_names)
-        arrays = [np.asarray(a, dtype=np.float64).copy() for a in (weights, mean, scale)]
-        if not names or any(a.shape != (len(names),) for a in arrays):
-            raise DataError(f"fitted state: weights, mean and scale need one value per feature ({len(names)}), "
-                            f"got shapes {[a.shape for a in arrays]}")
-        self.columns_ = columns
-        self.feature_names_ = names
-        self.weights_, self.mean_, self.scale_ = arrays
-        self.n_iter_ = int(n_iter)
-        self.history_ = [dict(rec) for rec in history]
-        self.max_iter_, self.lr_ = s.max_iter, s.lr
-        return self
-
-    # ------------------------------------------------------------------ features
-    def _select_features(self, df: pd.DataFrame, columns: RankingColumns, features: Sequence[str] | None) -> list[str]:
-        """:func:`fairltr.data.select_features`, minus the group column when colorblind."""
-        chosen = select_features(df, columns=columns, features=features)
-        if self.colorblind:  # every group attribute leaves the features
-            chosen = [f for f in chosen if f not in columns.groups]
-        if not chosen:
-            raise DataError(f"{frame_source(df) or 'the training table'}: no feature columns to train on "
-                            f"(colorblind drops the group column {columns.group!r})")
-        return chosen
-
-    def _design(self, df: pd.DataFrame) -> np.ndarray:
-        """The model's feature columns of ``df`` as finite float64; errors name file, line, column,
-        query and value."""
-        missing = [f for f in self.feature_names_ if f not in df.columns]
-        if missing:
-            where = frame_source(df)
-            raise DataError(f"{where + ': ' if where else ''}missing feature column(s) {missing}; "
-                            f"the model was trained on {self.feature_names_}")
-        query = self.query_ if self.query_ in df.columns else None
-        return numeric_matrix(df, self.feature_names_, query=query)
-
-    # ------------------------------------------------------------------ training
-    def _device(self) -> torch.device:
-        return resolve_device(self.device)
-
-    def fit(
-        self,
-        df: pd.DataFrame,
-        query: str = UNSET,
-        judgment: str = UNSET,
-        features: Sequence[str] | None = None,
-        callback: Callable[[int, dict[str, float]], None] | None = None,
-        progress: bool = False,
-        item: str | None = UNSET,
-    ) -> "DELTR":
-        """Train on a ranking table; ``callback(iteration, terms)`` sees every iteration.
-
-        The columns are the estimator's contract (``columns`` / ``protected``); the ``query``,
-        ``judgment`` and ``item`` keywords (kept for existing callers) override its names for
-        this fit. ``features=None`` takes every column except query, judgment and item (an
-        optional document id column, unique within a query); the group column is a feature too
-        unless ``colorblind``. Every feature must be numeric: a non-numeric cell is a DataError
-        naming the file, line, column, query and value. The query, group, judgment and item
-        columns must be distinct; gamma > 0 needs protected and non-protected candidates.
-        """
-        settings = self.settings()
-        c = resolve_columns(settings.columns, query=query, judgment=judgment, item=item)
-        c.require("judgment", purpose="DELTR training")
-        if c.group not in df.columns:
-            where = frame_source(df)
-            raise DataError(f"{where + ': ' if where else ''}group column {c.group!r} not in the training "
-                            f"table; columns: {list(df.columns)}")
-        feature_names = self._select_features(df, c, features)
-        data, train_columns = df, c
-        if self._reference() is not None:  # the declared reference category gets code 0 (a hidden column)
-            check_group_column(df, c.group, query=c.query if c.query in df.columns else None)
-            data = df.assign(**{REFERENCE_CODES: category_codes(df[c.group], reference=self._reference())[0]})
-            data.attrs = dict(df.attrs)
-            train_columns = c.replace(group=REFERENCE_CODES)
-        buckets = to_buckets(data, columns=train_columns, features=feature_names, dtype=self.dtype)
-        self._check_fairness_signal(buckets.batches, frame_source(df), settings)
-        buckets.disposable = True  # built here for this fit: its features may be standardised in place
-        return self._fit_buckets(buckets, c, settings, feature_names, callback, progress)
-
-    def fit_batch(
-        self,
-        batch: RankingBatch | BucketedBatch,
-        callback: Callable[[int, dict[str, float]], None] | None = None,
-        progress: bool = False,
-    ) -> "DELTR":
-        """Train on an already padded batch, or on the length buckets of a table
-        (:func:`fairltr.buckets.to_buckets`, which :meth:`fit` uses). Its ``feature_names``
-        become the model's; with ``colorblind=True`` a feature named like the group column is
-        dropped here too. A padded batch is cut into length buckets (:func:`fairltr.buckets.split_batch`)
-        so that the training tensors hold at most 2 x rows slots; the objective and its gradient
-        are summed over the buckets, which equals the one-batch objective (a sum over queries)
-        up to floating-point summation order. A batch whose padding is within that bound stays
-        one bucket and is trained exactly as one batch. The fitted ``columns_`` are the
-        estimator's contract (a batch carries no column names)."""
-        settings = self.settings()
-        buckets = split_batch(batch) if isinstance(batch, RankingBatch) else batch
-        names = list(buckets.batches[0].feature_names) or list(getattr(self, "feature_names_", []))
-        return self._fit_buckets(buckets, settings.columns, settings, names, callback, progress)
+    def describe(self, title: str | None = None) -> str:
+        """``DELTR, gamma=1000, colorblind, fairness loss exposure_hinge``, without what ``title``
+        already says (the words of a run's report and version description)."""
+        words = ["DELTR"]
+        if not title or f"gamma={self.gamma:g}" not in title:
+            words.append(f"gamma={self.gamma:g}")
+        if self.colorblind and not (title and "colorblind" in title):
+            words.append("colorblind")
+        if self.gamma > 0:
+            words.append(f"fairness loss {self.fairness_loss}")
+        return ", ".join(words)
 
     def _fit_buckets(
         self,
@@ -357,64 +181,3 @@ class DELTR(DELTRTraining, LinearRankerParams, FittedRanker):
                                      mean=inputs.mean.cpu().numpy(), scale=inputs.std.cpu().numpy(), n_iter=n_iter,
                                      history=history)
 
-    # ------------------------------------------------------------------ inference
-    @property
-    def coef_(self) -> np.ndarray:
-        """Weights in the original (unstandardised) feature units: s = x @ coef_ + const."""
-        self.check_fitted()
-        return self.weights_ / self.scale_
-
-    def predict(self, df: pd.DataFrame) -> np.ndarray:
-        """Score every row (a linear function of its features; the query is not needed)."""
-        self.check_fitted()
-        x = self._design(df)
-        return ((x - self.mean_) / self.scale_) @ self.weights_
-
-    def predict_batch(self, batch: RankingBatch) -> torch.Tensor:
-        """Scores (Q, N) of a padded batch with this model's features; 0 on padding."""
-        self.check_fitted()
-        w = torch.as_tensor(self.weights_, dtype=batch.features.dtype, device=batch.features.device)
-        mean = torch.as_tensor(self.mean_, dtype=w.dtype, device=w.device)
-        std = torch.as_tensor(self.scale_, dtype=w.dtype, device=w.device)
-        return (((batch.features - mean) / std) @ w).masked_fill(~batch.mask, 0.0)
-
-    def rank(self, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:
-        """``df`` sorted by predicted score within each query (``query``, default the fitted
-        ``columns_.query``), with ``score`` and 1-based ``rank``."""
-        self.check_fitted()
-        q = query or self.query_
-        if q not in df.columns:
-            raise DataError(f"query column {q!r} not in the table; columns: {list(df.columns)}")
-        return rank_frame(df, self.predict(df), columns=NAMES_ONLY.replace(query=q))
-
-    # ------------------------------------------------------------------ persistence
-    def model_state(self) -> dict[str, Any]:
-        """What a model file holds besides the weight, mean and scale vectors (JSON-serialisable):
-        the format marker and version, :meth:`effective_params` as fitted, the feature, query and
-        judgment columns, ``n_iter`` and the history."""
-        self.check_fitted()
-        params = self.effective_params()
-        params.update(protected=self.columns_.group, max_iter=self.max_iter_, lr=self.lr_)
-        return {
-            "format": f"fairltr.{self._FILE_KIND}", "format_version": FORMAT_VERSION, "params": params,
-            "feature_names": self.feature_names_, "query": self.columns_.query, "judgment": self.columns_.judgment,
-            "n_iter": self.n_iter_, "history": self.history_,
-        }
-
-    def save(self, path: str | Path) -> Path:
-        """Write ``.json`` (everything as text) or ``.safetensors`` (tensors + JSON metadata),
-        atomically: a failure or Ctrl-C midway leaves the previous file intact. Another suffix
-        is a :class:`ConfigError`."""
-        p = Path(path)
-        state = self.model_state()
-        if p.suffix not in MODEL_SUFFIXES:
-            raise ConfigError(f"cannot save a DELTR model as {p}: unsupported file type {p.suffix or '(none)'!r}; "
-                              f"use one of {list(MODEL_SUFFIXES)}")
-        check_writable(p)
-        return write_model_file(p, state, {"weights": self.weights_, "mean": self.mean_, "scale": self.scale_})
-
-    @classmethod
-    def load(cls, path: str | Path) -> "DELTR":
-        """Read a model written by :meth:`save` (format chosen by suffix), validating every field
-        (:func:`fairltr.model_file.read_model_file`); messages name the class's format."""
-        return read_model_file(cls, path)

@@ -167,7 +167,9 @@ class LambdaMART(FittedRanker):
         return {"ranker": "lambdamart", **asdict(self.params), "seed": self.seed, "colorblind": self.colorblind,
                 "protected": c.group, "objective": "lambdarank"}
 
-    def describe(self) -> str:
+    def describe(self, title: str | None = None) -> str:
+        """``LambdaMART (LightGBM lambdarank), 100 trees, 31 leaves, learning rate 0.1`` (a run's
+        report and version description; ``title`` changes nothing: the heading names no setting)."""
         p = self.params
         return (f"LambdaMART (LightGBM lambdarank), {p.n_estimators} trees, {p.num_leaves} leaves, "
                 f"learning rate {p.learning_rate:g}" + (", colorblind" if self.colorblind else ""))
@@ -264,6 +266,16 @@ class LambdaMART(FittedRanker):
         }
         atomic_write_text(p, json.dumps(state, indent=1))
         return p
+
+    def saved_files(self, path: str | Path) -> list[Path]:
+        """The files :meth:`save` wrote for ``path``: the metadata, then LightGBM's text model file."""
+        return [Path(path), booster_path_for(path)]
+
+    @classmethod
+    def load_saved(cls, files: Sequence[str | Path]) -> "LambdaMART":
+        """The model :meth:`save` wrote, from :meth:`saved_files` (the booster: the second file, else
+        the one beside the metadata)."""
+        return cls.load(files[0], booster_path=files[1] if len(files) > 1 else None)
 
     @classmethod
     def load(cls, path: str | Path, booster_path: str | Path | None = None) -> "LambdaMART":

@@ -1,15 +1,22 @@
 """Lazy package exports: a package names what it re-exports and from which module, and the
 module is imported on first use. ``import fairltr`` and the console script's start-up therefore
-load neither torch nor pandas until a name that needs them is used."""
+load neither torch nor pandas until a name that needs them is used.
+
+Moved modules (:func:`moved_modules`): a package keeps the old names of its renamed submodules
+as aliases, so ``import fairltr.tracking.registry.promotion`` still works and IS the module
+``fairltr.tracking.model_registry.promotion`` (one module object: patching either name patches
+both)."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import types
 from typing import Any, Mapping
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "moved_modules"]
 
 
 class _LazyPackage(types.ModuleType):
@@ -43,3 +50,40 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> None:
     module = sys.modules[package]
     module.__dict__["_lazy_exports"] = dict(exports)
     module.__class__ = _LazyPackage
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old module name (or one below it) and loads it as the module now at the new name."""
+
+    def __init__(self) -> None:
+        self.moves: dict[str, str] = {}
+
+    def target(self, fullname: str) -> str | None:
+        for old, new in self.moves.items():
+            if fullname == old or fullname.startswith(old + "."):
+                return new + fullname[len(old):]
+        return None
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if self.target(fullname) is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return importlib.import_module(self.target(spec.name) or spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Nothing to run: the module is the new name's, already executed."""
+
+
+_MOVED = _MovedModules()
+
+
+def moved_modules(package: str, moves: Mapping[str, str]) -> None:
+    """Keep the old names of ``package``'s renamed submodules (call from its ``__init__`` with
+    ``__name__``): ``moves`` maps an old submodule name to its new one, both relative to the
+    package (``{"registry": "model_registry"}``); the old name, and every module below it,
+    imports as the new one."""
+    _MOVED.moves.update({f"{package}.{old}": f"{package}.{new}" for old, new in moves.items()})
+    if _MOVED not in sys.meta_path:
+        sys.meta_path.insert(0, _MOVED)

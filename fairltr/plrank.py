@@ -1,9 +1,9 @@
 """The PLRank estimator: a Plackett-Luce ranking policy over a linear scorer, trained for
 E[DCG] - lambda * D(pi) (Fair-PG-Rank, Singh & Joachims 2019; PL-Rank, Oosterhuis 2021/2022).
 
-The scorer is DELTR's (s = ((x - mean) / scale) @ w), so prediction, ranking, persistence and the
-MLflow ranker pyfunc are DELTR's: :class:`PLRank` subclasses :class:`~fairltr.DELTR` and
-replaces its parameters and its training loop. Each iteration samples ``samples`` rankings per
+The scorer is linear (s = ((x - mean) / scale) @ w), as DELTR's: :class:`PLRank` is a
+:class:`~fairltr.linear_ranker.LinearRanker` (prediction, ranking, persistence), a sibling of
+:class:`~fairltr.DELTR`, with its own parameters and training loop. Each iteration samples ``samples`` rankings per
 query of the current policy (Gumbel trick, every query at once), estimates E[DCG], the expected
 exposure and the disparity, and takes one Adam (or SGD) step along the PL-Rank (or REINFORCE)
 gradient estimate (:mod:`fairltr.losses.plackett_luce`). ``predict`` / ``rank`` are the policy's
@@ -21,8 +21,8 @@ import torch
 
 from fairltr.buckets import BucketedBatch
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
-from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError
+from fairltr.linear_ranker import LinearRanker
 from fairltr.losses.builtin import LAMBDA
 from fairltr.losses.merit import check_merits
 from fairltr.buckets import split_batch
@@ -60,7 +60,7 @@ class PLRankSettings:
         return self.lam
 
 
-class PLRank(DELTR):
+class PLRank(LinearRanker):
     """A Plackett-Luce policy with a linear scoring function, trained by policy gradient.
 
     Objective (maximised, summed over queries): E_pi[DCG] - ``lam`` * D(pi), with D the group
@@ -114,15 +114,8 @@ class PLRank(DELTR):
                                   optimizer=optimizer, max_iter=max_iter, lr=lr, tol=tol, reduce=reduce, seed=seed,
                                   device=device, dtype=dtype, columns=columns)
 
-    # the registry's name of this method's loss (run params, tags) and DELTR's name of the weight
+    # the registry's name of this method's loss (run params, tags)
     fairness_loss = "plrank"
-    # DELTR's optional reference category is not a PLRank parameter: the inherited fit sees none
-    reference_group = None
-
-    @property
-    def gamma(self) -> float:
-        """The fairness weight ``lam`` under DELTR's name (figures and shared checks)."""
-        return self.lam
 
     def settings(self) -> PLRankSettings:  # type: ignore[override]
         """Validate the parameters; every problem is a :class:`ConfigError` naming the allowed values."""
@@ -152,16 +145,17 @@ class PLRank(DELTR):
             "dtype": str(self.dtype).replace("torch.", ""),
         }
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
-        return f"PLRank({args})"
-
-    def set_params(self, **params: Any) -> "PLRank":
-        valid = set(self._param_names())
-        for name in params:
-            if name not in valid:
-                raise ConfigError(f"invalid parameter {name!r} for PLRank; valid parameters: {sorted(valid)}")
-        return super().set_params(**params)  # type: ignore[return-value]
+    def describe(self, title: str | None = None) -> str:
+        """``PLRank, lambda=10, squared disparity, 16 samples, plrank gradient``, without what
+        ``title`` already says (the words of a run's report and version description)."""
+        words = ["PLRank"]
+        if not title or f"lambda={self.lam:g}" not in title:
+            words.append(f"lambda={self.lam:g}")
+        words.append(f"{self.disparity} disparity" + (" per merit" if self.merit else ""))
+        words.append(f"{self.samples} samples, {self.estimator} gradient")
+        if self.colorblind and not (title and "colorblind" in title):
+            words.append("colorblind")
+        return ", ".join(words)
 
     # ------------------------------------------------------------------ training
     def _check_fairness_signal(self, batches, where, settings) -> None:  # type: ignore[override]

@@ -19,6 +19,7 @@ from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError
 from fairltr.gbdt import GBDTParams, LambdaMART
+from fairltr.plugins.rankers import Ranker
 from fairltr.losses import GAMMA
 from fairltr.metrics import DEFAULT_K, evaluate_ranking
 
@@ -247,7 +248,7 @@ class RankerOutcome:
     """What :func:`train_and_evaluate` produced: the model, the ranked test lists, the metrics and
     the audits of the test table (``{k: AuditResult}``, empty without an audit)."""
 
-    model: DELTR | LambdaMART
+    model: Ranker
     ranked: pd.DataFrame | None
     metrics: dict[str, float] | None
     audits: dict = field(default_factory=dict)
@@ -286,7 +287,7 @@ def validate_tables(train: pd.DataFrame, test: pd.DataFrame | None, spec: Featur
 
 
 def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS, *,
-               progress: bool = False) -> DELTR | LambdaMART:
+               progress: bool = False) -> Ranker:
     """Fit the setting's model on ``train`` (a table; the Lightning engine also takes a Parquet
     path, streamed). FA*IR pre-processing, when set, is applied to the table first."""
     features = chosen_features(spec)
@@ -321,7 +322,7 @@ def fit_ranker(train: pd.DataFrame | str, spec: RankerSpec, columns: RankingColu
     return train_deltr_lightning(data, **kwargs)
 
 
-def rank_with(model: DELTR | LambdaMART, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
+def rank_with(model: Ranker, test: pd.DataFrame, spec: RankerSpec, columns: RankingColumns = DEFAULT_COLUMNS) -> pd.DataFrame:
     """``test`` sorted by the model's score within each query (``score``, 1-based ``rank``),
     FA*IR / multinomial FA*IR / Geyik post-processed when the spec says so, each through its
     declared re-ranker (:data:`fairltr.fair.rerankers.RERANKERS`); then the order is the re-ranked
@@ -387,7 +388,7 @@ def evaluate_ranked_audits(ranked: pd.DataFrame, columns: RankingColumns = DEFAU
 
 def train_and_evaluate(train: pd.DataFrame | str, test: pd.DataFrame | None, spec: RankerSpec,
                        columns: RankingColumns = DEFAULT_COLUMNS, *, k: Sequence[int] = DEFAULT_K,
-                       progress: bool = False, model: DELTR | LambdaMART | None = None, audit: Any = None,
+                       progress: bool = False, model: Ranker | None = None, audit: Any = None,
                        extra_audit_ks: Sequence[int] = (), audit_required: bool | None = None,
                        ties: str = "expected") -> RankerOutcome:
     """Fit (unless a fitted ``model`` is given, e.g. one base model re-ranked by many FA*IR

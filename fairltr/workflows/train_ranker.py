@@ -10,9 +10,8 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from fairltr.deltr import DELTR
+from fairltr.plugins.rankers import Ranker
 from fairltr.errors import ConfigError
-from fairltr.gbdt import LambdaMART, booster_path_for
 from fairltr.metrics import DEFAULT_K
 from fairltr.workflows.options import RankingSource, TrackingOptions
 from fairltr.workflows.outputs import OutputSet, check_output_file
@@ -84,7 +83,7 @@ class TrainRankerConfig(RankerJobConfig):
 
 @dataclass
 class TrainRankerResult:
-    model: DELTR | LambdaMART
+    model: Ranker
     metrics: dict[str, float] | None
     files: dict[str, Path]
     run_id: str | None = None
@@ -162,8 +161,8 @@ def publish_ranker(train_fn: Callable[[], Any], *, out_dir: Path, model_format: 
     model = outcome.model
     with out:
         path = out.path(f"model.{model_format}")
-        if isinstance(model, LambdaMART):
-            out.path(booster_path_for(path).name)  # LightGBM's text model file, written by save()
+        for companion in model.saved_files(path)[1:]:  # e.g. LambdaMART's LightGBM text file, written by save()
+            out.path(companion.name)
         model.save(path)
         if outcome.ranked is not None:
             from fairltr.io import write_table
@@ -263,7 +262,7 @@ class EvaluateRankerConfig:
 
 @dataclass
 class EvaluateRankerResult:
-    model: DELTR | LambdaMART
+    model: Ranker
     metrics: dict[str, float]
     files: dict[str, Path]
     audit: Any = None  # the AuditResult at the audit's cut-off, when audited

@@ -20,8 +20,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from fairltr.deltr import DELTR
-from fairltr.gbdt import LambdaMART
+from fairltr.plugins.rankers import Ranker
+from fairltr.rankers import declaration_of
 from fairltr.tracking.evaluation.result_metrics import log_result_metrics
 
 __all__ = ["frame_fingerprint", "file_fingerprint", "run_params", "log_history", "log_metrics_finite",
@@ -49,7 +49,7 @@ def file_fingerprint(path: str | Path, chunk: int = 1 << 20) -> str:
 
 
 def run_params(
-    model: DELTR, train_df: pd.DataFrame | None = None, data_paths: Mapping[str, str | Path] | None = None
+    model: Ranker, train_df: pd.DataFrame | None = None, data_paths: Mapping[str, str | Path] | None = None
 ) -> dict[str, Any]:
     """Everything that identifies a training run's settings: the constructor arguments, the
     values of the fairness loss's declared hyper-parameters (registry), features, data sizes and
@@ -228,7 +228,7 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
-def _figures(model: DELTR, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
+def _figures(model: Ranker, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
     from fairltr.tracking.evaluation.plots import exposure_by_position, figure_to_png, training_curve
 
     figs: dict[str, bytes] = {}
@@ -236,37 +236,20 @@ def _figures(model: DELTR, frame: pd.DataFrame, split: str) -> dict[str, bytes]:
     if group in frame.columns and model.query_ in frame.columns:
         figs["exposure_by_position.png"] = figure_to_png(exposure_by_position(
             frame, model.predict(frame), query=model.query_, group=group))
-    if model.history and isinstance(model, DELTR):
-        figs["training_curve.png"] = figure_to_png(training_curve(model.history, gamma=model.gamma))
+    declared = declaration_of(model)
+    if model.history and declared.curve_caption is not None:
+        figs["training_curve.png"] = figure_to_png(training_curve(model.history, gamma=declared.weight_of(model)))
     return figs
 
 
-def _model_words(model: DELTR, title: str | None) -> str:
+def _model_words(model: Ranker, title: str | None) -> str:
     """``DELTR, gamma=1000, exposure_hinge`` (``PLRank, lambda=10, squared disparity, 32 samples``)
-    without what ``title`` already says (a LambdaMART model: its own description)."""
-    if isinstance(model, LambdaMART):
-        return model.describe()
-    if model._FILE_KIND == "PLRank":
-        words = ["PLRank"]
-        if not title or f"lambda={model.lam:g}" not in title:
-            words.append(f"lambda={model.lam:g}")
-        words.append(f"{model.disparity} disparity" + (" per merit" if model.merit else ""))
-        words.append(f"{model.samples} samples, {model.estimator} gradient")
-        if model.colorblind and not (title and "colorblind" in title):
-            words.append("colorblind")
-        return ", ".join(words)
-    words = ["DELTR"]
-    if not title or f"gamma={model.gamma:g}" not in title:
-        words.append(f"gamma={model.gamma:g}")
-    if model.colorblind and not (title and "colorblind" in title):
-        words.append("colorblind")
-    if model.gamma > 0:
-        words.append(f"fairness loss {model.fairness_loss}")
-    return ", ".join(words)
+    without what ``title`` already says: the model's own :meth:`~fairltr.plugins.Ranker.describe`."""
+    return model.describe(title)
 
 
 def log_deltr_run(
-    model: DELTR,
+    model: Ranker,
     *,
     train_df: pd.DataFrame,
     test_df: pd.DataFrame | None = None,
@@ -303,7 +286,7 @@ def log_deltr_run(
     return run.info.run_id
 
 
-def log_ranker_into_run(run_id: str, model: DELTR | LambdaMART, *, train_df: pd.DataFrame, test_df: pd.DataFrame | None = None,
+def log_ranker_into_run(run_id: str, model: Ranker, *, train_df: pd.DataFrame, test_df: pd.DataFrame | None = None,
                         test_metrics: Mapping[str, float] | None = None, params: Mapping[str, Any] | None = None,
                         data_paths: Mapping[str, str | Path] | None = None, register: str | None = None,
                         title: str | None = None, tags: Mapping[str, str] | None = None,
@@ -374,13 +357,12 @@ def _withdraw_if_interrupted(exc: BaseException, register: str | None, run_id: s
         withdraw_registration(register, run_id)
 
 
-def _heading(model: DELTR | LambdaMART, title: str | None) -> str:
+def _heading(model: Ranker, title: str | None) -> str:
     """The report's and the version description's heading: ``title``, else the ranker and its weight."""
-    return title or (f"PLRank lambda={model.gamma:g}" if model._FILE_KIND == "PLRank" else
-                     f"DELTR gamma={model.gamma:g}" if isinstance(model, DELTR) else model._FILE_KIND)
+    return title or declaration_of(model).heading(model)
 
 
-def _input_example(model: DELTR | LambdaMART, train_df: pd.DataFrame) -> pd.DataFrame:
+def _input_example(model: Ranker, train_df: pd.DataFrame) -> pd.DataFrame:
     """The model's input example: the first 5 rows of the query, feature and group columns it reads
     (the group column types the signature's optional input)."""
     keep = [c for c in dict.fromkeys([model.query_, *model.feature_names_, model.columns_.group])
@@ -388,7 +370,7 @@ def _input_example(model: DELTR | LambdaMART, train_df: pd.DataFrame) -> pd.Data
     return train_df[keep].head(5)
 
 
-def _log_model(run_id: str, model: DELTR | LambdaMART, example: pd.DataFrame, *, register: str | None,
+def _log_model(run_id: str, model: Ranker, example: pd.DataFrame, *, register: str | None,
                serving: Mapping[str, Any]) -> Any:
     """Log the pyfunc model (registered as ``register`` when given; ``serving``: the
     :func:`log_ranker_model` serving options), then the training history linked to it, and tag
@@ -412,7 +394,7 @@ def _record_version(client: Any, register: str, info: Any, description: str) -> 
     client.update_model_version(register, version, description=description)
 
 
-def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, test_df: pd.DataFrame | None,
+def _log_inputs(run_id: str, model: Ranker, train_df: pd.DataFrame, test_df: pd.DataFrame | None,
                 paths: Mapping[str, str | Path], *, params: Mapping[str, Any] | None, title: str | None,
                 tags: Mapping[str, str] | None, rename: bool, train_sample: bool, serve_rerank: str | None,
                 serving: Mapping[str, str | None] | None = None) -> dict[str, Any]:
@@ -430,7 +412,7 @@ def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, 
 
     all_params.update({k: redact_uri(v) for k, v in (serving or {}).items() if v})
     log_params(run_id, all_params)
-    run_tags = {"fairltr.model": model._FILE_KIND}
+    run_tags = {"fairltr.model": declaration_of(model).label}
     if model.fairness_loss is not None:
         run_tags["fairltr.fairness_loss"] = model.fairness_loss
     if title and rename:
@@ -443,7 +425,7 @@ def _log_inputs(run_id: str, model: DELTR | LambdaMART, train_df: pd.DataFrame, 
     return all_params
 
 
-def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, train_df: pd.DataFrame, split: str, *,
+def _log_results(run_id: str, model: Ranker, frame: pd.DataFrame, train_df: pd.DataFrame, split: str, *,
                  heading: str, data_name: str, test_metrics: Mapping[str, float] | None,
                  all_params: Mapping[str, Any], audits: Mapping[int, Any] | None = None,
                  audit_k: int | None = None) -> dict[str, float]:
@@ -468,9 +450,7 @@ def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, tr
         for name, png in figs.items():
             (Path(tmp) / name).write_bytes(png)
         captions = {"exposure_by_position.png": f"{POSITION_CAPTION}, {split} split",
-                    "training_curve.png": ("Training objective per iteration: total = E[DCG] - lambda x disparity "
-                                           "(sampled, maximised)" if model._FILE_KIND == "PLRank" else
-                                           "Training objective per iteration: total = listnet + gamma x exposure")}
+                    "training_curve.png": declaration_of(model).curve_caption or "Training objective per iteration"}
         report = fairness_report_html(
             heading, subtitle=f"{_model_words(model, heading)} · run {run_id} · metrics on {data_name}",
             metrics=logged, counts=split_counts(test_metrics or {})[1], params=all_params,
@@ -485,7 +465,7 @@ def _log_results(run_id: str, model: DELTR | LambdaMART, frame: pd.DataFrame, tr
     return logged
 
 
-def version_description(title: str, model: DELTR, metrics: Mapping[str, float], split: str,
+def version_description(title: str, model: Ranker, metrics: Mapping[str, float], split: str,
                         serve_rerank: str | None = None, serve_overrides: str | None = None) -> str:
     """One line for a newly registered version: what it is, its fairness on ``split`` and the
     serving policy it applies (when one was recorded)."""

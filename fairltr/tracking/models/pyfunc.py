@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from fairltr.fair.policy import ServingPolicy, overrides_text, parse_overrides, parse_policy
-from fairltr.gbdt import LambdaMART
+from fairltr.rankers import declaration_of
 from fairltr.tracking.runs.config import registry_prints_follow_log_level
 from fairltr.tracking.models.loader_form import stage_package
 from fairltr.tracking.models.ranker_model import (  # noqa: F401 (re-exported: the paths logged models and callers name)
@@ -73,8 +73,6 @@ __all__ = ["FairltrRanker", "log_ranker_model", "ranker_pip_requirements", "pred
            "load_ranker_artifacts", "ranker_from_config", "MODEL_CODE", "PROVENANCE_COLUMNS", "SAMPLE_COLUMNS"]
 
 MODEL_CODE = Path(__file__).with_name("ranker_code.py")
-WEIGHTS_FILE = "deltr.safetensors"
-LAMBDAMART_FILE = "lambdamart.json"  # + LightGBM's lambdamart.txt beside it
 _REQUIREMENTS = ("torch", "numpy", "pandas", "scipy", "safetensors", "mlflow")
 
 
@@ -135,15 +133,10 @@ def _serving_signature(signature, optional: tuple[str, ...], columns: list[str],
 
 def _save_artifacts(model: Ranker, folder: Path) -> dict[str, Path]:
     """Save ``model``'s files in ``folder`` (the model's ``artifacts/``): ``{path in the model
-    folder: local file}``; a LambdaMART model adds its booster."""
-    lambdamart = isinstance(model, LambdaMART)
-    weights = model.save(folder / (LAMBDAMART_FILE if lambdamart else WEIGHTS_FILE))
-    files = {f"artifacts/{weights.name}": weights}
-    if lambdamart:
-        from fairltr.gbdt import booster_path_for
-
-        files[f"artifacts/{booster_path_for(weights).name}"] = booster_path_for(weights)
-    return files
+    folder: local file}``: the declared model file and its companions (a LambdaMART model's booster)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = model.save(folder / declaration_of(model).model_file)
+    return {f"artifacts/{f.name}": f for f in model.saved_files(weights)}
 
 
 def _example_output(model: Ranker, example: pd.DataFrame, policy: ServingPolicy, group: str | None,
@@ -167,7 +160,7 @@ def _model_config(model: Ranker, policy: ServingPolicy, allowed: str, log_uri: s
     return {"format": LOADER_FORMAT, "kind": "ranker", "query": model.query_, "group": c.group,
             "groups": list(c.groups), "item": c.item, "serve_rerank": policy.describe(), "serve_overrides": allowed,
             "decision_log": log_uri, "input_types": types, "weights": weights[0],
-            **({"model": "LambdaMART", "booster": weights[1]} if len(weights) > 1 else {}),
+            **({"model": declaration_of(model).label, "booster": weights[1]} if len(weights) > 1 else {}),
             **({"serve_sample": True, "serve_sample_salt": uuid.uuid4().hex} if sample else {})}
 
 
@@ -207,7 +200,7 @@ def log_ranker_model(
     sample = _check_sampling(model, bool(serve_sample), policy)
     allowed = overrides_text(parse_overrides(serve_overrides, policy))
     log_uri = check_recordable_uri(decision_log)
-    lambdamart = isinstance(model, LambdaMART)
+    declared = declaration_of(model)
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
         files = _save_artifacts(model, tmp_path / "artifacts")
@@ -215,13 +208,13 @@ def log_ranker_model(
         code = stage_package(tmp_path / "code")
         wheel = build_wheel(code, tmp_path / "wheel", md.version("fairltr"))
         files.update({"ranker_code.py": MODEL_CODE, "code/fairltr": code, f"code/{wheel.name}": wheel})
-        config = _model_config(model, policy, allowed, log_uri, types, list(files)[:2 if lambdamart else 1], sample)
+        config = _model_config(model, policy, allowed, log_uri, types, [k for k in files if k.startswith("artifacts/")], sample)
         with registry_prints_follow_log_level(), warnings.catch_warnings():
             # MLflow infers the example's schema again: the same hint on the int query id column
             warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer", category=UserWarning)
             info = log_loader_model(
                 name, files, config,
-                pip_requirements=[*ranker_pip_requirements(("lightgbm",) if lambdamart else ()), wheel_requirement(wheel)],
+                pip_requirements=[*ranker_pip_requirements(declared.requirements), wheel_requirement(wheel)],
                 signature=signature, input_example=input_example, **log_kwargs)
         record_digest(info, files, register=register or None, version_tags={"fairltr.kind": "ranker"})
     return info

@@ -20,12 +20,11 @@ import pandas as pd
 import mlflow.pyfunc
 
 from fairltr.columns import RankingColumns
-from fairltr.deltr import DELTR
 from fairltr.errors import ConfigError, DataError
 from fairltr.fair.policy import (NO_POLICY, OVERRIDE_FIELDS, ServingPolicy, apply_policy, overrides_text, parse_overrides,
                                  parse_policy, policy_from_params)
-from fairltr.gbdt import LambdaMART
-from fairltr.rankers import load_ranker
+from fairltr.plugins.rankers import Ranker
+from fairltr.rankers import declaration_of, load_ranker_files
 from fairltr.tracking.models.ranks import aligned_ranks
 from fairltr.tracking.models.signature_types import check_identifier_columns
 
@@ -37,16 +36,12 @@ PROVENANCE_COLUMNS = ("policy", "model_name", "model_version", "model_digest", "
 SAMPLE_COLUMNS = ("sampled", "sample_seed", "sample_request_id")
 """The columns a sampling PLRank pyfunc adds: the ranking was sampled, with which seed, for which request id."""
 
-Ranker = DELTR | LambdaMART
-
-
 def load_ranker_artifacts(weights: str | Path, booster: str | Path | None = None) -> Ranker:
-    """The ranker of a logged model's artifacts with fairltr's validating loaders: a LambdaMART
-    model (``weights`` = its JSON, ``booster`` = LightGBM's text file), else the class the
-    weights file's format marker names (:func:`fairltr.rankers.load_ranker`)."""
-    if booster is not None:
-        return LambdaMART.load(weights, booster_path=booster)
-    return load_ranker(weights)
+    """The ranker of a logged model's artifacts with fairltr's validating loaders: the class the
+    weights file's format marker names reads ``weights`` and its companion file ``booster`` (a
+    LambdaMART model's LightGBM text file; the config key every logged model has used) with
+    :meth:`~fairltr.plugins.Ranker.load_saved` (:func:`fairltr.rankers.load_ranker_files`)."""
+    return load_ranker_files([weights] if booster is None else [weights, booster])
 
 
 def predict_frame(model: Ranker, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:
@@ -195,7 +190,7 @@ class FairltrRanker(mlflow.pyfunc.PythonModel):
 
 def _check_sampling(model: Ranker, sample: bool, policy: ServingPolicy) -> bool:
     """``sample``, refused (ConfigError) for a model that is no Plackett-Luce policy or with a re-ranking policy."""
-    if sample and getattr(model, "_FILE_KIND", None) != "PLRank":
+    if sample and not declaration_of(model).stochastic:
         raise ConfigError(f"--serve-sample serves draws of a Plackett-Luce policy: a PLRank model, not "
                           f"{type(model).__name__}")
     if sample and policy.active:
