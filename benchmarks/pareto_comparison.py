@@ -1,7 +1,7 @@
 """One front for the field: every registered ranking sweep method on one Pareto plot per dataset.
 
 For each dataset, one NSGA-II study per method registered in the sweep registry
-(``fairltr.workflows.sweep_registry``, ranking methods: DELTR, FA*IR pre/post, LambdaMART,
+(``fairltr.workflows.sweep_plugins``, ranking methods: DELTR, FA*IR pre/post, LambdaMART,
 LambdaMART + FA*IR, and whatever else is registered), all with the same budget and seed, each run
 by the sweep workflow itself (:func:`fairltr.workflows.run_sweep_job`, the code path of
 ``fairltr sweep``) on the methods' default objectives (``kendall_tau`` up, ``exposure_disparity``
@@ -324,7 +324,7 @@ def storage_of(out: Path, dataset: str) -> str:
 
 
 def common_objectives(methods: list[str]):
-    from fairltr.workflows.sweep_registry import get_sweep_method
+    from fairltr.workflows.sweep_plugins import get_sweep_method
     from tuning.objectives import parse_objectives
 
     defaults = {get_sweep_method(m).default_objectives for m in methods}
@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     import optuna
 
-    from fairltr.workflows.sweep_registry import get_sweep_method, sweep_method_names
+    from fairltr.workflows.sweep_plugins import get_sweep_method, sweep_method_names
     from tuning.plots import plot_fronts
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -1,7 +1,7 @@
 """The cost of one sweep trial per method, as benchmarks/pareto_comparison.py runs them.
 
 Each method's trial is built by the sweep registry exactly as the comparison's studies build it
-(:func:`fairltr.workflows.sweep_registry.get_sweep_method` ``.trial``, the folds of
+(:func:`fairltr.workflows.sweep_plugins.get_sweep_method` ``.trial``, the folds of
 :func:`pareto_comparison.load_folds`, PLRank's ``--plrank-max-iter`` iterations), and called at
 four values of its searched weight: 0 (the space's "with 0" point), the declared range's low end,
 its geometric middle and its high end (DELTR: gamma 0, 100, 3.2e4, 1e7; PLRank: lambda 0, 0.1,
@@ -33,7 +33,7 @@ from pareto_comparison import DATA, load_folds  # noqa: E402
 def trial_runner(method: str, folds, plrank_max_iter: int, seed: int):
     """The method's sweep trial over ``folds`` (the comparison's settings) and its four values."""
     from fairltr.columns import DEFAULT_COLUMNS
-    from fairltr.workflows.sweep_registry import SweepInputs, get_sweep_method
+    from fairltr.workflows.sweep_plugins import SweepInputs, get_sweep_method
     from tuning.sweep import SweepConfig
 
     cfg = SweepConfig(method=method, train="train", test="test", n_trials=1, study="times", seed=seed,

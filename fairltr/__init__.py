@@ -13,7 +13,9 @@ if _startup.is_console_script():  # Ctrl-C while the CLI imports: one line, exit
 
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns, resolve_columns  # noqa: E402
 from fairltr.errors import ConfigError, DataError, FairltrError, NotFittedError  # noqa: E402
-from fairltr.lazy import lazy_exports  # noqa: E402
+from fairltr.lazy import lazy_exports, moved_modules  # noqa: E402
+
+moved_modules(__name__, {"cli.registry_commands": "cli.model_registry_commands"})  # an old module name
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,7 @@ from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.errors import ConfigError
 from fairltr.linear_ranker import REFERENCE_CODES, LinearRanker, rank_frame  # noqa: F401  (re-exported)
 from fairltr.losses.builtin import GAMMA
-from fairltr.losses.registry import get_loss
+from fairltr.losses.plugins import get_loss
 from fairltr.model_file import (ARRAY_KEYS, DTYPES, FORMAT_VERSION, HISTORY_KEYS, MODEL_SUFFIXES,  # noqa: F401
                                 PARAM_KINDS as _PARAM_KINDS, STATE_KEYS)
 from fairltr.ranker_params import OptimiserChoices

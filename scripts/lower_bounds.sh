@@ -59,7 +59,7 @@ echo "== core and tracking tests at the lower bounds"
   tests/fairltr --ignore=tests/fairltr/cli --ignore=tests/fairltr/workflows \
   --ignore=tests/fairltr/tracking/models/test_retriever.py \
   --ignore=tests/fairltr/tracking/evaluation/test_retrieval_evaluator.py \
-  --ignore=tests/fairltr/tracking/registry/test_promotion_retriever.py \
+  --ignore=tests/fairltr/tracking/model_registry/test_promotion_retriever.py \
   --ignore=tests/fairltr/tracking/models/test_retriever_corpus_encoding.py \
   --ignore=tests/fairltr/tracking/job_logging/test_sweep_runs.py \
   --deselect=tests/fairltr/tracking/test_mlproject_runs.py::test_train_dpr_registers_a_retriever \

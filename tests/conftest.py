@@ -49,8 +49,8 @@ def ddtp_data() -> Path:
 def loss_registry():
     """The fairness-loss registry module, restored after the test (everything the test
     registered, removed or loaded from entry points is undone): see
-    :func:`fairltr.losses.registry.registry_snapshot`."""
-    from fairltr.losses import registry
+    :func:`fairltr.losses.plugins.registry_snapshot`."""
+    from fairltr.losses import plugins as registry
 
     with registry.registry_snapshot():
         yield registry

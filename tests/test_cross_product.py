@@ -120,7 +120,7 @@ def test_evaluate_model(cases, kind, ftype):
 def test_promote(cases, kind, ftype):
     import mlflow
 
-    from fairltr.tracking.registry.decision import decision_record
+    from fairltr.tracking.model_registry.decision import decision_record
 
     c = cases[(kind, ftype)]
     res = CliRunner().invoke(cli, ["promote", "--model", c["name"], "--version", "1", "--data",
@@ -213,7 +213,7 @@ def test_promote_without_group_reads_the_model_groups(cases, kind, ftype):
     (as ``evaluate-model`` does): the decision record's values equal those with the groups given."""
     import mlflow
 
-    from fairltr.tracking.registry.decision import decision_record
+    from fairltr.tracking.model_registry.decision import decision_record
 
     c = cases[(kind, ftype)]
     per_attribute = f"impact_ratio_at_10.{':'.join(c['groups'])}>=0"
@@ -252,7 +252,7 @@ def test_promote_computes_the_cutoff_its_gate_names(cases, kind, ftype):
     decision records the independent figure at 7, never a missing value."""
     import mlflow
 
-    from fairltr.tracking.registry.decision import decision_record
+    from fairltr.tracking.model_registry.decision import decision_record
 
     c = cases[(kind, ftype)]
     res = CliRunner().invoke(cli, ["promote", "--model", c["name"], "--version", "1", "--data",

@@ -70,7 +70,7 @@ class SweepConfig:
     plot: bool = True
     method_options: dict[str, Any] = field(default_factory=dict)  # passed to the method's trial builder (dpr)
     register_best: str | None = None  # register the best trade-off under this name (fairltr.workflows.sweep)
-    # (method: a name registered in fairltr.workflows.sweep_registry; tuning never builds trials itself)
+    # (method: a name registered in fairltr.workflows.sweep_plugins; tuning never builds trials itself)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from fairltr.cli import (  # noqa: F401
     audit_commands, deltr_commands, dpr_commands, fair_commands, gbdt_commands, monitor_commands, plrank_commands, sweep_commands,
     tracking_commands,
 )
-from fairltr.cli import registry_commands  # noqa: F401,E402  (verify-alias, webhook-receiver)
+from fairltr.cli import model_registry_commands  # noqa: F401,E402  (verify-alias, webhook-receiver)
 from fairltr.cli.app import cli, run
 
 

@@ -14,7 +14,7 @@ from fairltr.cli.app import cli, train
 from fairltr.cli.option_rules import option_rules, tracking_rules, used_when
 from fairltr.cli.options import tracking_from, tracking_options
 from fairltr.losses.builtin import ALPHA
-from fairltr.losses.registry import available_losses, get_loss
+from fairltr.losses.plugins import available_losses, get_loss
 
 FAIRNESS_CHOICES = ["none", *available_losses("retrieval")]
 

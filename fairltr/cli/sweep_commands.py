@@ -14,8 +14,8 @@ from fairltr.errors import ConfigError
 
 
 def _sweep_method_names() -> list[str]:
-    """The registered sweep methods (:mod:`fairltr.workflows.sweep_registry`), a plugin's too."""
-    from fairltr.workflows.sweep_registry import sweep_method_names
+    """The registered sweep methods (:mod:`fairltr.workflows.sweep_plugins`), a plugin's too."""
+    from fairltr.workflows.sweep_plugins import sweep_method_names
 
     return sweep_method_names()
 
@@ -49,13 +49,13 @@ RANKING_COLUMNS = {"query": "--query", "group": "--group", "judgment": "--judgme
 
 
 def _method(values):
-    from fairltr.workflows.sweep_registry import get_sweep_method
+    from fairltr.workflows.sweep_plugins import get_sweep_method
 
     return get_sweep_method(values["method"])
 
 
 def _methods_with(test) -> str:
-    from fairltr.workflows.sweep_registry import sweep_methods
+    from fairltr.workflows.sweep_plugins import sweep_methods
 
     return ", ".join(m.name for m in sweep_methods() if test(m)) or "none"
 
@@ -184,7 +184,7 @@ def sweep(method, train, test, n_trials, study, storage, objectives, constraints
     from fairltr.workflows import SweepConfig
     from fairltr.workflows.sweep import one_torch_thread
 
-    from fairltr.workflows.sweep_registry import get_sweep_method
+    from fairltr.workflows.sweep_plugins import get_sweep_method
 
     one_torch_thread()
     options = get_sweep_method(method).method_options(dict(

@@ -279,7 +279,7 @@ def differences_table(differences) -> str:
 def mark_run_cmd(run_id, status, force):
     """End an MLflow run that a fairltr command left RUNNING because it lost the tracking server
     (that command printed this run id). Runs that are not RUNNING are left alone unless --force."""
-    from fairltr.workflows.registry import mark_run
+    from fairltr.workflows.model_registry import mark_run
 
     before, after = mark_run(run_id, status, force=force)
     if before == after:

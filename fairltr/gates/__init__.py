@@ -1,5 +1,5 @@
 """The one bound grammar of fairltr (pure core: no MLflow, no Optuna): promotion gates
-(:mod:`fairltr.tracking.registry`), sweep constraints (:func:`tuning.parse_constraint`) and the
+(:mod:`fairltr.tracking.model_registry`), sweep constraints (:func:`tuning.parse_constraint`) and the
 audit jobs' preset names (:mod:`fairltr.metrics.audit_jobs`) all parse with :func:`parse_gate`.
 
 A gate is one of

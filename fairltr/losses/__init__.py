@@ -5,9 +5,11 @@ The registry and the built-in entries load without torch; the torch functions ar
 (:mod:`fairltr.lazy`).
 """
 
-from fairltr.lazy import lazy_exports
+from fairltr.lazy import lazy_exports, moved_modules
+
+moved_modules(__name__, {"registry": "plugins"})  # the loss plugins' old module name
 from fairltr.losses.builtin import ALPHA, GAMMA, LAMBDA
-from fairltr.losses.registry import (
+from fairltr.losses.plugins import (
     ENTRY_POINT_GROUP,
     FUSED_VARIANTS,
     RETRIEVAL_INPUTS,

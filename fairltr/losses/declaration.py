@@ -1,7 +1,7 @@
 """What a fairness loss declaration is (:class:`FairnessLoss`, its :class:`HyperParam` weights and
 options) and the registry object the declarations are registered in (:data:`LOSSES`,
 :func:`register_loss`). This module names no declaration: the built-ins
-(:mod:`fairltr.losses.builtin`) import it, and :mod:`fairltr.losses.registry` (the lookups, which
+(:mod:`fairltr.losses.builtin`) import it, and :mod:`fairltr.losses.plugins` (the lookups, which
 re-exports every name here) imports the built-ins first, so no declaration reaches the code that
 looks it up.
 
@@ -169,7 +169,7 @@ class FairnessLoss:
 
 LOSSES: PluginRegistry[FairnessLoss] = PluginRegistry("fairness loss", FairnessLoss, group=ENTRY_POINT_GROUP)
 """Every fairness loss (:mod:`fairltr.plugins.registry`): the built-ins of :mod:`fairltr.losses.builtin`
-(registered when it is imported; :mod:`fairltr.losses.registry` imports it), then the
+(registered when it is imported; :mod:`fairltr.losses.plugins` imports it), then the
 ``fairltr.losses`` entry points, scanned on the first lookup."""
 _REGISTRY = LOSSES._items  # the registry's own dict (tests snapshot it)
 

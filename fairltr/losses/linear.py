@@ -29,7 +29,7 @@ from fairltr.losses.builtin import GAMMA
 from fairltr.losses.exposure import V1, check_group_ids, exposure_disparity
 from fairltr.losses.listnet import top_one_probability
 from fairltr.losses.objective import ObjectiveTerms
-from fairltr.losses.registry import get_loss
+from fairltr.losses.plugins import get_loss
 
 __all__ = ["LinearDELTRObjective", "fused_variant", "masked_moments"]
 
@@ -38,7 +38,7 @@ Variant = Literal["hinge", "symmetric"] | None
 
 def fused_variant(fairness_loss: str) -> tuple[bool, Variant]:
     """Whether the registered ranking loss ``fairness_loss`` has a fused form, and its variant:
-    what its registry entry declares (:attr:`~fairltr.losses.registry.FairnessLoss.fused`).
+    what its registry entry declares (:attr:`~fairltr.losses.plugins.FairnessLoss.fused`).
 
     The built-in ``none`` (no fairness term), ``exposure_hinge`` and ``exposure_symmetric`` do; a
     plugin loss that declares nothing (or one re-registered under those names without the

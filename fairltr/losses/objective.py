@@ -9,7 +9,7 @@ import torch
 from fairltr.errors import ConfigError
 from fairltr.losses.builtin import GAMMA
 from fairltr.losses.listnet import listnet_loss
-from fairltr.losses.registry import get_loss
+from fairltr.losses.plugins import get_loss
 
 __all__ = ["ObjectiveTerms", "deltr_objective", "ranking_loss_options"]
 

@@ -6,8 +6,10 @@ Exports are lazy (:mod:`fairltr.lazy`) except the registry's: reading a metric's
 loads no torch.
 """
 
-from fairltr.lazy import lazy_exports
-from fairltr.metrics.registry import (
+from fairltr.lazy import lazy_exports, moved_modules
+
+moved_modules(__name__, {"registry": "plugins"})  # the metric plugins' old module name
+from fairltr.metrics.plugins import (
     AUDIT_METRICS, CI_SUFFIXES, direction, direction_label, DIRECTIONS, distance_from_ideal, HEADLINE_METRICS,
     headline_metrics, higher_is_better, ideal, is_better, is_metric_key, key_part, metric_info, MetricInfo,
     METRICS, optimisation_direction, QUERY_INTERVAL_METRICS,

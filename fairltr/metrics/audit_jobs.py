@@ -29,7 +29,7 @@ __all__ = ["names_scoring_rate", "audit_wanted", "make_audit_config", "audit_cut
            "audit_evaluation", "interval_metadata", "write_audit_table", "AUDIT_TABLE_COLUMNS", "INTERVAL_KEYS",
            "audit_to_config", "audit_from_config"]
 
-from fairltr.metrics.registry import AUDIT_METRICS  # noqa: E402  (SPEC 3b's worst-case figures, declared once)
+from fairltr.metrics.plugins import AUDIT_METRICS  # noqa: E402  (SPEC 3b's worst-case figures, declared once)
 # the audit table's columns, in the contract's order (the _ci_low/_ci_high ones follow when ci > 0)
 AUDIT_TABLE_COLUMNS = ("attribute", "category", "n_candidates", "n_queries", "selected_at_k", "selection_rate_at_k",
                        "impact_ratio_at_k", "exposure", "exposure_ratio", "merit", "exposure_per_merit", "excluded")

@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 
 from fairltr.errors import ConfigError, OptionError
 from fairltr.metrics.labels import attribute_key, intersection_name
-from fairltr.metrics.registry import AUDIT_METRICS, metric_info
+from fairltr.metrics.plugins import AUDIT_METRICS, metric_info
 
 __all__ = ["EVALUATORS", "uncomputed_reason", "check_computed"]
 

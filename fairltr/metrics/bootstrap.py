@@ -21,7 +21,7 @@ from fairltr.metrics.audit import AuditConfig, prepare_audit, resampled_figures,
 from fairltr.metrics.evaluate import (
     DEFAULT_K, _metric_columns, aggregate, per_query_extra, per_query_metrics, plan_order, score_buckets,
 )
-from fairltr.metrics.registry import metric_info
+from fairltr.metrics.plugins import metric_info
 from fairltr.data import numeric_column
 from fairltr.metrics.audit import finite_scores
 from fairltr.metrics.resampling import canonical_row_order, query_weights, resolve_unit  # noqa: F401  (re-exported)

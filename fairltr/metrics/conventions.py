@@ -59,11 +59,11 @@ class RelevanceConventions:
 
     def apply(self, per_query: dict[str, torch.Tensor], n_candidates: torch.Tensor) -> dict[str, torch.Tensor]:
         """``per_query`` with the undefined values of the metrics declared ``needs_relevant``
-        (:class:`~fairltr.metrics.registry.MetricInfo`: nDCG, MRR, recall, plugins that say so) set
+        (:class:`~fairltr.metrics.plugins.MetricInfo`: nDCG, MRR, recall, plugins that say so) set
         to 0 for every query that has candidates (``n_candidates`` (Q,)), when ``empty_queries="zero"``."""
         if self.empty_queries == "skip":
             return per_query
-        from fairltr.metrics.registry import is_metric_key, metric_info
+        from fairltr.metrics.plugins import is_metric_key, metric_info
 
         has = n_candidates > 0
         out = dict(per_query)

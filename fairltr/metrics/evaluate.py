@@ -26,7 +26,7 @@ from fairltr.metrics.ordering import TiedRanks, ranks_by, tied_ranks
 from fairltr.metrics.parity import RATIO_DERIVED, derive_from_ratio
 from fairltr.metrics.per_query_builtins import RankingView
 from fairltr.metrics.per_query_builtins import tied_share
-from fairltr.metrics.registry import CI_SUFFIXES, QUERY_INTERVAL_METRICS, headline_metrics, per_query_declarations
+from fairltr.metrics.plugins import CI_SUFFIXES, QUERY_INTERVAL_METRICS, headline_metrics, per_query_declarations
 
 __all__ = ["per_query_metrics", "tied_score_share", "aggregate", "evaluate_batch", "evaluate_ranking", "per_query_table", "score_buckets",
            "evaluate_with_table", "evaluate_ranking_audit", "CI_METADATA_KEYS", "per_query_extra", "TIE_POLICIES",
@@ -63,7 +63,7 @@ def per_query_metrics(
     """Per-query metric tensors (Q,), NaN where undefined; ``ties``: :data:`TIE_POLICIES`;
     ``conventions``: empty queries and linear-gain nDCG
     (:class:`~fairltr.metrics.conventions.RelevanceConventions`). The metrics are those the
-    registry declares with a ``compute`` (:func:`~fairltr.metrics.registry.per_query_declarations`:
+    registry declares with a ``compute`` (:func:`~fairltr.metrics.plugins.per_query_declarations`:
     built-ins and plugins alike), each at every cut-off of ``k`` when it takes one.
 
     ``batch`` is one padded batch with ``scores`` (Q, N), or length buckets with ``scores`` one
@@ -187,7 +187,7 @@ def evaluate_ranking(
     ``audit`` (docs/spec.md section 3b, :func:`evaluate_ranking_audit`): also the worst-case
     figures over every group attribute of ``columns`` and their intersection, and, when
     ``audit.ci > 0``, ``<metric>_ci_low`` / ``<metric>_ci_high`` for them and for every headline
-    metric (:func:`~fairltr.metrics.registry.headline_metrics` at ``audit.k``) plus the interval
+    metric (:func:`~fairltr.metrics.plugins.headline_metrics` at ``audit.k``) plus the interval
     metadata :data:`CI_METADATA_KEYS`. Today's keys keep their values (``audit.k`` is added to ``k``).
 
     ``ties`` (:data:`TIE_POLICIES`): tied scores are unordered by default (every metric is its

@@ -1,5 +1,5 @@
 """The compute functions of the built-in per-query metrics, named by their declarations in
-:data:`fairltr.metrics.registry.METRICS` (``compute="fairltr.metrics.per_query_builtins:ndcg"``).
+:data:`fairltr.metrics.plugins.METRICS` (``compute="fairltr.metrics.per_query_builtins:ndcg"``).
 
 Contract of a per-query metric (built-in or plugin): ``fn(view, k)`` for a metric that takes a
 cut-off, ``fn(view)`` otherwise, where ``view`` is the :class:`RankingView` of one padded batch;

@@ -10,6 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from fairltr.lazy import moved_modules
+
+moved_modules(__name__, {"registry": "model_registry"})  # the MLflow model registry's old name
+
 _EXPORTS = {
     # runs and configuration (runs/)
     **dict.fromkeys(("DEFAULT_EXPERIMENT", "default_tracking_uri", "tracking_uri", "resolve_tracking_uri",
@@ -41,18 +45,18 @@ _EXPORTS = {
     "log_retrieval_run": "job_logging.retrieval_logging",
     # the sweep's MLflow mirror: one parent run per Optuna study, one nested run per COMPLETE trial
     **dict.fromkeys(("SweepTracker", "PARENT_ATTR", "CREATED_AT_ATTR", "sqlite_wal"), "job_logging.sweep_runs"),
-    # the gate language (the core's fairltr.gates, re-exported) and the registry (registry/)
+    # the gate language (the core's fairltr.gates, re-exported) and the MLflow model registry (model_registry/)
     **dict.fromkeys(("Gate", "GateResult", "parse_gate", "check_gates", "Bound", "GatePreset", "GATE_PRESETS",
                      "expand_preset", "gate_cutoffs"), "fairltr.gates"),
-    "PromotionDecision": "registry.decision", "promote": "registry.promotion",
-    "current_champion": "registry.sources", "evaluate_model_uri": "registry.sources",
-    "acquire_lock": "registry.lock", "LockTimeout": "registry.lock",
+    "PromotionDecision": "model_registry.decision", "promote": "model_registry.promotion",
+    "current_champion": "model_registry.sources", "evaluate_model_uri": "model_registry.sources",
+    "acquire_lock": "model_registry.lock", "LockTimeout": "model_registry.lock",
     # the served decisions and the provenance columns of every served ranking
     **dict.fromkeys(("read_decision_log", "open_decision_log"), "models.decision_log"),
     "PROVENANCE_COLUMNS": "models.pyfunc",
     # alias integrity: verify-alias's checks and the registry-webhook receiver
-    **dict.fromkeys(("AliasCheck", "check_alias", "check_version"), "registry.alias_check"),
-    **dict.fromkeys(("AliasEventReceiver", "register_webhook"), "registry.webhook_receiver"),
+    **dict.fromkeys(("AliasCheck", "check_alias", "check_version"), "model_registry.alias_check"),
+    **dict.fromkeys(("AliasEventReceiver", "register_webhook"), "model_registry.webhook_receiver"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -20,7 +20,9 @@ inside them, so ``import fairltr.workflows`` stays as cheap as the core.
 | a sweep (any method) | :class:`SweepConfig` (``tuning.SweepConfig``) -> :func:`run_sweep_job`; trials: :func:`ranking_trial`, :func:`dpr_trial` |
 """
 
-from fairltr.lazy import lazy_exports
+from fairltr.lazy import lazy_exports, moved_modules
+
+moved_modules(__name__, {"registry": "model_registry", "sweep_registry": "sweep_plugins"})  # the old names
 
 __all__ = [
     "RankingSource", "TrackingOptions", "read_source", "OutputSet", "check_output_dir", "check_output_file",
@@ -46,7 +48,7 @@ lazy_exports(__name__, {
                      "rank_with", "train_and_evaluate"], "fairltr.workflows.ranking"),
     **dict.fromkeys(["CompareRunsConfig", "EvaluateModelConfig", "EvaluateModelResult", "PromoteConfig",
                      "RetrievalEvalData", "compare_runs", "evaluate_model", "promote_model", "split_gates"],
-                    "fairltr.workflows.registry"),
+                    "fairltr.workflows.model_registry"),
     **dict.fromkeys(["ReproduceConfig", "ReproduceResult", "reproduce_deltr"], "fairltr.workflows.reproduce"),
     **dict.fromkeys(["EvaluateRetrievalConfig", "RetrieverSpec", "TrainRetrieverConfig", "TrainRetrieverResult",
                      "evaluate_retrieval", "train_retriever"], "fairltr.workflows.retriever"),

@@ -1,8 +1,8 @@
 """Alias integrity jobs: ``fairltr verify-alias`` (does an alias point at a version a promotion
 accepted, with the files it accepted?) and ``fairltr webhook-receiver`` (the same check on every
 alias event MLflow's webhooks deliver). The checks are
-:mod:`fairltr.tracking.registry.alias_check`; the receiver is
-:mod:`fairltr.tracking.registry.webhook_receiver`."""
+:mod:`fairltr.tracking.model_registry.alias_check`; the receiver is
+:mod:`fairltr.tracking.model_registry.webhook_receiver`."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ class VerifyAliasConfig:
 
 
 def verify_alias(cfg: VerifyAliasConfig) -> list[Any]:
-    """The :class:`~fairltr.tracking.registry.alias_check.AliasCheck` of each alias checked."""
-    from fairltr.tracking.registry.alias_check import check_alias, check_all_aliases, check_version, settled_check
+    """The :class:`~fairltr.tracking.model_registry.alias_check.AliasCheck` of each alias checked."""
+    from fairltr.tracking.model_registry.alias_check import check_alias, check_all_aliases, check_version, settled_check
 
     client = _client(cfg.tracking_uri)
     if cfg.all_aliases:
@@ -119,7 +119,7 @@ class ReceiverConfig:
 def start_receiver(cfg: ReceiverConfig) -> tuple[Any, Any, str, str | None]:
     """Bind the receiver (not serving yet: call ``server.serve_forever()``); returns (receiver,
     server, its webhook URL, a line about the registration or None)."""
-    from fairltr.tracking.registry.webhook_receiver import (
+    from fairltr.tracking.model_registry.webhook_receiver import (
         WEBHOOK_PATH, AliasEventReceiver, ReceiverSettings, register_webhook,
     )
 

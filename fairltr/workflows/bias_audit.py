@@ -243,7 +243,7 @@ def bias_audit(cfg: BiasAuditConfig) -> BiasAuditResult:
         res, n, period = _audit(cfg, model)
     first_used = None
     if vm is not None and vm.name:
-        from fairltr.tracking.registry.first_used import first_used_time
+        from fairltr.tracking.model_registry.first_used import first_used_time
 
         first_used = first_used_time(vm.name, str(vm.version))
     summary = _summary(cfg, res, n, period, vm, first_used)

@@ -437,12 +437,12 @@ def _parse_gates(texts: Sequence[str]) -> list:
 def _with_model_groups(cfg: MonitorConfig) -> MonitorConfig:
     """Without ``--group``, ``--model-uri``'s recorded group attributes when the table has them and
     no ``protected`` column (as ``evaluate-model`` and ``promote``:
-    :func:`fairltr.workflows.registry.with_recorded_groups`); ``cfg`` otherwise."""
+    :func:`fairltr.workflows.model_registry.with_recorded_groups`); ``cfg`` otherwise."""
     if not cfg.model_uri or cfg.data is None:
         return cfg
     from dataclasses import replace
 
-    from fairltr.workflows.registry import model_meta_of, with_recorded_groups
+    from fairltr.workflows.model_registry import model_meta_of, with_recorded_groups
 
     source = with_recorded_groups(RankingSource(cfg.data, columns=cfg.columns), lambda: model_meta_of(cfg.model_uri))
     return cfg if source.columns == cfg.columns else replace(cfg, columns=source.columns)

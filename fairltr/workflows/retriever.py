@@ -26,7 +26,7 @@ from fairltr.retrieval.evaluate import SUMMARY_KEYS, summary_of
 from fairltr.workflows.corpus_cache import CorpusEmbeddingCache, default_cache_dir, encode_corpus
 from fairltr.workflows.options import TrackingOptions
 from fairltr.workflows.retriever_tracking import TrackedTraining, log_trained_retriever
-from fairltr.workflows.registry import RetrievalEvalData
+from fairltr.workflows.model_registry import RetrievalEvalData
 
 __all__ = ["RetrieverSpec", "TrainRetrieverConfig", "TrainRetrieverResult", "train_retriever",
            "EvaluateRetrievalConfig", "evaluate_retrieval", "build_module", "fit_module", "evaluate_module",

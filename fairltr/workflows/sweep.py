@@ -3,7 +3,7 @@ single-run jobs, handed to :func:`tuning.sweep.run_sweep` (Optuna study, N worke
 mirror, Pareto report).
 
 Which methods exist, what each searches and how its trial is made is declared once per method
-in :mod:`fairltr.workflows.sweep_methods` (the registry: :mod:`fairltr.workflows.sweep_registry`).
+in :mod:`fairltr.workflows.sweep_methods` (the registry: :mod:`fairltr.workflows.sweep_plugins`).
 The trials (:class:`RankingTrial`, :class:`PLRankTrial`, :class:`DprTrial` and their builders)
 live in :mod:`fairltr.workflows.sweep_trials` and are re-exported here; this module runs a sweep
 job (:func:`run_sweep_job`), and registers a sweep's best trade-off.
@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 from fairltr.columns import DEFAULT_COLUMNS, RankingColumns
 from fairltr.errors import ConfigError
 from fairltr.workflows.ranking import RankerSpec, train_and_evaluate
-from fairltr.workflows.sweep_registry import (RankingContext, RankingPlan, SweepInputs, get_sweep_method,
+from fairltr.workflows.sweep_plugins import (RankingContext, RankingPlan, SweepInputs, get_sweep_method,
                                              sweep_method_names)
 from fairltr.workflows.sweep_trials import (  # noqa: F401 (re-exported: the paths callers name)
     DprTrial, Fold, PLRankTrial, RankedHook, RankingTrial, _plan_of, _pooled, _trial_audit, dpr_trial, dpr_trial_from,

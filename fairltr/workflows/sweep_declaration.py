@@ -5,7 +5,7 @@ and the registry object the declarations are registered in (:data:`SWEEP_METHODS
 
 This module names no declaration: the built-ins (:mod:`fairltr.workflows.sweep_methods`) and the
 trial builders (:mod:`fairltr.workflows.sweep_trials`) import it, and the lookups
-(:mod:`fairltr.workflows.sweep_registry`, which re-exports every name here) load the built-ins
+(:mod:`fairltr.workflows.sweep_plugins`, which re-exports every name here) load the built-ins
 first, so the declarations never reach the code that looks them up.
 
 Method names are user-facing (``lambdamart+fair``); where a name becomes part of an MLflow key
@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import ConfigError
 from fairltr.metrics.availability import EVALUATORS
-from fairltr.metrics.registry import key_part
+from fairltr.metrics.plugins import key_part
 from fairltr.plugins.registry import PluginRegistry
 
 __all__ = ["SweepInputs", "SweepMethod", "RankingContext", "RankingPlan", "register_sweep_method",
@@ -152,7 +152,7 @@ def _same_key(method: "SweepMethod", others: dict[str, "SweepMethod"]) -> None:
 
 SWEEP_METHODS: PluginRegistry["SweepMethod"] = PluginRegistry("sweep method", SweepMethod, check=_same_key)
 """Every sweep method (:mod:`fairltr.plugins.registry`): the built-ins of
-:mod:`fairltr.workflows.sweep_methods` (registered when it is imported; :mod:`fairltr.workflows.sweep_registry`
+:mod:`fairltr.workflows.sweep_methods` (registered when it is imported; :mod:`fairltr.workflows.sweep_plugins`
 imports it), then the ``fairltr.sweep_methods`` entry points, scanned on the first lookup."""
 
 

@@ -1,11 +1,11 @@
-"""The built-in sweep methods, each declared once (see :mod:`fairltr.workflows.sweep_registry`).
+"""The built-in sweep methods, each declared once (see :mod:`fairltr.workflows.sweep_plugins`).
 
 A ranking method is a :class:`~fairltr.workflows.sweep_declaration.RankingPlan`: its search space
 (read from the loss registry, FA*IR's parameters or LightGBM's declared ranges) and the map from a
 trial's values to a :class:`~fairltr.workflows.ranking.RankerSpec`; the trial itself is always
 :func:`~fairltr.workflows.sweep.ranking_trial`. The trial builders live in
 :mod:`fairltr.workflows.sweep_trials` (imported at the first trial), which never looks a method up
-through :mod:`~fairltr.workflows.sweep_registry`: the registry imports this module. To add a
+through :mod:`~fairltr.workflows.sweep_plugins`: the registry imports this module. To add a
 method, add one ``register_sweep_method`` call here (or in your own package): the CLI choices, the
 sweep workflow, the docs table and the comparison benchmark read it from the registry.
 """

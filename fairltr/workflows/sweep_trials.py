@@ -11,7 +11,7 @@ built on the same recipes as the single-run jobs:
 The built-in declarations (:mod:`fairltr.workflows.sweep_methods`) name the ``*_trial_from``
 builders here, so this module reads a method's declaration from the registry object itself
 (:data:`~fairltr.workflows.sweep_declaration.SWEEP_METHODS`), never through
-:mod:`fairltr.workflows.sweep_registry` (which imports the declarations): a builder runs from a
+:mod:`fairltr.workflows.sweep_plugins` (which imports the declarations): a builder runs from a
 registered declaration, and :mod:`fairltr.workflows.sweep` (the public entry, which re-exports
 every name here) has the built-ins loaded. Several (train, test) folds: every metric is the mean
 over the folds where it is defined.

@@ -9,7 +9,7 @@ The kill is deterministic: the victim completes one trial, then holds its next o
 stored, training blocked: ``_slow_worker.py``'s ``SWEEP_TEST_HOLD``) and says which; the other
 hosts wait for that before their second trial (``SWEEP_TEST_WAIT``), so the victim always gets
 its trial and the SIGKILL always lands mid-training. Promotions racing from two hosts against the
-server are ``tests/fairltr/tracking/registry/test_promotion_race_hosts.py``."""
+server are ``tests/fairltr/tracking/model_registry/test_promotion_race_hosts.py``."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 
 from fairltr.columns import DEFAULT_COLUMNS
 from fairltr.errors import DataError
-from fairltr.workflows.sweep_registry import SweepInputs, get_sweep_method
+from fairltr.workflows.sweep_plugins import SweepInputs, get_sweep_method
 from fairltr.workflows.train_plrank import PLRankSpec, plrank_outcome
 from tuning.sweep import SweepConfig
 

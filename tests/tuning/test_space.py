@@ -11,7 +11,8 @@ import pytest
 
 from fairltr.columns import RankingColumns
 from fairltr.errors import ConfigError
-from fairltr.losses import GAMMA, HyperParam, get_loss, registry
+from fairltr.losses import GAMMA, HyperParam, get_loss
+from fairltr.losses import plugins as registry
 from fairltr.workflows import RankingTrial, ranking_trial
 from tests.plugin_dist import plugin_distribution
 from tuning.space import SearchSpace, fair_space, loss_space, method_space, protected_share

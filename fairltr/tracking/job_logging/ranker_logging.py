@@ -55,7 +55,7 @@ def run_params(
     values of the fairness loss's declared hyper-parameters (registry), features, data sizes and
     the data files' paths. The data's identity (sha256) is recorded on the run's datasets
     (:func:`log_dataset`), not as params."""
-    from fairltr.losses.registry import get_loss
+    from fairltr.losses.plugins import get_loss
 
     params: dict[str, Any] = dict(model.effective_params())
     if model.fairness_loss is not None:  # LambdaMART has no fairness loss

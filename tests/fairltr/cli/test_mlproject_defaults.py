@@ -60,7 +60,7 @@ def _pl_max_iter():
 
 
 def _sweep_objectives():
-    from fairltr.workflows.sweep_registry import get_sweep_method
+    from fairltr.workflows.sweep_plugins import get_sweep_method
 
     method = PROJECT["entry_points"]["sweep"]["parameters"]["method"]["default"]
     return get_sweep_method(method).default_objectives

@@ -21,7 +21,7 @@ from fairltr.metrics import AuditConfig, evaluate_ranking, per_query_table
 from fairltr.metrics.availability import check_computed, uncomputed_reason
 from fairltr.metrics.awrf import awrf, trec_fair_task1
 from fairltr.metrics.iaa import iaa
-from fairltr.metrics.registry import QUERY_INTERVAL_METRICS, direction, optimisation_direction
+from fairltr.metrics.plugins import QUERY_INTERVAL_METRICS, direction, optimisation_direction
 
 KEYS = ("awrf", "ndcg_awrf", "iaa")
 

@@ -172,7 +172,7 @@ def test_interval_errors():
 
 
 def test_registry_entries():
-    from fairltr.metrics.registry import direction, ideal, is_better, metric_info
+    from fairltr.metrics.plugins import direction, ideal, is_better, metric_info
 
     assert direction("awrf") == "higher" and direction("ndcg_awrf") == "higher" and direction("iaa") == "lower"
     assert ideal("iaa") == 0.0 and is_better("iaa", 0.1, 0.2) and is_better("awrf", 0.9, 0.8)

@@ -25,9 +25,9 @@ SOURCE = '''
     import torch
 
     from fairltr.fair.rerankers import Reranker
-    from fairltr.metrics.registry import MetricInfo
+    from fairltr.metrics.plugins import MetricInfo
     from fairltr.plugins import HyperParam
-    from fairltr.workflows.sweep_registry import SweepMethod
+    from fairltr.workflows.sweep_plugins import SweepMethod
 
 
     def boost(frame, scores, *, columns, k, strength):
@@ -75,8 +75,8 @@ POINTS = {"fairltr.rerankers": {"boost": f"{MODULE}:RERANKER"}, "fairltr.metrics
 
 def _registries():
     from fairltr.fair.rerankers import RERANKERS
-    from fairltr.metrics.registry import METRICS
-    from fairltr.workflows.sweep_registry import SWEEP_METHODS
+    from fairltr.metrics.plugins import METRICS
+    from fairltr.workflows.sweep_plugins import SWEEP_METHODS
 
     return RERANKERS, METRICS, SWEEP_METHODS
 

@@ -18,7 +18,7 @@ def test_postgres_backed_server_run_register_alias(mlflow_postgres_server, tiny_
     from mlflow.tracking._tracking_service import utils as tracking_utils
 
     from fairltr.tracking import log_deltr_run
-    from fairltr.tracking.registry import current_champion, promote
+    from fairltr.tracking.model_registry import current_champion, promote
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_postgres_server.uri)
     monkeypatch.setattr(tracking_utils, "_tracking_uri", None)

@@ -10,7 +10,7 @@ import pytest
 
 from fairltr.columns import RankingColumns
 from fairltr.workflows.options import RankingSource
-from fairltr.workflows.registry import recorded_groups, with_recorded_groups
+from fairltr.workflows.model_registry import recorded_groups, with_recorded_groups
 
 
 def _meta(groups):

@@ -20,7 +20,7 @@ from fairltr.metrics import key_part
 from fairltr.workflows import run_sweep_job
 from fairltr.workflows.sweep import RankingPlan, RankingTrial, ranking_trial
 from fairltr.workflows.sweep_methods import ranking_method
-from fairltr.workflows.sweep_registry import (
+from fairltr.workflows.sweep_plugins import (
     SweepMethod,
     get_sweep_method,
     methods_markdown,
@@ -175,5 +175,5 @@ def test_docs_method_table_is_the_registry():
     assert start in text and end in text
     block = text.split(start, 1)[1].split(end, 1)[0].strip()
     assert block == methods_markdown(), ("docs/sweeps.md's method table differs from the registry; paste "
-                                         "python -c 'from fairltr.workflows.sweep_registry import methods_markdown; "
+                                         "python -c 'from fairltr.workflows.sweep_plugins import methods_markdown; "
                                          "print(methods_markdown())'")

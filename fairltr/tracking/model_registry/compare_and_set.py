@@ -4,7 +4,7 @@ gates against the champion the alias points to at the moment of the move.
 One attempt (:func:`_attempt`): check the gates against the champion read before; if the alias
 moved meanwhile, try again against the new one; a failed gate rejects, a candidate that already
 holds the alias is promoted as it is. Otherwise the lock of the registered model is acquired
-(:mod:`fairltr.tracking.registry.lock`) and, while it is held (:func:`_under_lock`), the champion
+(:mod:`fairltr.tracking.model_registry.lock`) and, while it is held (:func:`_under_lock`), the champion
 is re-read (if it moved, the gates are re-checked against it: measured outside the lock first when
 it is new), the lease checked, the alias moved and the decision recorded. Concurrent promotions
 therefore move the alias one at a time, each checked against the champion it replaces. After
@@ -26,10 +26,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from fairltr.gates import GateResult
-from fairltr.tracking.registry.checks import GateCheck
-from fairltr.tracking.registry.decision import PromotionDecision, write_decision
-from fairltr.tracking.registry.lock import AliasLock, LockTimeout, acquire_lock
-from fairltr.tracking.registry.sources import OpenedVersion, VersionSource, current_champion
+from fairltr.tracking.model_registry.checks import GateCheck
+from fairltr.tracking.model_registry.decision import PromotionDecision, write_decision
+from fairltr.tracking.model_registry.lock import AliasLock, LockTimeout, acquire_lock
+from fairltr.tracking.model_registry.sources import OpenedVersion, VersionSource, current_champion
 
 __all__ = ["Race", "compare_and_set"]
 
@@ -138,7 +138,7 @@ def _already_holding(race: Race, passed: bool) -> PromotionDecision:
     ``fairltr promote`` (``MlflowClient``, the UI): the gates are checked against the champion
     fairltr last accepted for the alias (none: the no-champion policy), never against the
     candidate itself, and the record names that champion as ``champion_before``."""
-    from fairltr.tracking.registry.alias_check import accepted_versions
+    from fairltr.tracking.model_registry.alias_check import accepted_versions
 
     accepted = [v for _, v in accepted_versions(race.client, race.model, race.alias)]
     last = accepted[0] if accepted else None

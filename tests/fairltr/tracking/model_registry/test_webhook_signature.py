@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from fairltr.tracking.registry.webhook_signature import check_delivery, sign
+from fairltr.tracking.model_registry.webhook_signature import check_delivery, sign
 
 SECRET = "s3cret-of-at-least-16-chars"
 NOW = 1_800_000_000.0

@@ -141,7 +141,7 @@ def test_unset_alias_and_errors(ranker_uri, mlflow_server):
 
 def test_lean_records_keep_model_and_version():
     from fairltr.gates import GateResult
-    from fairltr.tracking.registry.decision import PromotionDecision
+    from fairltr.tracking.model_registry.decision import PromotionDecision
 
     d = PromotionDecision(model="m", version="4", alias="champion", verdict="promoted",
                           results=[GateResult(gate="a>=1", metric="a", value=2.0, threshold=1.0, passed=True, margin=1.0)],
@@ -167,7 +167,7 @@ class _LockClient:
 
 def _checks(client, release_on_call=None, fixed_after=2):
     """A check that fails until call ``fixed_after`` and may release the lock on a call."""
-    from fairltr.tracking.registry.alias_check import AliasCheck
+    from fairltr.tracking.model_registry.alias_check import AliasCheck
 
     calls = []
 
@@ -184,7 +184,7 @@ def test_settled_check_waits_for_a_promotion_in_flight():
     import threading
     import time
 
-    from fairltr.tracking.registry.alias_check import settled_check
+    from fairltr.tracking.model_registry.alias_check import settled_check
 
     free = _LockClient(held=False)
     check, calls = _checks(free)
@@ -212,7 +212,7 @@ def test_promoting_a_version_the_alias_was_moved_to_checks_the_last_accepted_cha
     candidate itself, so the move is not laundered into an accepted promotion."""
     import mlflow
 
-    from fairltr.tracking.registry.decision import decision_record
+    from fairltr.tracking.model_registry.decision import decision_record
 
     client = _client()
     worse = mlflow.register_model(log_ranker(tiny_rankings, exposure=0.6), promoted).version  # v4
@@ -241,7 +241,7 @@ def test_a_rogue_held_version_is_judged_against_the_last_champion_not_itself(pro
     v1, the champion fairltr last accepted: a better version held by a rogue move is promoted."""
     import mlflow
 
-    from fairltr.tracking.registry.decision import decision_record
+    from fairltr.tracking.model_registry.decision import decision_record
 
     client = _client()
     better = mlflow.register_model(log_ranker(tiny_rankings, exposure=0.95), promoted).version

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from fairltr.tracking.registry.lock import HOLDER_TAG, LockTimeout, acquire_lock, lock_name
+from fairltr.tracking.model_registry.lock import HOLDER_TAG, LockTimeout, acquire_lock, lock_name
 
 
 def _race(client, model: str, n: int = 8) -> list:
@@ -74,7 +74,7 @@ def test_lost_answer_is_recognised_and_long_names_are_hashed(mlflow_server, monk
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    from fairltr.tracking.registry import lock as lock_module
+    from fairltr.tracking.model_registry import lock as lock_module
 
     client = mlflow.MlflowClient(mlflow_server.uri, registry_uri=mlflow_server.uri)
     original = lock_module._create

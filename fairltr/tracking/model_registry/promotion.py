@@ -12,7 +12,7 @@ current ``@champion`` on the same data); two-sided gates and presets too
 Steps of :func:`promote`:
 
 1. open the candidate: download it, verify its digest and load it with fairltr's own loaders
-   (:mod:`fairltr.tracking.models.verify`, :mod:`fairltr.tracking.registry.sources`; the stored model code never runs). A model that does not
+   (:mod:`fairltr.tracking.models.verify`, :mod:`fairltr.tracking.model_registry.sources`; the stored model code never runs). A model that does not
    load, does not match its digest, or has no digest (unless ``allow_unverified``) is REJECTED
    with a one-line reason — with or without data.
 2. metrics: with ``data`` the loaded model is evaluated in this process by the evaluator of its
@@ -27,9 +27,9 @@ Steps of :func:`promote`:
    decision record and the version description, never as passed; a candidate that clears the
    absolute gates then replaces the broken champion).
 4. the gates are checked (fail closed: a metric the candidate or the champion lacks fails;
-   :mod:`fairltr.tracking.registry.checks`).
-5. compare-and-set under a lock the tracking store enforces (:mod:`fairltr.tracking.registry.lock`,
-   :mod:`fairltr.tracking.registry.compare_and_set`): the
+   :mod:`fairltr.tracking.model_registry.checks`).
+5. compare-and-set under a lock the tracking store enforces (:mod:`fairltr.tracking.model_registry.lock`,
+   :mod:`fairltr.tracking.model_registry.compare_and_set`): the
    lock of the registered model is acquired, the champion re-read; if it moved, the gates are
    re-checked against the new champion (measured outside the lock first when it is new); the
    alias is moved and the decision recorded while the lock is held; the lock is released.
@@ -41,7 +41,7 @@ Steps of :func:`promote`:
    the alias moved ``max_attempts`` times — the gates were not decided; retry).
 
 Record: every decision is written to the version's description and tags, the registered model's
-decision log and, with data, the promotion run (:mod:`fairltr.tracking.registry.decision`).
+decision log and, with data, the promotion run (:mod:`fairltr.tracking.model_registry.decision`).
 
 Confidence (``confidence=0.95``, ``fairltr promote --confidence``; rankers with ``data``): both
 models are evaluated with bootstrap intervals at that level, and every gate is checked on the
@@ -64,10 +64,10 @@ import pandas as pd
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.errors import ConfigError
 from fairltr.gates import Gate, gate_cutoffs, parse_gate
-from fairltr.tracking.registry.checks import GateCheck
-from fairltr.tracking.registry.compare_and_set import Race, compare_and_set
-from fairltr.tracking.registry.decision import PromotionDecision, log_decision_run
-from fairltr.tracking.registry.sources import VersionSource, current_champion
+from fairltr.tracking.model_registry.checks import GateCheck
+from fairltr.tracking.model_registry.compare_and_set import Race, compare_and_set
+from fairltr.tracking.model_registry.decision import PromotionDecision, log_decision_run
+from fairltr.tracking.model_registry.sources import VersionSource, current_champion
 
 __all__ = ["promote"]
 

@@ -12,7 +12,7 @@ import time
 import mlflow  # noqa: F401  (preloaded in the forkserver: the children fork with it imported)
 import torch
 
-import fairltr.tracking.registry  # noqa: F401
+import fairltr.tracking.model_registry  # noqa: F401
 import fairltr.tracking.models.verify  # noqa: F401
 from fairltr.cli import cli
 

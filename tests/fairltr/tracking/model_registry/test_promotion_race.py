@@ -65,8 +65,8 @@ def forkserver(tmp_path_factory):
         sys.path.insert(0, here)
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "mlflow", "mlflow.pyfunc", "mlflow.models", "mlflow.artifacts", "fairltr.cli",
-                                "fairltr.tracking.registry", "fairltr.tracking.models.verify", "fairltr.tracking.registry.lock",
-                                "fairltr.tracking.models.pyfunc", "fairltr.workflows.registry"])
+                                "fairltr.tracking.model_registry", "fairltr.tracking.models.verify", "fairltr.tracking.model_registry.lock",
+                                "fairltr.tracking.models.pyfunc", "fairltr.workflows.model_registry"])
     return ctx
 
 
@@ -121,7 +121,7 @@ def _round(ctx, models, server_uri: str, r: int, workdir: Path, launch=None) -> 
         tags = client.get_model_version(name, v).tags
         assert tags["fairltr.promotion.verdict"] in ("promoted", "rejected"), tags
         if tags["fairltr.promotion.verdict"] == "promoted":
-            from fairltr.tracking.registry import decision_record
+            from fairltr.tracking.model_registry import decision_record
 
             champ = decision_record(tags)["champion_values"]  # None: no champion was measured
             moves.append((tags["fairltr.promotion.time"], v, champ))

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fairltr import DELTR, evaluate_ranking
 from fairltr.cli import cli
-from fairltr.tracking.registry import decision_record
+from fairltr.tracking.model_registry import decision_record
 
 EXPERIMENT = "test-promotion-integrity"
 
@@ -56,7 +56,7 @@ def _stored(server, name: str, version: str) -> Path:
 def _alias(name: str) -> str | None:
     import mlflow
 
-    from fairltr.tracking.registry import current_champion
+    from fairltr.tracking.model_registry import current_champion
 
     return current_champion(mlflow.MlflowClient(), name)
 
@@ -182,7 +182,7 @@ def test_corrupt_champion_does_not_block_its_replacement(mlflow_server, model_na
 def test_lock_is_taken_over_after_its_lease_and_a_held_lock_is_contention(mlflow_tracking, model_name, tiny_rankings):
     import mlflow
 
-    from fairltr.tracking.registry.lock import HOLDER_TAG, LEASE_TAG, OWNER_TAG, lock_name
+    from fairltr.tracking.model_registry.lock import HOLDER_TAG, LEASE_TAG, OWNER_TAG, lock_name
 
     _register(model_name, tiny_rankings)
     client = mlflow.MlflowClient()
@@ -239,7 +239,7 @@ def test_gate_cutoffs_reach_the_evaluator(mlflow_tracking, model_name, tiny_rank
 
 def test_decision_tags_are_valid_json_within_the_limit():
     from fairltr.gates import GateResult
-    from fairltr.tracking.registry import TAG_LIMIT, PromotionDecision
+    from fairltr.tracking.model_registry import TAG_LIMIT, PromotionDecision
 
     results = [GateResult(gate=f"ndcg_at_{k}>=champion-0.0{k % 10}", metric=f"ndcg_at_{k}", value=0.5, threshold=0.6,
                           passed=k % 3 != 0, margin=-0.1, note="x" * 50, rule=f"ndcg_at_{k}>=champion") for k in range(1, 400)]

@@ -22,7 +22,7 @@ from alias_fixtures import log_ranker, promote, register  # noqa: E402
 def _records(name: str, versions) -> dict[str, dict]:
     import mlflow
 
-    from fairltr.tracking.registry import decision_record
+    from fairltr.tracking.model_registry import decision_record
 
     client = mlflow.MlflowClient()
     return {v: decision_record(client.get_model_version(name, v).tags) for v in versions}
@@ -31,7 +31,7 @@ def _records(name: str, versions) -> dict[str, dict]:
 def test_a_promotion_that_lands_meanwhile_is_the_recorded_predecessor(mlflow_tracking, tiny_rankings, monkeypatch):
     """v2's promotion reads @champion unset, then v1 is promoted while v2 waits for the lock:
     v2's record says it replaced v1 (it said None, "first @champion", before)."""
-    import fairltr.tracking.registry.compare_and_set as cas
+    import fairltr.tracking.model_registry.compare_and_set as cas
 
     name = register(log_ranker(tiny_rankings), 2, prefix="history")
     real_acquire = cas.acquire_lock
@@ -66,8 +66,8 @@ def forkserver():
     """A forkserver that imported fairltr, MLflow and torch once (as in test_promotion_race.py)."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "mlflow", "mlflow.pyfunc", "mlflow.models", "mlflow.artifacts", "fairltr.cli",
-                                "fairltr.tracking.registry", "fairltr.tracking.models.verify",
-                                "fairltr.tracking.models.pyfunc", "fairltr.workflows.registry"])
+                                "fairltr.tracking.model_registry", "fairltr.tracking.models.verify",
+                                "fairltr.tracking.models.pyfunc", "fairltr.workflows.model_registry"])
     return ctx
 
 

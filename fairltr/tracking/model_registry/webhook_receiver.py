@@ -7,14 +7,14 @@ MLflow's tracking server (SQL backends; ``mlflow/server/handlers.py``,
 :class:`AliasEventReceiver` serves ``POST /webhook`` (and ``GET /health``):
 
 1. the body (at most 1 MiB) and the signature are checked first
-   (:mod:`~fairltr.tracking.registry.webhook_signature`): unsigned or badly signed -> 401, a
+   (:mod:`~fairltr.tracking.model_registry.webhook_signature`): unsigned or badly signed -> 401, a
    timestamp outside the window -> 403, a delivery id already accepted -> 409; each refusal is
    one log line, and nothing is read from or written to the registry;
 2. an accepted delivery is answered 202 at once and queued; one worker thread takes the events
    in order: for ``created``, the version is checked for that alias
-   (:func:`~fairltr.tracking.registry.alias_check.check_version`, waiting for a promotion in
-   flight: :func:`~fairltr.tracking.registry.alias_check.settled_check`) and the outcome
-   recorded (:func:`~fairltr.tracking.registry.alias_record.record_alias_check`); with
+   (:func:`~fairltr.tracking.model_registry.alias_check.check_version`, waiting for a promotion in
+   flight: :func:`~fairltr.tracking.model_registry.alias_check.settled_check`) and the outcome
+   recorded (:func:`~fairltr.tracking.model_registry.alias_record.record_alias_check`); with
    ``revert`` a failing alias is moved back to the latest accepted version; ``deleted`` is logged
    on the registered model; other events are ignored;
 3. one log line per event: ``<delivery id> <event> <model>@<alias> -> v<version>: OK|FAIL ...``.
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from fairltr.tracking.registry.webhook_signature import DEFAULT_TOLERANCE_S, check_delivery
+from fairltr.tracking.model_registry.webhook_signature import DEFAULT_TOLERANCE_S, check_delivery
 
 __all__ = ["AliasEventReceiver", "ReceiverSettings", "register_webhook", "ALIAS_EVENTS", "WEBHOOK_PATH",
            "DEFAULT_WEBHOOK_NAME", "LOGGER_NAME"]
@@ -157,9 +157,9 @@ class AliasEventReceiver:
 
     def handle(self, name: str, data: dict[str, Any]) -> str:
         """Check and record one event; returns the text of its log line."""
-        from fairltr.tracking.registry.alias_check import check_version, settled_check
-        from fairltr.tracking.registry.alias_record import record_alias_check, record_alias_deleted, revert_alias
-        from fairltr.tracking.registry.lock import LOCK_PREFIX
+        from fairltr.tracking.model_registry.alias_check import check_version, settled_check
+        from fairltr.tracking.model_registry.alias_record import record_alias_check, record_alias_deleted, revert_alias
+        from fairltr.tracking.model_registry.lock import LOCK_PREFIX
 
         model, alias, version = str(data.get("name", "")), str(data.get("alias", "")), data.get("version")
         if name not in ALIAS_EVENTS or not model or not alias or model.startswith(LOCK_PREFIX):

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from fairltr.cli import cli
-from fairltr.tracking.registry import decision_record
+from fairltr.tracking.model_registry import decision_record
 
 PATTERNS = [(3, 2, 1)] * 13 + [(1, 2, 3)] * 8 + [(2, 2, 2)] * 11  # top-6 counts of a, b, c under x1
 
@@ -82,7 +82,7 @@ def _promote(*args):
 def _alias(name, alias="champion"):
     import mlflow
 
-    from fairltr.tracking.registry import current_champion
+    from fairltr.tracking.model_registry import current_champion
 
     return current_champion(mlflow.MlflowClient(), name, alias)
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from fairltr.cli import cli
-from fairltr.tracking.registry import decision_record
+from fairltr.tracking.model_registry import decision_record
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def retrievers(mlflow_tracking, retriever_package, tiny_bert, retrieval_dir, tmp
 def _values(name: str, version: str) -> dict:
     import mlflow
 
-    from fairltr.tracking.registry import decision_record
+    from fairltr.tracking.model_registry import decision_record
 
     return decision_record(mlflow.MlflowClient().get_model_version(name, version).tags)["values"]
 
@@ -47,7 +47,7 @@ def test_retriever_promotion_round_trip_and_failing_mrc_gate(retrievers, retriev
     import mlflow
 
     from fairltr.retrieval import read_parallel_data
-    from fairltr.tracking.registry import current_champion
+    from fairltr.tracking.model_registry import current_champion
     from fairltr.tracking.models.retriever import FairltrRetriever
 
     name, packages = retrievers

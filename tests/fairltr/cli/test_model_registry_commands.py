@@ -72,7 +72,7 @@ def test_console_script_registers_and_records_a_fail(tmp_path_factory, tiny_rank
     """The real console script on a free port with --register, against a webhook-enabled server."""
     import mlflow
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracking" / "registry"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracking" / "model_registry"))
     from alias_fixtures import log_ranker, point_at, promote, register, start_webhook_server, wait_for
     from mlflow_fixtures import free_port
 

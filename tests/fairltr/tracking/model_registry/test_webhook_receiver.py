@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from alias_fixtures import log_ranker, point_at, promote, register, start_webhook_server, verify, wait_for  # noqa: E402
 
-from fairltr.tracking.registry.webhook_signature import sign  # noqa: E402
+from fairltr.tracking.model_registry.webhook_signature import sign  # noqa: E402
 
 # about 32 s in all: a webhook-delivering mlflow server and promotions (slow stage of CI)
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def hooked(tmp_path_factory, tiny_rankings):
     """(MLflow server with webhooks to loopback, receiver, its URL, log lines, a logged ranker)."""
     import mlflow
 
-    from fairltr.tracking.registry.webhook_receiver import (
+    from fairltr.tracking.model_registry.webhook_receiver import (
         LOGGER_NAME, AliasEventReceiver, ReceiverSettings, register_webhook,
     )
 
@@ -85,7 +85,7 @@ def _tags(name: str, version: str) -> dict:
 def test_registration_is_idempotent(hooked):
     import mlflow
 
-    from fairltr.tracking.registry.webhook_receiver import register_webhook
+    from fairltr.tracking.model_registry.webhook_receiver import register_webhook
 
     client = mlflow.MlflowClient()
     assert register_webhook(client, hooked["url"], SECRET) == (hooked["hook"], False)

@@ -203,7 +203,7 @@ def _paired_differences(loaded: Any, other_uri: str, df: pd.DataFrame, cfg: Eval
     from dataclasses import replace
 
     from fairltr.metrics.bootstrap import paired_difference
-    from fairltr.metrics.registry import headline_metrics
+    from fairltr.metrics.plugins import headline_metrics
     from fairltr.tracking.evaluation.evaluator import model_scores
     from fairltr.tracking.models.verify import open_verified
     from fairltr.workflows.audit import audit_cutoff, make_audit_config

@@ -4,7 +4,7 @@ that alias, with the files it accepted?
 A version passes (:func:`check_version`) when all of these hold:
 
 1. it has a decision record (tag ``fairltr.promotion.decision``, written by
-   :func:`~fairltr.tracking.registry.decision.write_decision`) whose verdict is ``promoted``;
+   :func:`~fairltr.tracking.model_registry.decision.write_decision`) whose verdict is ``promoted``;
 2. the record names this registered model, this version and this alias (``requested_alias``):
    a record copied from another version or written for another alias does not count;
 3. the record is in the registered model's decision log (the tag
@@ -20,7 +20,7 @@ strong as the tags it reads: whoever may write registry tags can also write a de
 (docs/governance.md says what is and is not protected).
 
 A promotion moves the alias first and writes its record right after, both under the model's
-promotion lock (:mod:`~fairltr.tracking.registry.lock`): :func:`settled_check` waits for a held
+promotion lock (:mod:`~fairltr.tracking.model_registry.lock`): :func:`settled_check` waits for a held
 lock to be released before it reports a problem, so an in-flight promotion is not a FAIL.
 """
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from fairltr.tracking.registry.decision import TAG_PREFIX
+from fairltr.tracking.model_registry.decision import TAG_PREFIX
 
 __all__ = ["AliasCheck", "check_version", "check_alias", "check_all_aliases", "settled_check", "lock_held",
            "accepted_versions", "DECISION_LOG_PREFIX"]
@@ -191,7 +191,7 @@ def lock_held(client: Any, model: str) -> bool:
     """Whether the promotion lock of ``model`` exists now (a promotion is moving an alias)."""
     from mlflow.exceptions import MlflowException
 
-    from fairltr.tracking.registry.lock import lock_name
+    from fairltr.tracking.model_registry.lock import lock_name
 
     try:
         client.get_registered_model(lock_name(model))

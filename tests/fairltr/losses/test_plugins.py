@@ -179,7 +179,7 @@ def plugin_dir(tmp_path, monkeypatch):
 
 
 def test_entry_point_plugins_load(plugin_dir, caplog):
-    with caplog.at_level(logging.WARNING, logger="fairltr.losses.registry"):
+    with caplog.at_level(logging.WARNING, logger="fairltr.losses.plugins"):
         reload_entry_points()
     assert "test_plugin_scaled_hinge" in available_losses("ranking")
     assert get_loss("test_plugin_factory").fn is None  # a zero-argument factory works too

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fairltr import DELTR, evaluate_ranking
 from fairltr.cli import cli
-from fairltr.tracking.registry import decision_record
+from fairltr.tracking.model_registry import decision_record
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def registered(mlflow_tracking, logged):
 
 
 def _alias(name, alias="champion"):
-    from fairltr.tracking.registry import current_champion
+    from fairltr.tracking.model_registry import current_champion
     import mlflow
 
     return current_champion(mlflow.MlflowClient(), name, alias)
@@ -124,7 +124,7 @@ def test_gates_pass_and_move_the_alias(registered):
 
 def test_failing_gate_keeps_the_alias(registered):
     name, data, metrics = registered
-    from fairltr.tracking.registry import promote
+    from fairltr.tracking.model_registry import promote
 
     assert promote(name, 2, ["exposure_ratio>=0.1"]).promoted  # from training metrics, no --data
     result = CliRunner().invoke(cli, ["promote", "--model", name, "--version", "1", "--data", str(data),
@@ -199,7 +199,7 @@ def test_champion_moving_during_evaluation_is_rechecked(registered, monkeypatch)
     gates are re-checked against v2 (which v1 does not beat) and the alias stays on v2."""
     import mlflow
 
-    from fairltr.tracking.registry import promotion, sources
+    from fairltr.tracking.model_registry import promotion, sources
 
     name, _, _ = registered
     client = mlflow.MlflowClient()
@@ -227,7 +227,7 @@ def test_losing_the_alias_insert_race_rechecks_and_records(registered, monkeypat
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    from fairltr.tracking.registry import promotion
+    from fairltr.tracking.model_registry import promotion
 
     name, _, _ = registered
     client_cls = mlflow.MlflowClient
@@ -255,7 +255,7 @@ def test_champion_moving_before_the_lock_is_measured_outside_it(registered, monk
     re-checked against it (v1 does not beat v2): rejected, the alias stays on v2."""
     import mlflow
 
-    from fairltr.tracking.registry import compare_and_set, promotion
+    from fairltr.tracking.model_registry import compare_and_set, promotion
 
     name, _, _ = registered
     client = mlflow.MlflowClient()
@@ -326,7 +326,7 @@ def test_promotion_keeps_the_training_summary_of_the_version(mlflow_tracking, ti
     import mlflow
 
     from fairltr.tracking import log_deltr_run
-    from fairltr.tracking.registry import VERDICT_MARK
+    from fairltr.tracking.model_registry import VERDICT_MARK
 
     train, test = tiny_rankings
     name = f"described-{uuid.uuid4().hex[:8]}"

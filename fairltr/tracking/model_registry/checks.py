@@ -13,7 +13,7 @@ from typing import Any
 
 from fairltr.columns import RankingColumns
 from fairltr.gates import Gate, GateResult, check_gates
-from fairltr.tracking.registry.sources import OpenedVersion, VersionSource
+from fairltr.tracking.model_registry.sources import OpenedVersion, VersionSource
 
 __all__ = ["GateCheck"]
 

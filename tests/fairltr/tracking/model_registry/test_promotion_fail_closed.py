@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from fairltr import DELTR, evaluate_ranking
 from fairltr.cli import cli
-from fairltr.tracking.registry import decision_record
+from fairltr.tracking.model_registry import decision_record
 
 EXPERIMENT = "test-promotion-fail-closed"
 

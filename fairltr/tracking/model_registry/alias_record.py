@@ -23,9 +23,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from fairltr.tracking.registry.alias_check import AliasCheck, accepted_versions, check_version
-from fairltr.tracking.registry.decision import TAG_LIMIT, cut_text, with_alias_check
-from fairltr.tracking.registry.lock import LockTimeout, acquire_lock
+from fairltr.tracking.model_registry.alias_check import AliasCheck, accepted_versions, check_version
+from fairltr.tracking.model_registry.decision import TAG_LIMIT, cut_text, with_alias_check
+from fairltr.tracking.model_registry.lock import LockTimeout, acquire_lock
 
 __all__ = ["ALIAS_CHECK_TAG", "ALIAS_LOG_PREFIX", "record_alias_check", "record_alias_deleted", "revert_alias",
            "utc_now"]
