@@ -7,7 +7,11 @@ what "fitted" means in ``__sklearn_is_fitted__``; it sets ``columns_`` and ``his
 
 from __future__ import annotations
 
-from fairltr.errors import NotFittedError
+import numpy as np
+import pandas as pd
+
+from fairltr.data import frame_source, numeric_matrix
+from fairltr.errors import DataError, NotFittedError
 
 __all__ = ["FittedRanker"]
 
@@ -45,3 +49,16 @@ class FittedRanker:
         """The judgment column of the fitted contract (``columns_.judgment``)."""
         self.check_fitted()
         return self.columns_.judgment  # type: ignore[attr-defined]
+
+    def _design(self, df: pd.DataFrame) -> np.ndarray:
+        """The model's feature columns (``feature_names_``) of ``df`` as finite float64; a missing
+        column, or a cell that is no finite number, is a DataError naming file, line, column,
+        query and value."""
+        names = self.feature_names_  # type: ignore[attr-defined]
+        missing = [f for f in names if f not in df.columns]
+        if missing:
+            where = frame_source(df)
+            raise DataError(f"{where + ': ' if where else ''}missing feature column(s) {missing}; "
+                            f"the model was trained on {names}")
+        query = self.query_ if self.query_ in df.columns else None
+        return numeric_matrix(df, names, query=query)

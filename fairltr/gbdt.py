@@ -226,13 +226,7 @@ class LambdaMART(FittedRanker):
     def predict(self, df: pd.DataFrame) -> np.ndarray:
         """The booster's score of every row (the query column is not needed)."""
         self.check_fitted()
-        missing = [f for f in self.feature_names_ if f not in df.columns]
-        if missing:
-            where = frame_source(df)
-            raise DataError(f"{where + ': ' if where else ''}missing feature column(s) {missing}; "
-                            f"the model was trained on {self.feature_names_}")
-        q = self.query_ if self.query_ in df.columns else None
-        x = numeric_matrix(df, self.feature_names_, query=q)
+        x = self._design(df)  # fairltr.fitted.FittedRanker: the feature columns, checked
         return np.asarray(self.booster_.predict(x, num_threads=self.params.num_threads), dtype=np.float64)
 
     def rank(self, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:

@@ -29,7 +29,7 @@ import torch
 from fairltr.buckets import BucketedBatch, split_batch, to_buckets
 from fairltr.columns import UNSET, RankingColumns, resolve_columns
 from fairltr.data import (NAMES_ONLY, ORIGIN_KEY, RankingBatch, category_codes, check_group_column, frame_source,
-                          numeric_matrix, positions_in_query, query_codes, score_order, select_features)
+                          positions_in_query, query_codes, score_order, select_features)
 from fairltr.deltr_fit import DELTRTraining, resolve_device
 from fairltr.errors import ConfigError, DataError
 from fairltr.files import check_writable
@@ -156,17 +156,6 @@ class LinearRanker(DELTRTraining, LinearRankerParams, FittedRanker):
             raise DataError(f"{frame_source(df) or 'the training table'}: no feature columns to train on "
                             f"(colorblind drops the group column {columns.group!r})")
         return chosen
-
-    def _design(self, df: pd.DataFrame) -> np.ndarray:
-        """The model's feature columns of ``df`` as finite float64; errors name file, line, column,
-        query and value."""
-        missing = [f for f in self.feature_names_ if f not in df.columns]
-        if missing:
-            where = frame_source(df)
-            raise DataError(f"{where + ': ' if where else ''}missing feature column(s) {missing}; "
-                            f"the model was trained on {self.feature_names_}")
-        query = self.query_ if self.query_ in df.columns else None
-        return numeric_matrix(df, self.feature_names_, query=query)
 
     # ------------------------------------------------------------------ training
     def _device(self) -> torch.device:
