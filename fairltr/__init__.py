@@ -30,7 +30,7 @@ __all__ = [
 lazy_exports(__name__, {
     "BucketedBatch": "fairltr.buckets", "length_buckets": "fairltr.buckets", "to_buckets": "fairltr.buckets",
     "RankingBatch": "fairltr.data", "to_batch": "fairltr.data",
-    "DELTR": "fairltr.deltr", "rank_frame": "fairltr.deltr", "PLRank": "fairltr.plrank",
+    "DELTR": "fairltr.deltr", "rank_frame": "fairltr.linear_ranker", "PLRank": "fairltr.plrank",
     "load_ranker": "fairltr.rankers",
     "evaluate_ranking": "fairltr.metrics",
     **dict.fromkeys(["Gate", "GateResult", "Bound", "GatePreset", "GATE_PRESETS", "parse_gate", "check_gates",

@@ -32,7 +32,7 @@ import pandas as pd
 
 from fairltr.columns import RankingColumns, resolve_columns
 from fairltr.data import NAMES_ONLY, frame_source, numeric_matrix, query_codes, select_features
-from fairltr.deltr import rank_frame
+from fairltr.linear_ranker import rank_frame
 from fairltr.errors import ConfigError, DataError, one_line
 from fairltr.files import atomic_write_text, check_writable
 from fairltr.fitted import FittedRanker
