@@ -133,7 +133,7 @@ class LambdaMART(FittedRanker):
     standard ranker). Scores are the booster's raw predictions (higher = better).
     """
 
-    _FILE_KIND = "LambdaMART"  # the model's name in run tags and reports (DELTR, PLRank ...)
+    _FILE_KIND = "LambdaMART"  # its model files' format marker (fairltr.LambdaMART) and messages; run tags: RANKERS
 
     def __init__(self, params: GBDTParams | None = None, *, seed: int = 0, colorblind: bool = False,
                  columns: RankingColumns | None = None, record_history: bool = True) -> None:

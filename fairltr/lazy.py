@@ -55,25 +55,34 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> None:
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old module name (or one below it) and loads it as the module now at the new name."""
 
-    def __init__(self) -> None:
-        self.moves: dict[str, str] = {}
-
     def target(self, fullname: str) -> str | None:
         for old, new in self.moves.items():
             if fullname == old or fullname.startswith(old + "."):
                 return new + fullname[len(old):]
         return None
 
+    def __init__(self) -> None:
+        self.moves: dict[str, str] = {}
+        self._specs: dict[str, Any] = {}  # old name -> the new module's own spec, put back after import
+
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if self.target(fullname) is None:
+        new = self.target(fullname)
+        if new is None or importlib.util.find_spec(new) is None:  # an old name of no module: not found
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: Any) -> types.ModuleType:
-        return importlib.import_module(self.target(spec.name) or spec.name)
+        module = importlib.import_module(self.target(spec.name) or spec.name)
+        self._specs[spec.name] = module.__spec__
+        return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        """Nothing to run: the module is the new name's, already executed."""
+        """Nothing to run (the module is the new name's, already executed); the import machinery
+        set ``__spec__`` to the old name's: the module's own spec is put back (``find_spec``,
+        ``reload`` and ``importlib.resources`` keep seeing the new name)."""
+        original = self._specs.pop(getattr(module.__spec__, "name", ""), None)
+        if original is not None:
+            module.__spec__ = original
 
 
 _MOVED = _MovedModules()

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from fairltr.errors import ConfigError
+from fairltr.errors import ConfigError, DataError
 from fairltr.losses.builtin import GAMMA, LAMBDA
 from fairltr.plugins.rankers import Ranker, RankerDeclaration
 from fairltr.plugins.registry import PluginRegistry
@@ -47,18 +47,28 @@ RANKERS.register(RankerDeclaration(
     model_file="lambdamart.json", requirements=("lightgbm",)))
 
 
+def _declared_classes() -> list[tuple[type, RankerDeclaration]]:
+    """(estimator class, declaration) of every declared ranker whose estimator imports (a plugin
+    that cannot be imported declares no class here; its own lookups report why)."""
+    out = []
+    for d in RANKERS.values():
+        try:
+            out.append((d.estimator_class(), d))
+        except ConfigError:
+            continue
+    return out
+
+
 def declaration_of(model: Any) -> RankerDeclaration:
     """The declaration of ``model``'s class, or of its nearest declared base class (a subclass of
-    DELTR is a DELTR); a model of no declared class is a ConfigError naming the declared ones."""
+    DELTR is a DELTR), matched by the class object (a declaration may name a re-export, e.g.
+    ``"mypkg:MyRanker"``); a model of no declared class is a ConfigError naming the declared ones."""
     cls = model if isinstance(model, type) else type(model)
-    by_class: dict[str, RankerDeclaration] = {}
-    for d in RANKERS.values():
-        module, _, attr = d.estimator.partition(":")
-        by_class[f"{module}.{attr}"] = d
+    declared = _declared_classes()
     for base in cls.__mro__:
-        d = by_class.get(f"{base.__module__}.{base.__qualname__}")
-        if d is not None and d.estimator_class() is base:
-            return d
+        for estimator, d in declared:
+            if estimator is base:
+                return d
     raise ConfigError(f"{cls.__name__} is not a declared ranker (declare it in the fairltr.rankers entry-point "
                       f"group); declared: {RANKERS.names()}")
 
@@ -86,11 +96,20 @@ def model_format(path: str | Path) -> str | None:
         return None
 
 
-def load_ranker_files(files: Sequence[str | Path]) -> Any:
+def load_ranker_files(files: Sequence[str | Path], label: str | None = None) -> Any:
     """The model saved in ``files`` (the main file first, as ``saved_files`` lists them), read by
-    the ranker its format marker names (DELTR's loader when the marker is missing or unknown: it
-    reports the defect)."""
-    d = declaration_for_format(model_format(files[0])) or RANKERS.require("deltr")
+    the ranker its format marker names. A marker no ranker declares is a DataError naming it and
+    the declared ones (a plugin that is not installed here); a file whose marker cannot be read is
+    given to the loader of the ranker labelled ``label`` (a logged model's config records it),
+    else DELTR's, which reports the defect."""
+    marker = model_format(files[0])
+    d = declaration_for_format(marker)
+    if d is None and marker is not None:
+        raise DataError(f"{files[0]}: model format {marker!r} is declared by no installed ranker (install the "
+                        f"package that declares it in the fairltr.rankers entry points); declared: "
+                        f"{[r.format for r in RANKERS.values()]}")
+    if d is None:
+        d = next((r for r in RANKERS.values() if label is not None and r.label == label), RANKERS.require("deltr"))
     return d.estimator_class().load_saved(list(files))
 
 

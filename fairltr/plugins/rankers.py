@@ -23,7 +23,8 @@ __all__ = ["Ranker", "RankerDeclaration"]
 
 @runtime_checkable
 class Ranker(Protocol):
-    """A fitted (or fittable) fairltr ranker.
+    """A fitted fairltr ranker (``isinstance`` is True once it is fitted: the fitted attributes
+    below exist only then).
 
     ``fit(frame, ...)`` trains on a ranking table and returns the model; ``predict(frame)`` scores
     every row; ``rank(frame)`` sorts each query by score (``score`` and 1-based ``rank``);
@@ -31,8 +32,21 @@ class Ranker(Protocol):
     file it wrote (the main one first) and the class's ``load_saved(files)`` reads them back;
     ``effective_params()`` are the validated hyper-parameters as logged and saved;
     ``describe(title)`` is a one-line description without what ``title`` says; ``check_fitted()``
-    raises :class:`~fairltr.errors.NotFittedError` before ``fit``; ``history`` lists the training
-    records and ``columns_`` is the fitted column contract."""
+    raises :class:`~fairltr.errors.NotFittedError` before ``fit``. Fitted: ``history`` (the
+    training records, possibly none), ``columns_`` (the column contract, a
+    :class:`~fairltr.columns.RankingColumns`), ``query_`` / ``judgment_`` (its query and judgment
+    columns), ``feature_names_`` and ``n_iter_``; ``fairness_loss`` names the fairness loss it
+    was trained with (None: none), as run tags and params record it."""
+
+    columns_: Any
+    feature_names_: list[str]
+    n_iter_: int
+    fairness_loss: str | None
+
+    @property
+    def query_(self) -> str: ...
+    @property
+    def judgment_(self) -> str: ...
 
     def fit(self, df: Any, *args: Any, **kwargs: Any) -> Any: ...
     def predict(self, df: Any) -> Any: ...

@@ -45,5 +45,22 @@ def test_the_old_names_work_first_in_a_fresh_interpreter():
 
 
 def test_an_unknown_module_below_an_old_name_is_still_missing():
-    with pytest.raises(ModuleNotFoundError, match="fairltr.tracking.model_registry.no_such_module"):
+    with pytest.raises(ModuleNotFoundError, match=r"No module named .fairltr\.tracking\.registry\.no_such_module"):
         importlib.import_module("fairltr.tracking.registry.no_such_module")
+
+
+def test_the_new_module_keeps_its_own_spec_and_a_missing_old_name_is_not_found():
+    code = (
+        "import importlib, importlib.util, importlib.resources\n"
+        "import fairltr.losses.registry as old\n"
+        "import fairltr.tracking.registry.promotion as p\n"
+        "new = importlib.import_module('fairltr.losses.plugins')\n"
+        "assert old is new and new.__spec__.name == 'fairltr.losses.plugins', new.__spec__\n"
+        "assert p.__spec__.name == 'fairltr.tracking.model_registry.promotion'\n"
+        "assert importlib.util.find_spec('fairltr.losses.plugins').name == 'fairltr.losses.plugins'\n"
+        "assert importlib.util.find_spec('fairltr.tracking.registry.no_such_module') is None\n"
+        "assert importlib.resources.files('fairltr.tracking.model_registry').joinpath('promotion.py').is_file()\n"
+        "assert importlib.reload(new) is new and new.__name__ == 'fairltr.losses.plugins'\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

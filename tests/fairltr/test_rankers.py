@@ -21,7 +21,8 @@ from fairltr.errors import ConfigError
 from fairltr.gbdt import GBDTParams, LambdaMART
 from fairltr.linear_ranker import LinearRanker
 from fairltr.plugins import Ranker, RankerDeclaration
-from fairltr.rankers import RANKERS, declaration_of, load_ranker, model_format
+from fairltr.errors import DataError
+from fairltr.rankers import RANKERS, declaration_of, load_ranker, load_ranker_files, model_format
 from tests.plugin_dist import plugin_distribution
 
 
@@ -40,6 +41,7 @@ def _fitted(name: str):
         return DELTR(gamma=10.0, max_iter=5).fit(df)
     if name == "plrank":
         return PLRank(samples=4, max_iter=3).fit(df)
+    pytest.importorskip("lightgbm", reason="LambdaMART needs the [gbdt] extra")
     return LambdaMART(GBDTParams(n_estimators=3, num_leaves=3, min_data_in_leaf=1)).fit(df)
 
 
@@ -96,6 +98,19 @@ def test_declarations_are_checked():
         RankerDeclaration("bad", "fairltr.deltr.DELTR", label="Bad", format="bad.Bad")
     with pytest.raises(ConfigError, match="cannot import its estimator 'no_such_module:Thing'"):
         RankerDeclaration("gone", "no_such_module:Thing", label="Gone", format="gone.Gone").estimator_class()
+
+
+def test_a_marker_no_ranker_declares_is_named(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"format": "nobody.Knows", "weights": [1.0]}))
+    with pytest.raises(DataError, match=r"m.json: model format 'nobody.Knows' is declared by no installed ranker.*"
+                                        r"'fairltr.DELTR', 'fairltr.PLRank', 'fairltr.LambdaMART'"):
+        load_ranker(path)
+    path.write_text("{not json")  # no marker to read: DELTR's loader reports the defect, or the named ranker's
+    with pytest.raises(DataError, match="not a fairltr DELTR model file"):
+        load_ranker(path)
+    with pytest.raises(DataError, match="not a fairltr LambdaMART model file"):
+        load_ranker_files([path], label="LambdaMART")
 
 
 MODULE = "toy_fairltr_ranker"
@@ -160,8 +175,35 @@ SOURCE = '''
             return f"MeanRanker, sign {self.sign:g}"
 
         def save(self, path):
+            """Three files: the marker, the features, the sign (a model of several files)."""
+            main, features, sign = self.saved_files(path)
+            main.write_text(json.dumps({"format": FORMAT}))
+            features.write_text("\\n".join(self.feature_names_))
+            sign.write_text(repr(self.sign))
+            return main
+
+        def saved_files(self, path):
             p = Path(path)
-            p.write_text(json.dumps({"format": FORMAT, "sign": self.sign, "features": self.feature_names_}))
+            return [p, p.with_suffix(".features.txt"), p.with_suffix(".sign.txt")]
+
+        @classmethod
+        def load_saved(cls, files):
+            if len(files) != 3:
+                raise DataError(f"a MeanRanker is three files, got {[str(f) for f in files]}")
+            state = json.loads(Path(files[0]).read_text())
+            if state.get("format") != FORMAT:
+                raise DataError(f"{files[0]}: not a MeanRanker file")
+            model = cls(float(Path(files[2]).read_text()))
+            model.feature_names_, model.columns_ = Path(files[1]).read_text().split("\\n"), DEFAULT_COLUMNS
+            return model
+
+
+    class OneFileRanker(MeanRanker):
+        """The same scorer in one JSON file (what ``fairltr evaluate --model FILE`` reads)."""
+
+        def save(self, path):
+            p = Path(path)
+            p.write_text(json.dumps({"format": "toy.OneFile", "sign": self.sign, "features": self.feature_names_}))
             return p
 
         def saved_files(self, path):
@@ -170,15 +212,16 @@ SOURCE = '''
         @classmethod
         def load_saved(cls, files):
             state = json.loads(Path(files[0]).read_text())
-            if state.get("format") != FORMAT:
-                raise DataError(f"{files[0]}: not a MeanRanker file")
             model = cls(state["sign"])
             model.feature_names_, model.columns_ = state["features"], DEFAULT_COLUMNS
             return model
 
 
-    DECLARATION = RankerDeclaration("toy-mean", f"{__name__}:MeanRanker", label="MeanRanker", format=FORMAT,
-                                    model_file="mean.json")
+    MEAN_RANKER = MeanRanker  # the declaration names this re-export, not the class's own name
+    DECLARATIONS = [RankerDeclaration("toy-mean", f"{__name__}:MEAN_RANKER", label="MeanRanker", format=FORMAT,
+                                      model_file="mean.json"),
+                    RankerDeclaration("toy-one", f"{__name__}:OneFileRanker", label="OneFileRanker",
+                                      format="toy.OneFile", model_file="one.json")]
 '''
 
 
@@ -186,7 +229,7 @@ SOURCE = '''
 def toy_ranker(tmp_path, monkeypatch):
     (tmp_path / "plugin").mkdir()
     with RANKERS.snapshot(), plugin_distribution(tmp_path / "plugin", monkeypatch, MODULE, SOURCE,
-                                                 {"fairltr.rankers": {"mean": f"{MODULE}:DECLARATION"}}):
+                                                 {"fairltr.rankers": {"mean": f"{MODULE}:DECLARATIONS"}}):
         RANKERS.reload_entry_points()
         yield importlib.import_module(MODULE)
 
@@ -197,8 +240,15 @@ def test_a_plugin_ranker_loads_by_its_marker_and_is_evaluated_by_the_cli(toy_ran
     model = toy_ranker.MeanRanker(-1.0).fit(df)
     assert isinstance(model, Ranker) and declaration_of(model).label == "MeanRanker"
     path = model.save(tmp_path / "mean.json")
-    assert type(load_ranker(path)).__name__ == "MeanRanker"
+    with pytest.raises(DataError, match="a MeanRanker is three files"):
+        load_ranker(path)  # one file given: the plugin's own loader decides
+    assert type(load_ranker_files(model.saved_files(path))).__name__ == "MeanRanker"
     df.to_csv(tmp_path / "test.csv", index=False)
+    res = CliRunner().invoke(cli, ["evaluate", "--model", str(path), "--data", str(tmp_path / "test.csv"),
+                                   "--out", str(tmp_path / "m.json"), "--k", "5"])
+    assert res.exit_code != 0 and "a MeanRanker is three files" in res.output  # one-line error, no traceback
+    model_one = toy_ranker.OneFileRanker(-1.0).fit(df)
+    path = model_one.save(tmp_path / "one.json")
     res = CliRunner().invoke(cli, ["evaluate", "--model", str(path), "--data", str(tmp_path / "test.csv"),
                                    "--out", str(tmp_path / "m.json"), "--k", "5"])
     assert res.exit_code == 0, res.output
@@ -220,7 +270,8 @@ def test_a_plugin_ranker_is_logged_and_served_as_a_pyfunc(toy_ranker, mlflow_tra
     with mlflow.start_run():
         info = log_ranker_model(model, input_example=df.head(4))
     folder = mlflow.artifacts.download_artifacts(artifact_uri=info.model_uri, dst_path=str(tmp_path / "model"))
-    assert (tmp_path / "model" / "artifacts" / "mean.json").is_file()
+    assert {p.name for p in (tmp_path / "model" / "artifacts").iterdir()} >= {"mean.json", "mean.features.txt",
+                                                                              "mean.sign.txt"}  # every saved file
     requirements = (tmp_path / "model" / "requirements.txt").read_text()
     assert "lightgbm" not in requirements
     served = mlflow.pyfunc.load_model(folder).predict(df)

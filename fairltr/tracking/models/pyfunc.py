@@ -152,15 +152,18 @@ def _example_output(model: Ranker, example: pd.DataFrame, policy: ServingPolicy,
 def _model_config(model: Ranker, policy: ServingPolicy, allowed: str, log_uri: str | None, types: dict[str, str],
                   weights: list[str], sample: bool = False) -> dict[str, Any]:
     """The MLmodel config of a loader-form ranker (read by :func:`ranker_from_config`): the column
-    contract, the serving settings and the weight files (``weights``: the weights, then a
-    LambdaMART model's booster)."""
+    contract, the serving settings and the model's files (``weights``: the main file, then its
+    companions, e.g. a LambdaMART model's booster)."""
     from fairltr.tracking.models.verified_loader import LOADER_FORMAT
 
     c = model.columns_
     return {"format": LOADER_FORMAT, "kind": "ranker", "query": model.query_, "group": c.group,
             "groups": list(c.groups), "item": c.item, "serve_rerank": policy.describe(), "serve_overrides": allowed,
             "decision_log": log_uri, "input_types": types, "weights": weights[0],
-            **({"model": declaration_of(model).label, "booster": weights[1]} if len(weights) > 1 else {}),
+            "model": declaration_of(model).label,  # the loader of a file whose format marker cannot be read
+            # a model saved as several files (LambdaMART: + its booster): every file, and the second
+            # under "booster", the key earlier fairltr versions read
+            **({"booster": weights[1], "files": list(weights)} if len(weights) > 1 else {}),
             **({"serve_sample": True, "serve_sample_salt": uuid.uuid4().hex} if sample else {})}
 
 

@@ -166,7 +166,7 @@ def _load_pyfunc(data_path: str, model_config: Mapping[str, Any] | None = None):
 
 
 GOVERNED_KEYS = ("format", "kind", "query", "group", "groups", "item", "input_types", "serve_rerank",
-                 "serve_overrides", "decision_log", "weights", "booster", "model", "package")
+                 "serve_overrides", "decision_log", "weights", "booster", "files", "model", "package")
 """Model-config keys recorded with the model (inside its digest) that no load-time override may
 change: MLflow merges ``load_model(model_config=...)``, ``MLFLOW_PYFUNC_INFERENCE_CONFIG`` and the
 scoring server's ``SERVING_MODEL_CONFIG`` into the config it passes to the loader."""
