@@ -33,9 +33,20 @@ def ranking_files(small_rankings, tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="session")
 def mlflow_sqlite(tmp_path_factory) -> str:
-    """A tracking URI shared by the session's tuning tests (tables created once)."""
+    """A tracking URI shared by the session's tuning tests (tables created once). The store is
+    opened from its own folder: MLflow resolves a SQLite store's default artifact root
+    (``./mlruns``) once, when the process first opens it, so the session's artifacts land beside
+    the database, never in the checkout the tests run from."""
+    import os
+
     from mlflow import MlflowClient
 
-    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
-    MlflowClient(tracking_uri=uri).search_experiments()  # creates the tables now
+    folder = tmp_path_factory.mktemp("mlflow")
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        MlflowClient(tracking_uri=uri).search_experiments()  # creates the tables now
+    finally:
+        os.chdir(here)
     return uri
