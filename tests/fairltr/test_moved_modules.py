@@ -23,6 +23,12 @@ MOVED = {
 }
 
 
+def _in_a_fresh_interpreter(code: str) -> None:
+    """Run ``code`` (which prints ``ok`` at its end) in a new Python process; its stderr on failure."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 @pytest.mark.parametrize("old", sorted(MOVED))
 def test_the_old_name_is_the_new_module(old):
     assert importlib.import_module(old) is importlib.import_module(MOVED[old])
@@ -40,8 +46,7 @@ def test_the_old_names_work_first_in_a_fresh_interpreter():
         "assert get_loss is importlib.import_module('fairltr.losses.plugins').get_loss\n"
         "assert m is sys.modules['fairltr.metrics.plugins'] is sys.modules['fairltr.metrics.registry']\n"
         "print('ok')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    _in_a_fresh_interpreter(code)
 
 
 def test_an_unknown_module_below_an_old_name_is_still_missing():
@@ -62,5 +67,4 @@ def test_the_new_module_keeps_its_own_spec_and_a_missing_old_name_is_not_found()
         "assert importlib.resources.files('fairltr.tracking.model_registry').joinpath('promotion.py').is_file()\n"
         "assert importlib.reload(new) is new and new.__name__ == 'fairltr.losses.plugins'\n"
         "print('ok')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    _in_a_fresh_interpreter(code)
