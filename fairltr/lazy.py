@@ -55,15 +55,16 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> None:
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old module name (or one below it) and loads it as the module now at the new name."""
 
+    def __init__(self) -> None:
+        self.moves: dict[str, str] = {}
+        self._specs: dict[str, Any] = {}  # old name -> the new module's own spec, put back after import
+
     def target(self, fullname: str) -> str | None:
+        """The new name of ``fullname`` (None when it is no old name nor below one)."""
         for old, new in self.moves.items():
             if fullname == old or fullname.startswith(old + "."):
                 return new + fullname[len(old):]
         return None
-
-    def __init__(self) -> None:
-        self.moves: dict[str, str] = {}
-        self._specs: dict[str, Any] = {}  # old name -> the new module's own spec, put back after import
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         new = self.target(fullname)

@@ -34,12 +34,12 @@ RANKERS: PluginRegistry[RankerDeclaration] = PluginRegistry("ranker", RankerDecl
 """Every ranker kind, by name (built-ins: ``deltr``, ``plrank``, ``lambdamart``)."""
 
 RANKERS.register(RankerDeclaration(
-    "deltr", "fairltr.deltr:DELTR", label="DELTR", format="fairltr.DELTR", weight="gamma", hyperparams=(GAMMA,),
+    "deltr", "fairltr.deltr:DELTR", label="DELTR", format="fairltr.DELTR", weight=GAMMA,
     curve_caption="Training objective per iteration: total = listnet + gamma x exposure",
     model_file="deltr.safetensors"))
 RANKERS.register(RankerDeclaration(
-    "plrank", "fairltr.plrank:PLRank", label="PLRank", format="fairltr.PLRank", weight="lambda",
-    weight_attribute="lam", hyperparams=(LAMBDA,), stochastic=True,
+    "plrank", "fairltr.plrank:PLRank", label="PLRank", format="fairltr.PLRank", weight=LAMBDA,
+    weight_attribute="lam", stochastic=True,
     curve_caption="Training objective per iteration: total = E[DCG] - lambda x disparity (sampled, maximised)",
     model_file="deltr.safetensors"))  # the file name every logged linear ranker has had
 RANKERS.register(RankerDeclaration(

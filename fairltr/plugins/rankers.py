@@ -69,9 +69,10 @@ class RankerDeclaration:
     ``name``: the registry key (``deltr``); ``estimator``: ``"module:Class"`` of its estimator,
     imported on first use; ``label``: its name in run tags (``fairltr.model``), headings and
     messages (``DELTR``); ``format``: the format marker its model files carry
-    (``fairltr.DELTR``); ``weight``: the attribute holding its fairness weight and the word a
-    heading shows (``gamma`` -> ``DELTR gamma=1000``; None: no fairness weight), with its
-    declaration ``hyperparams`` (validation, defaults, search ranges); ``stochastic``: a
+    (``fairltr.DELTR``); ``weight``: the declaration of its fairness weight (validation, default,
+    search range; None: no fairness weight), whose name a heading shows (``gamma`` -> ``DELTR
+    gamma=1000``) and, unless ``weight_attribute`` names another, the model attribute holding
+    it (PLRank's ``lambda`` is ``lam``: a Python keyword); ``stochastic``: a
     Plackett-Luce policy, which may serve sampled rankings; ``curve_caption``: the caption of
     its training-curve figure (None: no curve); ``model_file``: the file name of its saved
     weights inside a logged model's ``artifacts/``; ``requirements``: pip requirements a served
@@ -81,9 +82,8 @@ class RankerDeclaration:
     estimator: str
     label: str
     format: str
-    weight: str | None = None
+    weight: HyperParam | None = None
     weight_attribute: str | None = None
-    hyperparams: tuple[HyperParam, ...] = ()
     stochastic: bool = False
     curve_caption: str | None = None
     model_file: str = "model.safetensors"
@@ -107,9 +107,9 @@ class RankerDeclaration:
         """The model's fairness weight (None for a ranker without one)."""
         if self.weight is None:
             return None
-        return float(getattr(model, self.weight_attribute or self.weight))
+        return float(getattr(model, self.weight_attribute or self.weight.name))
 
     def heading(self, model: Any) -> str:
         """``DELTR gamma=1000`` / ``PLRank lambda=10`` / ``LambdaMART``."""
         value = self.weight_of(model)
-        return self.label if value is None else f"{self.label} {self.weight}={value:g}"
+        return self.label if value is None else f"{self.label} {self.weight.name}={value:g}"

@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from fairltr.fair.policy import ServingPolicy, overrides_text, parse_overrides, parse_policy
+from fairltr.plugins.rankers import RankerDeclaration
 from fairltr.rankers import declaration_of
 from fairltr.tracking.runs.config import registry_prints_follow_log_level
 from fairltr.tracking.models.loader_form import stage_package
@@ -131,11 +132,11 @@ def _serving_signature(signature, optional: tuple[str, ...], columns: list[str],
     return ModelSignature(inputs=inputs, outputs=signature.outputs, params=params)
 
 
-def _save_artifacts(model: Ranker, folder: Path) -> dict[str, Path]:
+def _save_artifacts(model: Ranker, declared: RankerDeclaration, folder: Path) -> dict[str, Path]:
     """Save ``model``'s files in ``folder`` (the model's ``artifacts/``): ``{path in the model
     folder: local file}``: the declared model file and its companions (a LambdaMART model's booster)."""
     folder.mkdir(parents=True, exist_ok=True)
-    weights = model.save(folder / declaration_of(model).model_file)
+    weights = model.save(folder / declared.model_file)
     return {f"artifacts/{f.name}": f for f in model.saved_files(weights)}
 
 
@@ -149,8 +150,8 @@ def _example_output(model: Ranker, example: pd.DataFrame, policy: ServingPolicy,
     return out.assign(**{c: policy.describe() if c == "policy" else "" for c in PROVENANCE_COLUMNS})
 
 
-def _model_config(model: Ranker, policy: ServingPolicy, allowed: str, log_uri: str | None, types: dict[str, str],
-                  weights: list[str], sample: bool = False) -> dict[str, Any]:
+def _model_config(model: Ranker, label: str, policy: ServingPolicy, allowed: str, log_uri: str | None,
+                  types: dict[str, str], weights: list[str], sample: bool = False) -> dict[str, Any]:
     """The MLmodel config of a loader-form ranker (read by :func:`ranker_from_config`): the column
     contract, the serving settings and the model's files (``weights``: the main file, then its
     companions, e.g. a LambdaMART model's booster)."""
@@ -160,7 +161,7 @@ def _model_config(model: Ranker, policy: ServingPolicy, allowed: str, log_uri: s
     return {"format": LOADER_FORMAT, "kind": "ranker", "query": model.query_, "group": c.group,
             "groups": list(c.groups), "item": c.item, "serve_rerank": policy.describe(), "serve_overrides": allowed,
             "decision_log": log_uri, "input_types": types, "weights": weights[0],
-            "model": declaration_of(model).label,  # the loader of a file whose format marker cannot be read
+            "model": label,  # the ranker whose loader reads a file whose format marker cannot be read
             # a model saved as several files (LambdaMART: + its booster): every file, and the second
             # under "booster", the key earlier fairltr versions read
             **({"booster": weights[1], "files": list(weights)} if len(weights) > 1 else {}),
@@ -206,12 +207,13 @@ def log_ranker_model(
     declared = declaration_of(model)
     with tempfile.TemporaryDirectory(prefix="fairltr-model-") as tmp:
         tmp_path = Path(tmp)
-        files = _save_artifacts(model, tmp_path / "artifacts")
+        files = _save_artifacts(model, declared, tmp_path / "artifacts")
         signature = _signature_of(model, input_example, policy, group_type, sample)
         code = stage_package(tmp_path / "code")
         wheel = build_wheel(code, tmp_path / "wheel", md.version("fairltr"))
         files.update({"ranker_code.py": MODEL_CODE, "code/fairltr": code, f"code/{wheel.name}": wheel})
-        config = _model_config(model, policy, allowed, log_uri, types, [k for k in files if k.startswith("artifacts/")], sample)
+        config = _model_config(model, declared.label, policy, allowed, log_uri, types,
+                               [k for k in files if k.startswith("artifacts/")], sample)
         with registry_prints_follow_log_level(), warnings.catch_warnings():
             # MLflow infers the example's schema again: the same hint on the int query id column
             warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer", category=UserWarning)

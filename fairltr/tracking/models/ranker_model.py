@@ -36,17 +36,12 @@ PROVENANCE_COLUMNS = ("policy", "model_name", "model_version", "model_digest", "
 SAMPLE_COLUMNS = ("sampled", "sample_seed", "sample_request_id")
 """The columns a sampling PLRank pyfunc adds: the ranking was sampled, with which seed, for which request id."""
 
-def load_ranker_artifacts(weights: str | Path, booster: str | Path | None = None, *,
-                          companions: list[Path] | None = None, label: str | None = None) -> Ranker:
+def load_ranker_artifacts(weights: str | Path, booster: str | Path | None = None) -> Ranker:
     """The ranker of a logged model's artifacts with fairltr's validating loaders: the class the
-    weights file's format marker names reads ``weights`` and its companion files (``companions``,
-    else ``booster``: a LambdaMART model's LightGBM text file, the config key every logged model
-    has used) with :meth:`~fairltr.plugins.Ranker.load_saved`
-    (:func:`fairltr.rankers.load_ranker_files`). ``label``: the ranker the model config names
-    (config key ``model``; LambdaMART models have always recorded it), whose loader reads a file
-    whose marker cannot be read, so that its message names the right format."""
-    extra = list(companions) if companions is not None else ([] if booster is None else [booster])
-    return load_ranker_files([weights, *extra], label=label)
+    weights file's format marker names reads ``weights`` and its companion file ``booster`` (a
+    LambdaMART model's LightGBM text file, the artifact key every logged model has used) with
+    :meth:`~fairltr.plugins.Ranker.load_saved` (:func:`fairltr.rankers.load_ranker_files`)."""
+    return load_ranker_files([weights] if booster is None else [weights, booster])
 
 
 def predict_frame(model: Ranker, df: pd.DataFrame, query: str | None = None) -> pd.DataFrame:
@@ -228,12 +223,13 @@ def ranker_from_config(root: Path, config: dict[str, Any]) -> FairltrRanker:
     weights = _inside(root, config.get("weights"))
     if weights is None:
         raise DataError(f"{root}: the model config names no weights file")
-    files = config.get("files")
+    files = config.get("files")  # a model of several files: all of them (else weights and booster)
     if files is not None and (not isinstance(files, list) or not files or files[0] != config.get("weights")):
         raise DataError(f"{root}: the model config's files {files!r} do not start with its weights file")
-    companions = [p for p in (_inside(root, f) for f in files[1:]) if p is not None] if files else None
-    model = load_ranker_artifacts(weights, _inside(root, config.get("booster")), companions=companions,
-                                  label=config.get("model"))
+    paths = [_inside(root, f) for f in files or [config.get("weights"), config.get("booster")]]
+    # the config's ranker label ("model"; LambdaMART models have always recorded it) picks the loader of
+    # a file whose format marker cannot be read, so that its message names the right format
+    model = load_ranker_files([p for p in paths if p is not None], label=config.get("model"))
     return FairltrRanker.from_model(model, config.get("query"), policy=config.get("serve_rerank"),
                                     group=config.get("group"), input_types=config.get("input_types"),
                                     overrides=config.get("serve_overrides"), sample=bool(config.get("serve_sample")),
